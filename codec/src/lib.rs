@@ -1,0 +1,24 @@
+//! grove-codec: the entry model, the pi JSONL reader and writer, the binary record
+//! encoding of the store, and the digest chain. Nothing here touches the file system:
+//! readers take any `BufRead`, writers produce bytes.
+//!
+//! Invariant kept throughout: an entry's original JSON text is the source of truth. Typed
+//! views ([`entry::Envelope`], [`view`]) are parsed from it on demand and never written back,
+//! so unknown entry types, unknown fields and unknown roles survive byte for byte.
+#![forbid(unsafe_code)]
+
+pub mod digest;
+pub mod entry;
+pub mod error;
+pub mod header;
+pub mod jsstr;
+pub mod migrate;
+pub mod reader;
+pub mod record;
+pub mod time;
+pub mod view;
+pub mod writer;
+
+pub use entry::{EntryKind, Envelope, Role};
+pub use error::{CodecError, LineError};
+pub use header::Header;

@@ -1,0 +1,279 @@
+//! Streaming reader of pi session JSONL (v1, v2, v3 and the harness extensions).
+//!
+//! Memory stays bounded by the longest line: lines are read one at a time into a reused
+//! buffer. Lines are split at LF only (U+2028/U+2029 inside strings are content), and each
+//! line's text is kept verbatim, including a trailing CR.
+
+use std::io::BufRead;
+
+use crate::entry::Envelope;
+use crate::error::{CodecError, LineError};
+use crate::header::Header;
+use crate::migrate::Migrator;
+
+/// How strictly lines are checked.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Strictness {
+    /// A malformed line fails the whole read (pi harness behaviour; grove's default).
+    #[default]
+    Strict,
+    /// A malformed line is skipped and reported as [`Diagnostic::Skipped`], with its bytes.
+    Lenient,
+}
+
+/// Something the reader noticed and did not fail on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Diagnostic {
+    /// A line holding only whitespace was dropped.
+    BlankLine {
+        /// Physical line number.
+        line: u64,
+    },
+    /// Lenient mode skipped a malformed line; `bytes` keeps it for quarantine.
+    Skipped {
+        /// Where and why.
+        error: LineError,
+        /// The line's bytes.
+        bytes: Vec<u8>,
+    },
+    /// The final line had no LF and did not parse: excluded.
+    TornTail {
+        /// Where and why.
+        error: LineError,
+        /// The line's bytes.
+        bytes: Vec<u8>,
+    },
+    /// The final line had no LF but parsed; it was kept (export adds the LF).
+    MissingFinalNewline {
+        /// Physical line number.
+        line: u64,
+    },
+    /// The line was migrated from a legacy version; the stored form differs from the file.
+    Migrated {
+        /// Physical line number.
+        line: u64,
+    },
+}
+
+/// One entry or leaf line, with its position in the file.
+#[derive(Debug, Clone)]
+pub struct Line {
+    /// Physical 1-based line number.
+    pub line: u64,
+    /// Byte offset of the line's start.
+    pub byte_offset: u64,
+    /// The line's text as grove stores and exports it (original, or migrated form).
+    pub text: String,
+    /// The validated common fields.
+    pub envelope: Envelope,
+}
+
+/// Reads a pi session file line by line.
+pub struct JsonlReader<R> {
+    input: R,
+    buf: Vec<u8>,
+    line_no: u64,
+    offset: u64,
+    strictness: Strictness,
+    header: Header,
+    migrator: Option<Migrator>,
+    fresh_id: Box<dyn FnMut() -> String + Send>,
+    diagnostics: Vec<Diagnostic>,
+}
+
+enum RawLine {
+    Eof,
+    Line {
+        line: u64,
+        offset: u64,
+        terminated: bool,
+    },
+}
+
+impl<R: BufRead> JsonlReader<R> {
+    /// Opens a reader and reads the header. `fresh_id` draws ids for v1 migration.
+    pub fn new(
+        input: R,
+        strictness: Strictness,
+        fresh_id: Box<dyn FnMut() -> String + Send>,
+    ) -> Result<JsonlReader<R>, CodecError> {
+        let mut reader = JsonlReader {
+            input,
+            buf: Vec::with_capacity(64 * 1024),
+            line_no: 0,
+            offset: 0,
+            strictness,
+            header: Header::create("", "", "", None, None),
+            migrator: None,
+            fresh_id,
+            diagnostics: Vec::new(),
+        };
+        loop {
+            match reader.read_raw()? {
+                RawLine::Eof => {
+                    return Err(CodecError::InvalidSession {
+                        reason: "missing session header".to_owned(),
+                    })
+                }
+                RawLine::Line { line, .. } => {
+                    if is_blank(&reader.buf) {
+                        reader.diagnostics.push(Diagnostic::BlankLine { line });
+                        continue;
+                    }
+                    let text = std::str::from_utf8(&reader.buf).map_err(|_| {
+                        CodecError::InvalidSession {
+                            reason: "first line is not a valid session header".to_owned(),
+                        }
+                    })?;
+                    let mut header =
+                        Header::parse(text).map_err(|reason| CodecError::InvalidSession {
+                            reason: format!("line {line}: {reason}"),
+                        })?;
+                    if header.source_version < 3 {
+                        let migrator = Migrator::new(header.source_version);
+                        header.raw = migrator.header(&header.raw).ok_or_else(|| {
+                            CodecError::InvalidSession {
+                                reason: "first line is not a valid session header".to_owned(),
+                            }
+                        })?;
+                        reader.migrator = Some(migrator);
+                    }
+                    reader.header = header;
+                    return Ok(reader);
+                }
+            }
+        }
+    }
+
+    /// The session header (migrated to version 3 if the file was older).
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// What was noticed so far without failing.
+    pub fn diagnostics(&self) -> &[Diagnostic] {
+        &self.diagnostics
+    }
+
+    /// Takes the diagnostics gathered so far.
+    pub fn take_diagnostics(&mut self) -> Vec<Diagnostic> {
+        std::mem::take(&mut self.diagnostics)
+    }
+
+    /// The next entry or leaf line, or `None` at the end of the input.
+    pub fn next_line(&mut self) -> Result<Option<Line>, CodecError> {
+        loop {
+            let (line, offset, terminated) = match self.read_raw()? {
+                RawLine::Eof => return Ok(None),
+                RawLine::Line {
+                    line,
+                    offset,
+                    terminated,
+                } => (line, offset, terminated),
+            };
+            if is_blank(&self.buf) {
+                self.diagnostics.push(Diagnostic::BlankLine { line });
+                continue;
+            }
+            match self.parse_current() {
+                Ok((text, envelope, migrated)) => {
+                    if !terminated {
+                        self.diagnostics
+                            .push(Diagnostic::MissingFinalNewline { line });
+                    }
+                    if migrated {
+                        self.diagnostics.push(Diagnostic::Migrated { line });
+                    }
+                    return Ok(Some(Line {
+                        line,
+                        byte_offset: offset,
+                        text,
+                        envelope,
+                    }));
+                }
+                Err(reason) => {
+                    let error = LineError {
+                        line,
+                        byte_offset: offset,
+                        reason,
+                    };
+                    let bytes = self.buf.clone();
+                    if !terminated {
+                        self.diagnostics.push(Diagnostic::TornTail { error, bytes });
+                        return Ok(None);
+                    }
+                    match self.strictness {
+                        Strictness::Strict => return Err(CodecError::InvalidEntry(error)),
+                        Strictness::Lenient => {
+                            self.diagnostics.push(Diagnostic::Skipped { error, bytes });
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn parse_current(&mut self) -> Result<(String, Envelope, bool), String> {
+        let text =
+            std::str::from_utf8(&self.buf).map_err(|e| format!("invalid UTF-8: {e}"))?;
+        let (text, migrated) = match self.migrator.as_mut() {
+            None => (text.to_owned(), false),
+            Some(m) => {
+                // Only lines that are JSON objects take part in the migration.
+                Envelope::parse(text).or_else(|reason| {
+                    if reason.starts_with("invalid JSON") || reason.contains("not a JSON object")
+                    {
+                        Err(reason)
+                    } else {
+                        Ok(placeholder())
+                    }
+                })?;
+                let fresh = &mut self.fresh_id;
+                let migrated = m
+                    .entry(text, &mut **fresh)
+                    .ok_or_else(|| "line is not a JSON object".to_owned())?;
+                (migrated, true)
+            }
+        };
+        let envelope = Envelope::parse(&text)?;
+        Ok((text, envelope, migrated))
+    }
+
+    fn read_raw(&mut self) -> Result<RawLine, CodecError> {
+        self.buf.clear();
+        let offset = self.offset;
+        let n = self
+            .input
+            .read_until(b'\n', &mut self.buf)
+            .map_err(|source| CodecError::Io { offset, source })?;
+        if n == 0 {
+            return Ok(RawLine::Eof);
+        }
+        self.offset += n as u64;
+        self.line_no += 1;
+        let terminated = self.buf.last() == Some(&b'\n');
+        if terminated {
+            self.buf.pop();
+        }
+        Ok(RawLine::Line {
+            line: self.line_no,
+            offset,
+            terminated,
+        })
+    }
+}
+
+fn placeholder() -> Envelope {
+    Envelope {
+        kind: crate::entry::EntryKind::Unknown,
+        type_name: String::new(),
+        id: String::new(),
+        parent_id: None,
+        timestamp: String::new(),
+        target_id: None,
+    }
+}
+
+fn is_blank(bytes: &[u8]) -> bool {
+    bytes.iter().all(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\x0b' | b'\x0c'))
+}

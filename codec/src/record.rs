@@ -1,0 +1,164 @@
+//! grove's binary records: the values stored under the keys of docs/format.md.
+//!
+//! Every value is `[format version: u8] ++ bincode(standard config)`. The version is grove's
+//! own, independent of sled's; a value of an unknown version is refused with a typed error.
+
+use bincode::{Decode, Encode};
+
+use crate::digest::Digest;
+use crate::error::CodecError;
+
+/// The record format versions this build reads and writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum FormatVersion {
+    /// The first format (entries, leaf records, indexes, session records).
+    V1 = 1,
+}
+
+impl FormatVersion {
+    /// The version new values are written with.
+    pub const CURRENT: FormatVersion = FormatVersion::V1;
+
+    /// Parses a version byte.
+    pub fn from_byte(b: u8) -> Result<FormatVersion, CodecError> {
+        match b {
+            1 => Ok(FormatVersion::V1),
+            other => Err(CodecError::UnknownFormatVersion(other)),
+        }
+    }
+}
+
+/// How an entry's `parentId` resolved within its session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Encode, Decode)]
+pub enum Parent {
+    /// `parentId` is `null` or `""`.
+    Root,
+    /// The parent entry's sequence number.
+    Seq(u64),
+    /// `parentId` names no entry (an orphan root).
+    Missing,
+    /// `parentId` equals the entry's own id (a root).
+    SelfRef,
+    /// The parent is the given entry, but following parents from here loops; this entry is
+    /// the earliest of its cycle in log order and counts as a tree root.
+    Cycle(u64),
+}
+
+impl Parent {
+    /// The parent's sequence number when the walk may follow it.
+    pub fn seq(self) -> Option<u64> {
+        match self {
+            Parent::Seq(s) | Parent::Cycle(s) => Some(s),
+            _ => None,
+        }
+    }
+}
+
+/// Where a leaf record points.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Encode, Decode)]
+pub enum LeafTarget {
+    /// `targetId: null`: the leaf is the root position.
+    Null,
+    /// An entry.
+    Seq(u64),
+    /// `targetId` names no entry (kept from an import, reported as a warning).
+    Missing,
+}
+
+/// The per-record metadata of the log: one per entry or leaf record, keyed by sequence.
+#[derive(Debug, Clone, PartialEq, Eq, Encode, Decode)]
+pub struct NodeRecord {
+    /// [`crate::EntryKind::tag`].
+    pub kind: u8,
+    /// The resolved parent. For a leaf record: the leaf before the move.
+    pub parent: Parent,
+    /// Number of ancestors (0 for a root).
+    pub depth: u64,
+    /// Nearest compaction ancestor, the entry itself included (spec §10.3).
+    pub checkpoint: Option<u64>,
+    /// Last entry on the full path that set the model (model_change or assistant message).
+    pub model_at: Option<u64>,
+    /// Last `thinking_level_change` on the full path.
+    pub thinking_at: Option<u64>,
+    /// Last `active_tools_change` on the full path.
+    pub tools_at: Option<u64>,
+    /// For leaf records: the target.
+    pub leaf_target: Option<LeafTarget>,
+    /// Whether a later entry with the same id shadows this one.
+    pub shadowed: bool,
+    /// blake3 of the stored line bytes.
+    pub content: Digest,
+    /// Chain digest (entries) or the content hash again (leaf records).
+    pub digest: Digest,
+}
+
+/// A session's immutable description.
+#[derive(Debug, Clone, PartialEq, Eq, Encode, Decode)]
+pub struct SessionRecord {
+    /// The session id (pi header `id`).
+    pub id: String,
+    /// The header line grove exports.
+    pub header: String,
+    /// Header `timestamp`.
+    pub created: String,
+    /// Header `cwd`.
+    pub cwd: String,
+    /// Header `parentSession`.
+    pub parent_session: Option<String>,
+    /// The grove id of the session this one was forked from.
+    pub parent_session_id: Option<String>,
+    /// The file this session was imported from, if any.
+    pub source_path: Option<String>,
+}
+
+/// A session's mutable head, rewritten with every write.
+#[derive(Debug, Clone, PartialEq, Eq, Encode, Decode)]
+pub struct HeadRecord {
+    /// Sequence number the next record gets.
+    pub next_seq: u64,
+    /// The active leaf (`None` = root position).
+    pub leaf: Option<u64>,
+    /// Number of tree entries (leaf records excluded).
+    pub entries: u64,
+    /// The last `session_info` entry in log order.
+    pub name_at: Option<u64>,
+    /// Timestamp of the last record grove wrote (kept non-decreasing).
+    pub last_timestamp: Option<String>,
+}
+
+/// The current label of one target id.
+#[derive(Debug, Clone, PartialEq, Eq, Encode, Decode)]
+pub struct LabelRecord {
+    /// The trimmed label as a JSON string literal.
+    pub label: String,
+    /// The `label` entry that set it.
+    pub set_by: u64,
+}
+
+/// Encodes a record with the current format version.
+pub fn encode<T: Encode>(value: &T) -> Vec<u8> {
+    let mut out = vec![FormatVersion::CURRENT as u8];
+    // Encoding into a Vec cannot fail for these plain data types.
+    if let Ok(body) = bincode::encode_to_vec(value, bincode::config::standard()) {
+        out.extend_from_slice(&body);
+    }
+    out
+}
+
+/// Decodes a record, checking its format version and that every byte was used.
+pub fn decode<T: Decode<()>>(bytes: &[u8]) -> Result<T, CodecError> {
+    let (&version, body) = bytes
+        .split_first()
+        .ok_or_else(|| CodecError::CorruptRecord("empty value".to_owned()))?;
+    FormatVersion::from_byte(version)?;
+    let (value, used) = bincode::decode_from_slice(body, bincode::config::standard())
+        .map_err(|e| CodecError::CorruptRecord(e.to_string()))?;
+    if used != body.len() {
+        return Err(CodecError::CorruptRecord(format!(
+            "{} trailing bytes",
+            body.len() - used
+        )));
+    }
+    Ok(value)
+}
