@@ -1,1 +1,7 @@
+//! grove's integration tests: one test binary (faster to link than one per file).
+#![forbid(unsafe_code)]
 
+mod cli;
+mod codec;
+mod engine;
+mod oracle;
