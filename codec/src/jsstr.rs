@@ -18,7 +18,7 @@ impl JsString {
     }
 
     /// Builds a string from Rust text.
-    pub fn from_str(s: &str) -> JsString {
+    pub fn from_text(s: &str) -> JsString {
         JsString(s.encode_utf16().collect())
     }
 

@@ -69,6 +69,8 @@ pub enum LeafTarget {
 /// The per-record metadata of the log: one per entry or leaf record, keyed by sequence.
 #[derive(Debug, Clone, PartialEq, Eq, Encode, Decode)]
 pub struct NodeRecord {
+    /// The entry's (or leaf record's) id.
+    pub id: String,
     /// [`crate::EntryKind::tag`].
     pub kind: u8,
     /// The resolved parent. For a leaf record: the leaf before the move.

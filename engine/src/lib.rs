@@ -1,1 +1,38 @@
+//! grove: an event-sourced, append-only store for branching agent sessions.
+//!
+//! A session is a tree of entries (pi's session model): every entry names its parent, and
+//! a movable leaf marks where the conversation continues. grove keeps each session as an
+//! append-only log of the entries' original JSON lines plus indexes (parent → children, id
+//! → position, leaf history, compaction checkpoints, settings pointers), all in one sorted
+//! key-value space behind the [`kv::Kv`] trait, with sled as the embedded default.
+//!
+//! Start with [`Store::open`], then [`Store::import_file`], [`Store::create_session`] or
+//! [`Store::session`]; a [`Session`] appends, moves its leaf, walks paths and builds
+//! contexts. docs/design.md explains the architecture and docs/format.md the bytes on disk.
 #![forbid(unsafe_code)]
+
+pub mod context;
+pub mod error;
+pub mod export;
+mod fold;
+pub mod import;
+pub mod keys;
+pub mod kv;
+pub mod labels;
+mod paths;
+pub mod session;
+pub mod store;
+pub mod tree;
+mod util;
+
+pub use context::{Context, ContextOptions, NullContent, RetainedTail, SelectionPath, SettingsScope};
+pub use error::{GroveError, Result};
+pub use export::{ExportReport, Flavor};
+pub use grove_codec as codec;
+pub use grove_codec::reader::Strictness;
+pub use grove_codec::writer::NewEntry;
+pub use import::{ImportOptions, ImportReport, LeafRule};
+pub use labels::Label;
+pub use session::{AppendOptions, Entry, Session};
+pub use store::{Backend, CreateSession, Durability, SessionSummary, Store, StoreConfig};
+pub use tree::{Tree, TreeNode};

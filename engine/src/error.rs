@@ -1,0 +1,140 @@
+//! grove's errors: one umbrella enum whose variants follow pi's error codes (spec §11).
+
+use std::path::PathBuf;
+
+use grove_codec::CodecError;
+
+use crate::kv::KvError;
+
+/// Every error the engine returns.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum GroveError {
+    /// An entry id that names no entry of the session (pi `not_found`).
+    #[error("Entry {0} not found")]
+    EntryNotFound(String),
+    /// No session with this id (or id prefix).
+    #[error("Session not found: {0}")]
+    SessionNotFound(String),
+    /// An id prefix that matches more than one candidate.
+    #[error("ambiguous {what} prefix '{prefix}': matches {candidates}")]
+    AmbiguousPrefix {
+        /// "session" or "entry".
+        what: &'static str,
+        /// The prefix given.
+        prefix: String,
+        /// Some of the matches, comma-separated.
+        candidates: String,
+    },
+    /// The session data is inconsistent or unsupported (pi `invalid_session`).
+    #[error("invalid session{}: {reason}", source_name(.file))]
+    InvalidSession {
+        /// The file being read, if any.
+        file: Option<PathBuf>,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A line of an input file is not a valid entry (pi `invalid_entry`).
+    #[error("invalid entry{}: line {line} (byte {byte_offset}): {reason}", source_name(.file))]
+    InvalidEntry {
+        /// The file being read, if any.
+        file: Option<PathBuf>,
+        /// Physical 1-based line number.
+        line: u64,
+        /// Byte offset of the line.
+        byte_offset: u64,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A caller-supplied value is not acceptable (pi `invalid_argument`).
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// An entry id that the session already uses.
+    #[error("entry id {0} is already used in this session")]
+    DuplicateId(String),
+    /// A session id that the store already holds.
+    #[error("session {0} already exists")]
+    SessionExists(String),
+    /// The session cannot be exported in the requested flavor (spec §3.6).
+    #[error("export incompatible: {reason}")]
+    ExportIncompatible {
+        /// Why.
+        reason: String,
+    },
+    /// A stored value failed to decode or an index disagrees with the log.
+    #[error("corrupt store: {0}")]
+    Corrupt(String),
+    /// The key-value backend failed.
+    #[error("storage: {0}")]
+    Storage(#[from] KvError),
+    /// A file could not be read or written.
+    #[error("{}: {source}", .path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+fn source_name(file: &Option<PathBuf>) -> String {
+    file.as_ref()
+        .map(|p| format!(" in {}", p.display()))
+        .unwrap_or_default()
+}
+
+impl GroveError {
+    /// pi's error code for this error (spec §11), for scripts and conformance tests.
+    pub fn code(&self) -> &'static str {
+        match self {
+            GroveError::EntryNotFound(_) | GroveError::SessionNotFound(_) => "not_found",
+            GroveError::InvalidSession { .. } => "invalid_session",
+            GroveError::InvalidEntry { .. } => "invalid_entry",
+            GroveError::InvalidArgument(_)
+            | GroveError::AmbiguousPrefix { .. }
+            | GroveError::DuplicateId(_)
+            | GroveError::SessionExists(_) => "invalid_argument",
+            GroveError::ExportIncompatible { .. } => "export_incompatible",
+            GroveError::Corrupt(_) | GroveError::Storage(_) | GroveError::Io { .. } => "storage",
+        }
+    }
+
+    /// The variant's name, as the CLI prints it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            GroveError::EntryNotFound(_) => "EntryNotFound",
+            GroveError::SessionNotFound(_) => "SessionNotFound",
+            GroveError::AmbiguousPrefix { .. } => "AmbiguousPrefix",
+            GroveError::InvalidSession { .. } => "InvalidSession",
+            GroveError::InvalidEntry { .. } => "InvalidEntry",
+            GroveError::InvalidArgument(_) => "InvalidArgument",
+            GroveError::DuplicateId(_) => "DuplicateId",
+            GroveError::SessionExists(_) => "SessionExists",
+            GroveError::ExportIncompatible { .. } => "ExportIncompatible",
+            GroveError::Corrupt(_) => "Corrupt",
+            GroveError::Storage(_) => "Storage",
+            GroveError::Io { .. } => "Io",
+        }
+    }
+
+    pub(crate) fn from_codec(e: CodecError, file: Option<PathBuf>) -> GroveError {
+        match e {
+            CodecError::InvalidSession { reason } => GroveError::InvalidSession { file, reason },
+            CodecError::InvalidEntry(l) | CodecError::TornTail(l) => GroveError::InvalidEntry {
+                file,
+                line: l.line,
+                byte_offset: l.byte_offset,
+                reason: l.reason,
+            },
+            CodecError::Io { source, .. } => GroveError::Io {
+                path: file.unwrap_or_default(),
+                source,
+            },
+            other => GroveError::Corrupt(other.to_string()),
+        }
+    }
+}
+
+/// Result alias of the engine.
+pub type Result<T, E = GroveError> = std::result::Result<T, E>;

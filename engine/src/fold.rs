@@ -1,0 +1,74 @@
+//! The one fold that derives a node's indexed fields from its parent's: used by append,
+//! import and verification alike, so the three can never disagree.
+
+use grove_codec::digest::{self, Digest, ROOT_PARENT};
+use grove_codec::record::{NodeRecord, Parent};
+use grove_codec::{EntryKind, Role};
+
+/// Derives the node record of entry `seq` from its resolved parent.
+/// `parent_node` is the parent's record when `parent` names one that the walk follows.
+pub fn derive_node(
+    seq: u64,
+    id: &str,
+    kind: EntryKind,
+    parent: Parent,
+    parent_node: Option<&NodeRecord>,
+    content: Digest,
+) -> NodeRecord {
+    // A cycle's earliest member counts as a root for every derived field.
+    let inherited = match parent {
+        Parent::Seq(_) => parent_node,
+        _ => None,
+    };
+    let own = |hit: bool, from_parent: Option<u64>| if hit { Some(seq) } else { from_parent };
+    let parent_digest = inherited.map_or(ROOT_PARENT, |p| p.digest);
+    NodeRecord {
+        id: id.to_owned(),
+        kind: kind.tag(),
+        parent,
+        depth: inherited.map_or(0, |p| p.depth + 1),
+        checkpoint: own(
+            kind == EntryKind::Compaction,
+            inherited.and_then(|p| p.checkpoint),
+        ),
+        model_at: own(
+            matches!(kind, EntryKind::ModelChange | EntryKind::Message(Role::Assistant)),
+            inherited.and_then(|p| p.model_at),
+        ),
+        thinking_at: own(
+            kind == EntryKind::ThinkingLevelChange,
+            inherited.and_then(|p| p.thinking_at),
+        ),
+        tools_at: own(
+            kind == EntryKind::ActiveToolsChange,
+            inherited.and_then(|p| p.tools_at),
+        ),
+        leaf_target: None,
+        shadowed: false,
+        content,
+        digest: digest::chain(&parent_digest, &content),
+    }
+}
+
+/// The node record of a leaf record.
+pub fn leaf_node(
+    id: &str,
+    previous: Option<u64>,
+    target: grove_codec::record::LeafTarget,
+    content: Digest,
+) -> NodeRecord {
+    NodeRecord {
+        id: id.to_owned(),
+        kind: EntryKind::Leaf.tag(),
+        parent: previous.map_or(Parent::Root, Parent::Seq),
+        depth: 0,
+        checkpoint: None,
+        model_at: None,
+        thinking_at: None,
+        tools_at: None,
+        leaf_target: Some(target),
+        shadowed: false,
+        content,
+        digest: content,
+    }
+}

@@ -1,0 +1,411 @@
+//! Import of pi JSONL (spec §2, §3.5), streaming and atomic.
+//!
+//! Pass 1 streams the file: each line's bytes go to the log in bounded batches while a
+//! compact summary of each record (ids, parent id, kind, content hash) stays in memory.
+//! Pass 2 resolves parents against the final id map (pi resolves ids to their last
+//! occurrence), derives every node record with the same fold as append, and writes the
+//! indexes. The session becomes visible only in the last batch ("write first, publish
+//! last"); an import killed midway leaves a pending marker whose rows the next open
+//! removes.
+
+use std::collections::HashMap;
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+
+use grove_codec::digest::{self, Digest};
+use grove_codec::jsstr::JsString;
+use grove_codec::reader::{Diagnostic, JsonlReader, Strictness};
+use grove_codec::record::{self, HeadRecord, LabelRecord, LeafTarget, NodeRecord, Parent, SessionRecord};
+use grove_codec::view::Fields;
+use grove_codec::EntryKind;
+
+use crate::error::{GroveError, Result};
+use crate::fold;
+use crate::keys;
+use crate::kv::WriteBatch;
+use crate::store::{Durability, Store};
+use crate::util;
+
+/// Which rule sets the imported session's leaf (spec §3.5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LeafRule {
+    /// Replay `leaf` lines when the file has any, else the last entry (both pi rules agree
+    /// then).
+    #[default]
+    Auto,
+    /// pi-CLI's view: the last line's entry, or a final leaf line's `parentId`.
+    LastLine,
+}
+
+/// Options of an import.
+#[derive(Debug, Clone, Default)]
+pub struct ImportOptions {
+    /// Strict (default) or lenient line validation.
+    pub strictness: Strictness,
+    /// The leaf rule.
+    pub leaf_rule: LeafRule,
+    /// The file's path, recorded as the session's source and named in errors.
+    pub source_path: Option<PathBuf>,
+}
+
+/// What an import did.
+#[derive(Debug, Clone)]
+pub struct ImportReport {
+    /// The new session's id.
+    pub session: String,
+    /// Tree entries imported (shadowed duplicates included).
+    pub entries: u64,
+    /// Leaf records imported.
+    pub leaf_records: u64,
+    /// The session's leaf after import.
+    pub leaf: Option<String>,
+    /// Ids that occurred more than once (the last occurrence wins).
+    pub duplicate_ids: Vec<String>,
+    /// Lines dropped or changed, torn tails and skipped lines among them.
+    pub diagnostics: Vec<Diagnostic>,
+    /// Problems that did not fail the import (e.g. an earlier leaf line naming no entry).
+    pub warnings: Vec<String>,
+}
+
+struct Pending {
+    id: String,
+    parent_id: Option<String>,
+    kind: EntryKind,
+    target: Option<String>,
+    label: Option<String>,
+    content: Digest,
+}
+
+const BATCH_BYTES: usize = 4 << 20;
+
+impl Store {
+    /// Imports a pi session file.
+    pub fn import_file(&self, path: &Path, options: ImportOptions) -> Result<ImportReport> {
+        let file = std::fs::File::open(path).map_err(|source| GroveError::Io {
+            path: path.to_owned(),
+            source,
+        })?;
+        let mut options = options;
+        if options.source_path.is_none() {
+            options.source_path = Some(path.to_owned());
+        }
+        self.import_reader(std::io::BufReader::with_capacity(1 << 20, file), options)
+    }
+
+    /// Imports pi session JSONL from any reader.
+    pub fn import_reader(&self, input: impl BufRead, options: ImportOptions) -> Result<ImportReport> {
+        let file = options.source_path.clone();
+        let codec_err = |e| GroveError::from_codec(e, file.clone());
+        let mut reader = JsonlReader::new(input, options.strictness, Box::new(util::random_entry_id))
+            .map_err(codec_err)?;
+        let header = reader.header().clone();
+        if self.inner.sid_of(&header.id)?.is_some() {
+            return Err(GroveError::SessionExists(header.id));
+        }
+        let sid = self.inner.alloc_sid()?;
+        let mut batch = WriteBatch::new();
+        batch.put(keys::pending(sid), Vec::new());
+        self.inner.commit(batch, Durability::None)?;
+        let result = self.import_body(sid, &mut reader, &options, &header);
+        match result {
+            Ok(report) => Ok(report),
+            Err(e) => {
+                // Nothing was published: remove the rows written so far.
+                let _ = self.delete_unpublished(sid);
+                Err(e)
+            }
+        }
+    }
+
+    fn delete_unpublished(&self, sid: u64) -> Result<()> {
+        for tag in keys::SESSION_TABLES {
+            let start = keys::session_prefix(tag, sid);
+            let end = keys::prefix_end(&start);
+            loop {
+                let mut batch = WriteBatch::new();
+                for pair in self.inner.kv.scan(&start, &end).take(10_000) {
+                    batch.delete(pair?.0);
+                }
+                if batch.is_empty() {
+                    break;
+                }
+                self.inner.commit(batch, Durability::None)?;
+            }
+        }
+        let mut batch = WriteBatch::new();
+        batch.delete(keys::session(sid));
+        batch.delete(keys::pending(sid));
+        self.inner.commit(batch, Durability::None)
+    }
+
+    fn import_body<R: BufRead>(
+        &self,
+        sid: u64,
+        reader: &mut JsonlReader<R>,
+        options: &ImportOptions,
+        header: &grove_codec::Header,
+    ) -> Result<ImportReport> {
+        let file = options.source_path.clone();
+        let invalid = |reason: String| GroveError::InvalidSession {
+            file: file.clone(),
+            reason,
+        };
+        // Pass 1: stream lines into the log.
+        let mut records: Vec<Pending> = Vec::new();
+        let mut last_timestamp: Option<String> = None;
+        let mut batch = WriteBatch::new();
+        while let Some(line) = reader
+            .next_line()
+            .map_err(|e| GroveError::from_codec(e, file.clone()))?
+        {
+            let seq = records.len() as u64;
+            let env = line.envelope;
+            let label = (env.kind == EntryKind::Label).then(|| label_value(&line.text)).flatten();
+            records.push(Pending {
+                id: env.id,
+                parent_id: env.parent_id,
+                kind: env.kind,
+                target: env.target_id,
+                label,
+                content: digest::content_hash(line.text.as_bytes()),
+            });
+            last_timestamp = Some(env.timestamp);
+            batch.put(keys::line(sid, seq), line.text.into_bytes());
+            if batch.size() > BATCH_BYTES {
+                self.inner.commit(std::mem::take(&mut batch), Durability::None)?;
+            }
+        }
+        // Pass 2: resolve ids as pi does (the last occurrence wins).
+        let mut id_map: HashMap<&str, u64> = HashMap::with_capacity(records.len());
+        let mut duplicate_ids = Vec::new();
+        for (seq, r) in records.iter().enumerate() {
+            if id_map.insert(r.id.as_str(), seq as u64).is_some() {
+                duplicate_ids.push(r.id.clone());
+            }
+        }
+        let is_leaf = |seq: u64| records[seq as usize].kind == EntryKind::Leaf;
+        let mut parents: Vec<Parent> = Vec::with_capacity(records.len());
+        for r in &records {
+            let parent = match (&r.kind, &r.parent_id) {
+                (EntryKind::Leaf, None) => Parent::Root,
+                (EntryKind::Leaf, Some(p)) => id_map.get(p.as_str()).map_or(Parent::Missing, |&s| Parent::Seq(s)),
+                (_, None) => Parent::Root,
+                (_, Some(p)) if *p == r.id => Parent::SelfRef,
+                (_, Some(p)) => match id_map.get(p.as_str()) {
+                    None => Parent::Missing,
+                    Some(&s) if is_leaf(s) => {
+                        return Err(invalid(format!(
+                            "entry {} is attached to leaf record {p}; grove does not treat leaf records as tree nodes",
+                            r.id
+                        )))
+                    }
+                    Some(&s) => Parent::Seq(s),
+                },
+            };
+            if r.kind == EntryKind::Leaf {
+                if let Some(t) = &r.target {
+                    if id_map.get(t.as_str()).is_some_and(|&s| is_leaf(s)) {
+                        return Err(invalid(format!(
+                            "leaf record {} targets leaf record {t}; grove does not treat leaf records as tree nodes",
+                            r.id
+                        )));
+                    }
+                }
+            }
+            parents.push(parent);
+        }
+        let nodes = derive_all(&records, &mut parents);
+        // The leaf.
+        let mut warnings = Vec::new();
+        let resolve = |id: &str| id_map.get(id).copied().filter(|&s| !is_leaf(s));
+        let mut leaf: Option<u64> = None;
+        let mut leaf_targets: Vec<Option<LeafTarget>> = vec![None; records.len()];
+        for (seq, r) in records.iter().enumerate() {
+            if r.kind == EntryKind::Leaf {
+                let target = match &r.target {
+                    None => LeafTarget::Null,
+                    Some(t) => match resolve(t) {
+                        Some(s) => LeafTarget::Seq(s),
+                        None => {
+                            warnings.push(format!("leaf record {} targets {t}, which is not an entry", r.id));
+                            LeafTarget::Missing
+                        }
+                    },
+                };
+                leaf_targets[seq] = Some(target);
+                leaf = match target {
+                    LeafTarget::Seq(s) => Some(s),
+                    _ => None,
+                };
+                if seq + 1 == records.len() {
+                    if let (LeafTarget::Missing, LeafRule::Auto) = (target, options.leaf_rule) {
+                        return Err(invalid(format!(
+                            "Entry {} not found",
+                            r.target.clone().unwrap_or_default()
+                        )));
+                    }
+                }
+            } else {
+                leaf = resolve(&r.id);
+            }
+        }
+        if options.leaf_rule == LeafRule::LastLine {
+            if let Some(last) = records.last() {
+                leaf = if last.kind == EntryKind::Leaf {
+                    warnings.push(format!(
+                        "the file ends with leaf line {}; pi's SessionManager resumes at its parent",
+                        last.id
+                    ));
+                    last.parent_id.as_deref().and_then(resolve)
+                } else {
+                    resolve(&last.id)
+                };
+            }
+        }
+        // Index rows.
+        let mut name_at = None;
+        let mut labels: HashMap<&str, Option<LabelRecord>> = HashMap::new();
+        let mut entries = 0u64;
+        for (seq, (r, mut node)) in records.iter().zip(nodes).enumerate() {
+            let seq = seq as u64;
+            if r.kind == EntryKind::Leaf {
+                let previous = parents[seq as usize].seq();
+                let target = leaf_targets[seq as usize].unwrap_or(LeafTarget::Missing);
+                node = fold::leaf_node(&r.id, previous, target, r.content);
+                batch.put(keys::leaf_history(sid, seq), Vec::new());
+            } else {
+                entries += 1;
+                node.shadowed = id_map.get(r.id.as_str()) != Some(&seq);
+                if !node.shadowed {
+                    let pseq = match node.parent {
+                        Parent::Seq(p) => p,
+                        _ => keys::ROOT,
+                    };
+                    batch.put(keys::child(sid, pseq, seq), Vec::new());
+                }
+                match r.kind {
+                    EntryKind::SessionInfo => name_at = Some(seq),
+                    EntryKind::Compaction => batch.put(keys::compaction(sid, seq), Vec::new()),
+                    EntryKind::Label => {
+                        if let Some(t) = &r.target {
+                            let rec = r.label.clone().map(|label| LabelRecord { label, set_by: seq });
+                            labels.insert(t.as_str(), rec);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            batch.put(keys::node(sid, seq), record::encode(&node));
+            if batch.size() > BATCH_BYTES {
+                self.inner.commit(std::mem::take(&mut batch), Durability::None)?;
+            }
+        }
+        for (id, &seq) in &id_map {
+            batch.put(keys::entry_id(sid, id), seq.to_be_bytes().to_vec());
+            if batch.size() > BATCH_BYTES {
+                self.inner.commit(std::mem::take(&mut batch), Durability::None)?;
+            }
+        }
+        for (target, rec) in labels {
+            if let Some(rec) = rec {
+                batch.put(keys::label(sid, target), record::encode(&rec));
+            }
+        }
+        let head = HeadRecord {
+            next_seq: records.len() as u64,
+            leaf,
+            entries,
+            name_at,
+            last_timestamp,
+        };
+        let session = SessionRecord {
+            id: header.id.clone(),
+            header: header.raw.clone(),
+            created: header.timestamp.clone(),
+            cwd: header.cwd.clone(),
+            parent_session: header.parent_session.clone(),
+            parent_session_id: None,
+            source_path: options.source_path.as_ref().map(|p| p.display().to_string()),
+        };
+        batch.put(keys::head(sid), record::encode(&head));
+        batch.put(keys::session(sid), record::encode(&session));
+        self.publish(sid, &header.id, batch)?;
+        Ok(ImportReport {
+            session: header.id.clone(),
+            entries,
+            leaf_records: records.len() as u64 - entries,
+            leaf: leaf.map(|s| records[s as usize].id.clone()),
+            duplicate_ids,
+            diagnostics: reader.take_diagnostics(),
+            warnings,
+        })
+    }
+}
+
+/// The trimmed label of a `label` line as a JSON literal; `None` clears (spec §6.1).
+fn label_value(line: &str) -> Option<String> {
+    Fields::parse(line)
+        .and_then(|f| f.label)
+        .and_then(JsString::from_raw)
+        .map(|s| s.trim())
+        .filter(|s| !s.is_empty())
+        .map(|s| s.to_json())
+}
+
+/// Derives every node record in an order where parents come first, whatever the file
+/// order. The earliest member of each parent cycle gets [`Parent::Cycle`] and counts as a
+/// root.
+fn derive_all(records: &[Pending], parents: &mut [Parent]) -> Vec<NodeRecord> {
+    const NEW: u8 = 0;
+    const ON_STACK: u8 = 1;
+    const DONE: u8 = 2;
+    let n = records.len();
+    let mut state = vec![NEW; n];
+    let mut nodes: Vec<Option<NodeRecord>> = vec![None; n];
+    for start in 0..n {
+        if state[start] == DONE {
+            continue;
+        }
+        let mut stack = vec![start];
+        state[start] = ON_STACK;
+        while let Some(&top) = stack.last() {
+            let next = match parents[top] {
+                Parent::Seq(p) if records[top].kind != EntryKind::Leaf => Some(p as usize),
+                _ => None,
+            };
+            match next {
+                Some(p) if state[p] == NEW => {
+                    state[p] = ON_STACK;
+                    stack.push(p);
+                    continue;
+                }
+                Some(p) if state[p] == ON_STACK => {
+                    // A cycle: the members are stack[pos..]; the earliest in log order
+                    // becomes its root.
+                    let pos = stack.iter().rposition(|&s| s == p).unwrap_or(0);
+                    let earliest = stack[pos..].iter().copied().min().unwrap_or(p);
+                    if let Parent::Seq(q) = parents[earliest] {
+                        parents[earliest] = Parent::Cycle(q);
+                    }
+                    // Unwind to the earliest member; it is derived next as a root.
+                    while let Some(&s) = stack.last() {
+                        if s == earliest {
+                            break;
+                        }
+                        state[s] = NEW;
+                        stack.pop();
+                    }
+                    continue;
+                }
+                _ => {}
+            }
+            let parent_node = parents[top].seq().and_then(|p| nodes[p as usize].as_ref());
+            let r = &records[top];
+            let node = fold::derive_node(top as u64, &r.id, r.kind, parents[top], parent_node, r.content);
+            nodes[top] = Some(node);
+            state[top] = DONE;
+            stack.pop();
+        }
+    }
+    nodes.into_iter().flatten().collect()
+}

@@ -1,0 +1,177 @@
+//! Every key grove writes is built here, and docs/format.md documents each byte.
+//!
+//! A key is a one-byte table tag followed by big-endian integers (so that byte order is
+//! numeric order) and, where a table is keyed by a string, the string's UTF-8 bytes last.
+//! `sid` is a session's dense internal number, `seq` a record's position in its session log.
+
+/// Store-wide metadata: `[0x00] ++ name`.
+pub const T_META: u8 = 0x00;
+/// Session record: `[0x01][sid]`.
+pub const T_SESSION: u8 = 0x01;
+/// Session head: `[0x02][sid]`.
+pub const T_HEAD: u8 = 0x02;
+/// Session id index: `[0x03] ++ session id` → sid.
+pub const T_SESSION_ID: u8 = 0x03;
+/// Import in progress: `[0x04][sid]` → empty. Removed when the import publishes.
+pub const T_PENDING: u8 = 0x04;
+/// Log line bytes: `[0x10][sid][seq]`.
+pub const T_LINE: u8 = 0x10;
+/// Node record: `[0x11][sid][seq]`.
+pub const T_NODE: u8 = 0x11;
+/// Entry id index: `[0x12][sid] ++ entry id` → seq.
+pub const T_ENTRY_ID: u8 = 0x12;
+/// Children index: `[0x13][sid][parent seq | ROOT][child seq]` → empty.
+pub const T_CHILD: u8 = 0x13;
+/// Leaf history: `[0x14][sid][seq]` → empty, one per leaf record.
+pub const T_LEAF_HISTORY: u8 = 0x14;
+/// Current labels: `[0x15][sid] ++ target id` → LabelRecord.
+pub const T_LABEL: u8 = 0x15;
+/// Compactions: `[0x16][sid][seq]` → empty, one per compaction entry.
+pub const T_COMPACTION: u8 = 0x16;
+
+/// The children-index parent of root entries.
+pub const ROOT: u64 = u64::MAX;
+
+/// Every per-session table, for deletion and verification.
+pub const SESSION_TABLES: [u8; 9] = [
+    T_HEAD,
+    T_PENDING,
+    T_LINE,
+    T_NODE,
+    T_ENTRY_ID,
+    T_CHILD,
+    T_LEAF_HISTORY,
+    T_LABEL,
+    T_COMPACTION,
+];
+
+/// Store metadata name of the format marker.
+pub const META_FORMAT: &[u8] = b"format";
+/// Store metadata name of the next session number.
+pub const META_NEXT_SID: &[u8] = b"next_sid";
+
+/// `[0x00] ++ name`.
+pub fn meta(name: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(1 + name.len());
+    k.push(T_META);
+    k.extend_from_slice(name);
+    k
+}
+
+fn tag_u64(tag: u8, a: u64) -> Vec<u8> {
+    let mut k = Vec::with_capacity(9);
+    k.push(tag);
+    k.extend_from_slice(&a.to_be_bytes());
+    k
+}
+
+fn tag_u64_u64(tag: u8, a: u64, b: u64) -> Vec<u8> {
+    let mut k = tag_u64(tag, a);
+    k.extend_from_slice(&b.to_be_bytes());
+    k
+}
+
+fn tag_u64_bytes(tag: u8, a: u64, s: &[u8]) -> Vec<u8> {
+    let mut k = tag_u64(tag, a);
+    k.extend_from_slice(s);
+    k
+}
+
+/// `[0x01][sid]`.
+pub fn session(sid: u64) -> Vec<u8> {
+    tag_u64(T_SESSION, sid)
+}
+
+/// `[0x02][sid]`.
+pub fn head(sid: u64) -> Vec<u8> {
+    tag_u64(T_HEAD, sid)
+}
+
+/// `[0x03] ++ id`.
+pub fn session_id(id: &str) -> Vec<u8> {
+    let mut k = vec![T_SESSION_ID];
+    k.extend_from_slice(id.as_bytes());
+    k
+}
+
+/// `[0x04][sid]`.
+pub fn pending(sid: u64) -> Vec<u8> {
+    tag_u64(T_PENDING, sid)
+}
+
+/// `[0x10][sid][seq]`.
+pub fn line(sid: u64, seq: u64) -> Vec<u8> {
+    tag_u64_u64(T_LINE, sid, seq)
+}
+
+/// `[0x11][sid][seq]`.
+pub fn node(sid: u64, seq: u64) -> Vec<u8> {
+    tag_u64_u64(T_NODE, sid, seq)
+}
+
+/// `[0x12][sid] ++ id`.
+pub fn entry_id(sid: u64, id: &str) -> Vec<u8> {
+    tag_u64_bytes(T_ENTRY_ID, sid, id.as_bytes())
+}
+
+/// `[0x13][sid][parent][child]`; `parent` is [`ROOT`] for roots.
+pub fn child(sid: u64, parent: u64, child: u64) -> Vec<u8> {
+    let mut k = tag_u64_u64(T_CHILD, sid, parent);
+    k.extend_from_slice(&child.to_be_bytes());
+    k
+}
+
+/// `[0x13][sid][parent]`: the prefix of a parent's children.
+pub fn children_of(sid: u64, parent: u64) -> Vec<u8> {
+    tag_u64_u64(T_CHILD, sid, parent)
+}
+
+/// `[0x14][sid][seq]`.
+pub fn leaf_history(sid: u64, seq: u64) -> Vec<u8> {
+    tag_u64_u64(T_LEAF_HISTORY, sid, seq)
+}
+
+/// `[0x15][sid] ++ target id`.
+pub fn label(sid: u64, target: &str) -> Vec<u8> {
+    tag_u64_bytes(T_LABEL, sid, target.as_bytes())
+}
+
+/// `[0x16][sid][seq]`.
+pub fn compaction(sid: u64, seq: u64) -> Vec<u8> {
+    tag_u64_u64(T_COMPACTION, sid, seq)
+}
+
+/// `[tag][sid]`: the prefix of one session's rows in a table.
+pub fn session_prefix(tag: u8, sid: u64) -> Vec<u8> {
+    tag_u64(tag, sid)
+}
+
+/// The smallest key greater than every key starting with `prefix`.
+pub fn prefix_end(prefix: &[u8]) -> Vec<u8> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xFF {
+            end.push(last + 1);
+            return end;
+        }
+    }
+    vec![0xFF; prefix.len() + 1]
+}
+
+/// The trailing big-endian u64 of a key.
+pub fn last_u64(key: &[u8]) -> Option<u64> {
+    let start = key.len().checked_sub(8)?;
+    let bytes: [u8; 8] = key[start..].try_into().ok()?;
+    Some(u64::from_be_bytes(bytes))
+}
+
+/// Decodes a big-endian u64 value.
+pub fn u64_value(v: &[u8]) -> Option<u64> {
+    let bytes: [u8; 8] = v.try_into().ok()?;
+    Some(u64::from_be_bytes(bytes))
+}
+
+/// The string suffix of a key after `prefix_len` bytes.
+pub fn string_suffix(key: &[u8], prefix_len: usize) -> Option<String> {
+    String::from_utf8(key.get(prefix_len..)?.to_vec()).ok()
+}

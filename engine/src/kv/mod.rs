@@ -1,0 +1,98 @@
+//! The narrow key-value interface grove stores everything through.
+//!
+//! What grove assumes of a backend (docs/format.md, "The medium"): keys sort bytewise;
+//! a [`WriteBatch`] is applied atomically (all or nothing, also across a crash); after
+//! [`Kv::flush`] returns, every batch applied before it survives a process kill and a power
+//! loss. Nothing else: no transactions, no cross-batch ordering guarantees beyond that.
+
+mod memory;
+mod sled_kv;
+
+pub use memory::MemoryKv;
+pub use sled_kv::SledKv;
+
+/// A failure of the backend.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum KvError {
+    /// sled reported an error.
+    #[error("sled: {0}")]
+    Sled(#[from] sled::Error),
+    /// Preparing the store directory failed.
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being done.
+        context: String,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// A key-value pair read from a scan.
+pub type Pair = (Vec<u8>, Vec<u8>);
+
+/// An iterator over a key range.
+pub type Scan<'a> = Box<dyn Iterator<Item = Result<Pair, KvError>> + 'a>;
+
+/// Puts and deletes applied atomically by [`Kv::apply`].
+#[derive(Debug, Default, Clone)]
+pub struct WriteBatch {
+    ops: Vec<(Vec<u8>, Option<Vec<u8>>)>,
+    bytes: usize,
+}
+
+impl WriteBatch {
+    /// An empty batch.
+    pub fn new() -> WriteBatch {
+        WriteBatch::default()
+    }
+
+    /// Sets `key` to `value`.
+    pub fn put(&mut self, key: Vec<u8>, value: Vec<u8>) {
+        self.bytes += key.len() + value.len();
+        self.ops.push((key, Some(value)));
+    }
+
+    /// Removes `key`.
+    pub fn delete(&mut self, key: Vec<u8>) {
+        self.bytes += key.len();
+        self.ops.push((key, None));
+    }
+
+    /// Number of operations.
+    pub fn len(&self) -> usize {
+        self.ops.len()
+    }
+
+    /// Whether the batch is empty.
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+
+    /// Approximate payload size in bytes.
+    pub fn size(&self) -> usize {
+        self.bytes
+    }
+
+    /// The operations, in order.
+    pub fn into_ops(self) -> Vec<(Vec<u8>, Option<Vec<u8>>)> {
+        self.ops
+    }
+}
+
+/// A sorted, atomic-batch key-value store.
+pub trait Kv: Send + Sync {
+    /// The value of `key`.
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, KvError>;
+    /// Keys in `[start, end)`, ascending.
+    fn scan(&self, start: &[u8], end: &[u8]) -> Scan<'_>;
+    /// Keys in `[start, end)`, descending.
+    fn scan_rev(&self, start: &[u8], end: &[u8]) -> Scan<'_>;
+    /// Applies every operation of `batch` atomically.
+    fn apply(&self, batch: WriteBatch) -> Result<(), KvError>;
+    /// Makes every applied batch durable.
+    fn flush(&self) -> Result<(), KvError>;
+    /// A short name for reports ("sled", "memory").
+    fn name(&self) -> &'static str;
+}

@@ -1,0 +1,461 @@
+//! A session handle: reads of the log and the tree, and the two primitive writes
+//! (append an entry, record a leaf move). Each write is one atomic batch under the
+//! session's writer lock: entry bytes and index rows first, the head (leaf) in the same
+//! batch, so a reader never sees an index without its entry.
+
+use std::sync::Arc;
+
+use grove_codec::digest;
+use grove_codec::entry::Envelope;
+use grove_codec::jsstr::JsString;
+use grove_codec::record::{self, HeadRecord, LabelRecord, LeafTarget, NodeRecord, Parent, SessionRecord};
+use grove_codec::view::Fields;
+use grove_codec::writer::{leaf_line, NewEntry};
+use grove_codec::{EntryKind, Role};
+
+use crate::error::{GroveError, Result};
+use crate::fold;
+use crate::keys;
+use crate::kv::WriteBatch;
+use crate::store::{Durability, Inner};
+use crate::util;
+
+/// One record of a session log: an entry or a leaf record, with its stored line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// Position in the session log.
+    pub seq: u64,
+    /// The indexed metadata.
+    pub node: NodeRecord,
+    /// The line exactly as exported.
+    pub line: String,
+}
+
+impl Entry {
+    /// The entry id.
+    pub fn id(&self) -> &str {
+        &self.node.id
+    }
+
+    /// The entry's kind.
+    pub fn kind(&self) -> EntryKind {
+        EntryKind::from_tag(self.node.kind).unwrap_or(EntryKind::Unknown)
+    }
+
+    /// Whether this is a leaf record rather than a tree entry.
+    pub fn is_leaf_record(&self) -> bool {
+        self.kind() == EntryKind::Leaf
+    }
+
+    /// The validated common fields, parsed from the line.
+    pub fn envelope(&self) -> Result<Envelope> {
+        Envelope::parse(&self.line)
+            .map_err(|e| GroveError::Corrupt(format!("entry {}: {e}", self.node.id)))
+    }
+
+    /// The `parentId` as written (`None` for null or "").
+    pub fn parent_id(&self) -> Option<String> {
+        self.envelope().ok().and_then(|e| e.parent_id)
+    }
+
+    /// The entry `timestamp` string.
+    pub fn timestamp(&self) -> String {
+        self.envelope().map(|e| e.timestamp).unwrap_or_default()
+    }
+}
+
+/// Per-call options of [`Session::append_with`].
+#[derive(Debug, Clone, Default)]
+pub struct AppendOptions {
+    /// Use this id instead of a generated one (it must be new to the session).
+    pub id: Option<String>,
+    /// Use this timestamp instead of now.
+    pub timestamp: Option<String>,
+    /// Override the store's durability for this call.
+    pub durability: Option<Durability>,
+}
+
+/// A handle on one session. Cheap to clone; handles of the same store share writer locks.
+#[derive(Clone)]
+pub struct Session {
+    pub(crate) inner: Arc<Inner>,
+    pub(crate) sid: u64,
+    pub(crate) record: Arc<SessionRecord>,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session").field("id", &self.record.id).finish()
+    }
+}
+
+impl Session {
+    pub(crate) fn new(inner: Arc<Inner>, sid: u64, record: SessionRecord) -> Session {
+        Session {
+            inner,
+            sid,
+            record: Arc::new(record),
+        }
+    }
+
+    /// The session id.
+    pub fn id(&self) -> &str {
+        &self.record.id
+    }
+
+    /// The session's stored description (header line, cwd, lineage).
+    pub fn record(&self) -> &SessionRecord {
+        &self.record
+    }
+
+    /// The head: next sequence number, active leaf, entry count.
+    pub fn head(&self) -> Result<HeadRecord> {
+        self.inner.require(&keys::head(self.sid))
+    }
+
+    /// The node record at `seq`.
+    pub(crate) fn node(&self, seq: u64) -> Result<NodeRecord> {
+        self.inner.require(&keys::node(self.sid, seq))
+    }
+
+    /// The stored line at `seq`.
+    pub(crate) fn line(&self, seq: u64) -> Result<String> {
+        let bytes = self
+            .inner
+            .kv
+            .get(&keys::line(self.sid, seq))?
+            .ok_or_else(|| GroveError::Corrupt(format!("missing line {seq}")))?;
+        String::from_utf8(bytes).map_err(|_| GroveError::Corrupt(format!("line {seq} is not UTF-8")))
+    }
+
+    /// The record at `seq`.
+    pub fn entry_at(&self, seq: u64) -> Result<Entry> {
+        Ok(Entry {
+            seq,
+            node: self.node(seq)?,
+            line: self.line(seq)?,
+        })
+    }
+
+    /// The sequence number the id resolves to (last occurrence), entry or leaf record.
+    pub(crate) fn seq_of_any(&self, id: &str) -> Result<Option<u64>> {
+        Ok(self
+            .inner
+            .kv
+            .get(&keys::entry_id(self.sid, id))?
+            .and_then(|v| keys::u64_value(&v)))
+    }
+
+    /// The sequence number of the tree entry `id`; leaf-record ids are not entries.
+    pub(crate) fn seq_of(&self, id: &str) -> Result<Option<(u64, NodeRecord)>> {
+        match self.seq_of_any(id)? {
+            None => Ok(None),
+            Some(seq) => {
+                let node = self.node(seq)?;
+                Ok((node.kind != EntryKind::Leaf.tag()).then_some((seq, node)))
+            }
+        }
+    }
+
+    /// Resolves `id` to a tree entry, or `EntryNotFound`.
+    pub(crate) fn require_seq(&self, id: &str) -> Result<(u64, NodeRecord)> {
+        self.seq_of(id)?
+            .ok_or_else(|| GroveError::EntryNotFound(id.to_owned()))
+    }
+
+    /// The entry with this id (the last one, if the id was duplicated on import).
+    pub fn entry(&self, id: &str) -> Result<Entry> {
+        let (seq, node) = self.require_seq(id)?;
+        Ok(Entry {
+            seq,
+            node,
+            line: self.line(seq)?,
+        })
+    }
+
+    /// Resolves an entry id or unique id prefix; `@` is the leaf and `@-` its parent.
+    pub fn resolve_entry(&self, spec: &str) -> Result<Option<String>> {
+        if spec == "@" {
+            return self.leaf();
+        }
+        if spec == "@-" {
+            return match self.leaf()? {
+                None => Err(GroveError::InvalidArgument("the leaf is the root position".into())),
+                Some(leaf) => Ok(self.entry(&leaf)?.parent_id()),
+            };
+        }
+        if spec == "root" {
+            return Ok(None);
+        }
+        if self.seq_of(spec)?.is_some() {
+            return Ok(Some(spec.to_owned()));
+        }
+        let start = keys::entry_id(self.sid, spec);
+        let end = keys::prefix_end(&start);
+        let mut matches = Vec::new();
+        for pair in self.inner.kv.scan(&start, &end) {
+            let (k, v) = pair?;
+            let seq = keys::u64_value(&v).ok_or_else(|| GroveError::Corrupt("id index".into()))?;
+            if self.node(seq)?.kind != EntryKind::Leaf.tag() {
+                matches.push(keys::string_suffix(&k, 9).unwrap_or_default());
+                if matches.len() > 5 {
+                    break;
+                }
+            }
+        }
+        match matches.len() {
+            0 => Err(GroveError::EntryNotFound(spec.to_owned())),
+            1 => Ok(matches.pop()),
+            _ => Err(GroveError::AmbiguousPrefix {
+                what: "entry",
+                prefix: spec.to_owned(),
+                candidates: matches.join(", "),
+            }),
+        }
+    }
+
+    /// Every record of the log in order: entries and leaf records.
+    pub fn log(&self) -> impl Iterator<Item = Result<Entry>> + '_ {
+        let start = keys::session_prefix(keys::T_NODE, self.sid);
+        let end = keys::prefix_end(&start);
+        let lstart = keys::session_prefix(keys::T_LINE, self.sid);
+        let lend = keys::prefix_end(&lstart);
+        let nodes = self.inner.kv.scan(&start, &end);
+        let lines = self.inner.kv.scan(&lstart, &lend);
+        nodes.zip(lines).map(|(n, l)| {
+            let (nk, nv) = n?;
+            let (lk, lv) = l?;
+            let seq = keys::last_u64(&nk).ok_or_else(|| GroveError::Corrupt("node key".into()))?;
+            if keys::last_u64(&lk) != Some(seq) {
+                return Err(GroveError::Corrupt(format!("log line and node {seq} disagree")));
+            }
+            let node: NodeRecord = record::decode(&nv)
+                .map_err(|e| GroveError::Corrupt(format!("node {seq}: {e}")))?;
+            let line = String::from_utf8(lv)
+                .map_err(|_| GroveError::Corrupt(format!("line {seq} is not UTF-8")))?;
+            Ok(Entry { seq, node, line })
+        })
+    }
+
+    /// The tree entries in log order (leaf records left out; shadowed duplicates kept).
+    pub fn entries(&self) -> impl Iterator<Item = Result<Entry>> + '_ {
+        self.log().filter(|e| !matches!(e, Ok(e) if e.is_leaf_record()))
+    }
+
+    /// The children of `parent` (`None`: the roots), in log order.
+    pub fn children(&self, parent: Option<&str>) -> Result<Vec<Entry>> {
+        let pseq = match parent {
+            None => keys::ROOT,
+            Some(id) => self.require_seq(id)?.0,
+        };
+        self.children_seqs(pseq)?
+            .into_iter()
+            .map(|s| self.entry_at(s))
+            .collect()
+    }
+
+    pub(crate) fn children_seqs(&self, pseq: u64) -> Result<Vec<u64>> {
+        let start = keys::children_of(self.sid, pseq);
+        let end = keys::prefix_end(&start);
+        self.inner
+            .kv
+            .scan(&start, &end)
+            .map(|p| {
+                p.map_err(GroveError::from).and_then(|(k, _)| {
+                    keys::last_u64(&k).ok_or_else(|| GroveError::Corrupt("child key".into()))
+                })
+            })
+            .collect()
+    }
+
+    /// The active leaf's id (`None`: the root position).
+    pub fn leaf(&self) -> Result<Option<String>> {
+        Ok(match self.head()?.leaf {
+            None => None,
+            Some(seq) => Some(self.node(seq)?.id),
+        })
+    }
+
+    /// Appends an entry as a child of the active leaf; it becomes the leaf. Returns its id.
+    pub fn append(&self, entry: NewEntry) -> Result<String> {
+        self.append_with(entry, AppendOptions::default())
+    }
+
+    /// [`Session::append`] with per-call options.
+    pub fn append_with(&self, entry: NewEntry, options: AppendOptions) -> Result<String> {
+        let lock = self.inner.session_lock(self.sid);
+        let _guard = lock.lock();
+        let mut head = self.head()?;
+        let parent = match head.leaf {
+            None => None,
+            Some(seq) => Some((seq, self.node(seq)?)),
+        };
+        let id = match options.id {
+            Some(id) => {
+                if id.is_empty() {
+                    return Err(GroveError::InvalidArgument("entry id must not be empty".into()));
+                }
+                if self.seq_of_any(&id)?.is_some() {
+                    return Err(GroveError::DuplicateId(id));
+                }
+                id
+            }
+            None => self.fresh_id()?,
+        };
+        let timestamp = match options.timestamp {
+            Some(t) => t,
+            None => util::timestamp_after(head.last_timestamp.as_deref()),
+        };
+        let parent_id = parent.as_ref().map(|(_, n)| n.id.as_str());
+        let line = entry
+            .to_line(&id, parent_id, &timestamp)
+            .map_err(|e| GroveError::InvalidArgument(e.0))?;
+        let envelope = Envelope::parse(&line).map_err(GroveError::InvalidArgument)?;
+        if matches!(
+            envelope.kind,
+            EntryKind::Leaf
+                | EntryKind::Message(Role::BranchSummary)
+                | EntryKind::Message(Role::CompactionSummary)
+        ) {
+            return Err(GroveError::InvalidArgument(format!(
+                "grove does not append {} entries; use move_to or a compaction",
+                match envelope.kind {
+                    EntryKind::Leaf => "leaf",
+                    _ => "synthetic summary message",
+                }
+            )));
+        }
+        let seq = head.next_seq;
+        let mut batch = WriteBatch::new();
+        if envelope.kind == EntryKind::Label {
+            let target = envelope.target_id.clone().unwrap_or_default();
+            self.require_seq(&target)?;
+            self.label_update(&mut batch, &line, &target, seq);
+        }
+        if envelope.kind == EntryKind::SessionInfo {
+            head.name_at = Some(seq);
+        }
+        if envelope.kind == EntryKind::Compaction {
+            batch.put(keys::compaction(self.sid, seq), Vec::new());
+        }
+        let node = fold::derive_node(
+            seq,
+            &id,
+            envelope.kind,
+            parent.as_ref().map_or(Parent::Root, |(s, _)| Parent::Seq(*s)),
+            parent.as_ref().map(|(_, n)| n),
+            digest::content_hash(line.as_bytes()),
+        );
+        let pseq = parent.as_ref().map_or(keys::ROOT, |(s, _)| *s);
+        batch.put(keys::line(self.sid, seq), line.into_bytes());
+        batch.put(keys::node(self.sid, seq), record::encode(&node));
+        batch.put(keys::entry_id(self.sid, &id), seq.to_be_bytes().to_vec());
+        batch.put(keys::child(self.sid, pseq, seq), Vec::new());
+        head.next_seq += 1;
+        head.entries += 1;
+        head.leaf = Some(seq);
+        head.last_timestamp = Some(timestamp);
+        batch.put(keys::head(self.sid), record::encode(&head));
+        self.inner
+            .commit(batch, options.durability.unwrap_or(self.inner.durability))?;
+        Ok(id)
+    }
+
+    /// Adds the label-index update of a `label` entry at `seq` (spec §6.1: trimmed; blank
+    /// or non-string clears).
+    pub(crate) fn label_update(&self, batch: &mut WriteBatch, line: &str, target: &str, seq: u64) {
+        let value = Fields::parse(line)
+            .and_then(|f| f.label)
+            .and_then(JsString::from_raw)
+            .map(|s| s.trim())
+            .filter(|s| !s.is_empty());
+        let key = keys::label(self.sid, target);
+        match value {
+            Some(v) => batch.put(
+                key,
+                record::encode(&LabelRecord {
+                    label: v.to_json(),
+                    set_by: seq,
+                }),
+            ),
+            None => batch.delete(key),
+        }
+    }
+
+    /// Moves the active leaf (`None`: the root position) and records the move as a leaf
+    /// record, even when the target already is the leaf (spec §7.1).
+    pub fn move_to(&self, target: Option<&str>) -> Result<()> {
+        self.move_to_with(target, None)
+    }
+
+    /// [`Session::move_to`] with a durability override.
+    pub fn move_to_with(&self, target: Option<&str>, durability: Option<Durability>) -> Result<()> {
+        let lock = self.inner.session_lock(self.sid);
+        let _guard = lock.lock();
+        let target_seq = match target {
+            None => None,
+            Some(id) => Some(self.require_seq(id)?.0),
+        };
+        let mut head = self.head()?;
+        let previous_id = match head.leaf {
+            None => None,
+            Some(seq) => Some(self.node(seq)?.id),
+        };
+        let id = self.fresh_id()?;
+        let timestamp = util::timestamp_after(head.last_timestamp.as_deref());
+        let line = leaf_line(&id, previous_id.as_deref(), &timestamp, target);
+        let seq = head.next_seq;
+        let node = fold::leaf_node(
+            &id,
+            head.leaf,
+            target_seq.map_or(LeafTarget::Null, LeafTarget::Seq),
+            digest::content_hash(line.as_bytes()),
+        );
+        let mut batch = WriteBatch::new();
+        batch.put(keys::line(self.sid, seq), line.into_bytes());
+        batch.put(keys::node(self.sid, seq), record::encode(&node));
+        batch.put(keys::entry_id(self.sid, &id), seq.to_be_bytes().to_vec());
+        batch.put(keys::leaf_history(self.sid, seq), Vec::new());
+        head.next_seq += 1;
+        head.leaf = target_seq;
+        head.last_timestamp = Some(timestamp);
+        batch.put(keys::head(self.sid), record::encode(&head));
+        self.inner
+            .commit(batch, durability.unwrap_or(self.inner.durability))
+    }
+
+    /// The leaf history: every leaf record in log order, as (record id, target id).
+    pub fn leaf_history(&self) -> Result<Vec<(String, Option<String>)>> {
+        let start = keys::session_prefix(keys::T_LEAF_HISTORY, self.sid);
+        let end = keys::prefix_end(&start);
+        let mut out = Vec::new();
+        for pair in self.inner.kv.scan(&start, &end) {
+            let (k, _) = pair?;
+            let seq = keys::last_u64(&k).ok_or_else(|| GroveError::Corrupt("leaf key".into()))?;
+            let node = self.node(seq)?;
+            let target = match node.leaf_target {
+                Some(LeafTarget::Seq(t)) => Some(self.node(t)?.id),
+                _ => None,
+            };
+            out.push((node.id, target));
+        }
+        Ok(out)
+    }
+
+    /// A new 8-hex entry id, unused in this session (spec §2.6); after 100 collisions, a
+    /// UUIDv7.
+    pub(crate) fn fresh_id(&self) -> Result<String> {
+        for _ in 0..100 {
+            let id = util::random_entry_id();
+            if self.seq_of_any(&id)?.is_none() {
+                return Ok(id);
+            }
+        }
+        loop {
+            let id = util::new_session_id();
+            if self.seq_of_any(&id)?.is_none() {
+                return Ok(id);
+            }
+        }
+    }
+}

@@ -1,0 +1,423 @@
+//! The store: opening a backend, the session catalogue, and the write path shared by every
+//! operation (one atomic batch per operation, flushed per the store's [`Durability`]).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use grove_codec::header::Header;
+use grove_codec::record::{self, HeadRecord, SessionRecord};
+use parking_lot::Mutex;
+
+use crate::error::{GroveError, Result};
+use crate::keys;
+use crate::kv::{Kv, MemoryKv, SledKv, WriteBatch};
+use crate::session::Session;
+use crate::util;
+
+/// What survives a crash once a write call has returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Durability {
+    /// The write is applied atomically but not flushed: a process kill may lose it only if
+    /// the backend had not yet written it out (sled flushes in the background every 500 ms);
+    /// a power loss may lose recent writes. Never a torn write.
+    None,
+    /// The backend is flushed before the call returns: the write survives a process kill and
+    /// a power loss.
+    #[default]
+    Sync,
+}
+
+/// Which key-value backend holds the store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Backend {
+    /// sled in the given directory (the embedded default).
+    Sled(PathBuf),
+    /// A sled database in a temporary directory, removed on drop.
+    SledTemporary,
+    /// Memory only (tests).
+    Memory,
+}
+
+/// How to open a store.
+#[derive(Debug, Clone)]
+pub struct StoreConfig {
+    /// The backend.
+    pub backend: Backend,
+    /// The default durability of writes.
+    pub durability: Durability,
+}
+
+impl StoreConfig {
+    /// sled at `path` with sync durability.
+    pub fn new(path: impl Into<PathBuf>) -> StoreConfig {
+        StoreConfig {
+            backend: Backend::Sled(path.into()),
+            durability: Durability::default(),
+        }
+    }
+
+    /// Sets the durability.
+    pub fn durability(mut self, d: Durability) -> StoreConfig {
+        self.durability = d;
+        self
+    }
+}
+
+/// Options of a new session.
+#[derive(Debug, Clone, Default)]
+pub struct CreateSession {
+    /// The session id; a lowercase UUIDv7 when `None`. Must match
+    /// `^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$`.
+    pub id: Option<String>,
+    /// Working directory recorded in the header.
+    pub cwd: String,
+    /// Header `metadata` as JSON object text.
+    pub metadata: Option<String>,
+    /// Header `parentSession` (pi: the parent's file path).
+    pub parent_session: Option<String>,
+    /// The grove id of the session this one derives from.
+    pub parent_session_id: Option<String>,
+}
+
+/// A session as listed by [`Store::sessions`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionSummary {
+    /// Session id.
+    pub id: String,
+    /// Creation timestamp.
+    pub created: String,
+    /// Working directory.
+    pub cwd: String,
+    /// Number of entries.
+    pub entries: u64,
+    /// The grove session this one was forked from.
+    pub parent_session_id: Option<String>,
+    /// Header `parentSession`.
+    pub parent_session: Option<String>,
+}
+
+pub(crate) struct Inner {
+    pub(crate) kv: Box<dyn Kv>,
+    pub(crate) durability: Durability,
+    catalogue: Mutex<()>,
+    session_locks: Mutex<HashMap<u64, Arc<Mutex<()>>>>,
+}
+
+impl Inner {
+    pub(crate) fn get<T: bincode::Decode<()>>(&self, key: &[u8]) -> Result<Option<T>> {
+        match self.kv.get(key)? {
+            None => Ok(None),
+            Some(bytes) => record::decode(&bytes)
+                .map(Some)
+                .map_err(|e| GroveError::Corrupt(format!("key {}: {e}", util::hex(key)))),
+        }
+    }
+
+    pub(crate) fn require<T: bincode::Decode<()>>(&self, key: &[u8]) -> Result<T> {
+        self.get(key)?
+            .ok_or_else(|| GroveError::Corrupt(format!("missing key {}", util::hex(key))))
+    }
+
+    /// Applies a batch and makes it as durable as `durability` says.
+    pub(crate) fn commit(&self, batch: WriteBatch, durability: Durability) -> Result<()> {
+        self.kv.apply(batch)?;
+        if durability == Durability::Sync {
+            self.kv.flush()?;
+        }
+        Ok(())
+    }
+
+    /// The writer lock of one session: writes to a session are serialized, writes to
+    /// different sessions are not.
+    pub(crate) fn session_lock(&self, sid: u64) -> Arc<Mutex<()>> {
+        self.session_locks.lock().entry(sid).or_default().clone()
+    }
+
+    pub(crate) fn sid_of(&self, id: &str) -> Result<Option<u64>> {
+        Ok(self
+            .kv
+            .get(&keys::session_id(id))?
+            .and_then(|v| keys::u64_value(&v)))
+    }
+
+    /// Allocates a session number (never reused).
+    pub(crate) fn alloc_sid(&self) -> Result<u64> {
+        let _guard = self.catalogue.lock();
+        let key = keys::meta(keys::META_NEXT_SID);
+        let next = self
+            .kv
+            .get(&key)?
+            .and_then(|v| keys::u64_value(&v))
+            .unwrap_or(0);
+        let mut batch = WriteBatch::new();
+        batch.put(key, (next + 1).to_be_bytes().to_vec());
+        self.commit(batch, Durability::None)?;
+        Ok(next)
+    }
+}
+
+/// A grove store. Cheap to clone; every clone shares the backend and the writer locks.
+#[derive(Clone)]
+pub struct Store {
+    pub(crate) inner: Arc<Inner>,
+}
+
+const FORMAT_MARKER: &[u8] = b"grove\x00\x01";
+
+impl Store {
+    /// Opens (or creates) the sled store in `path`.
+    pub fn open(path: impl AsRef<Path>) -> Result<Store> {
+        Store::open_with(StoreConfig::new(path.as_ref()))
+    }
+
+    /// A store on a temporary sled database, removed when the last clone is dropped.
+    pub fn temporary() -> Result<Store> {
+        Store::open_with(StoreConfig {
+            backend: Backend::SledTemporary,
+            durability: Durability::None,
+        })
+    }
+
+    /// A store held in memory only.
+    pub fn in_memory() -> Result<Store> {
+        Store::open_with(StoreConfig {
+            backend: Backend::Memory,
+            durability: Durability::None,
+        })
+    }
+
+    /// Opens a store as configured.
+    pub fn open_with(config: StoreConfig) -> Result<Store> {
+        let kv: Box<dyn Kv> = match &config.backend {
+            Backend::Sled(path) => {
+                std::fs::create_dir_all(path).map_err(|source| GroveError::Io {
+                    path: path.clone(),
+                    source,
+                })?;
+                Box::new(SledKv::open(path)?)
+            }
+            Backend::SledTemporary => Box::new(SledKv::temporary()?),
+            Backend::Memory => Box::new(MemoryKv::new()),
+        };
+        Store::from_kv(kv, config.durability)
+    }
+
+    /// Opens a store on any backend.
+    pub fn from_kv(kv: Box<dyn Kv>, durability: Durability) -> Result<Store> {
+        let inner = Inner {
+            kv,
+            durability,
+            catalogue: Mutex::new(()),
+            session_locks: Mutex::new(HashMap::new()),
+        };
+        let marker_key = keys::meta(keys::META_FORMAT);
+        match inner.kv.get(&marker_key)? {
+            Some(m) if m == FORMAT_MARKER => {}
+            Some(m) => {
+                return Err(GroveError::Corrupt(format!(
+                    "not a grove store of a known format (marker {})",
+                    util::hex(&m)
+                )))
+            }
+            None => {
+                let mut batch = WriteBatch::new();
+                batch.put(marker_key, FORMAT_MARKER.to_vec());
+                inner.commit(batch, Durability::Sync)?;
+            }
+        }
+        let store = Store {
+            inner: Arc::new(inner),
+        };
+        store.discard_unfinished_imports()?;
+        Ok(store)
+    }
+
+    /// The name of the backend ("sled", "memory").
+    pub fn backend_name(&self) -> &'static str {
+        self.inner.kv.name()
+    }
+
+    /// Flushes every write so far to durable storage.
+    pub fn flush(&self) -> Result<()> {
+        Ok(self.inner.kv.flush()?)
+    }
+
+    /// Creates an empty session.
+    pub fn create_session(&self, options: CreateSession) -> Result<Session> {
+        let id = match options.id {
+            Some(id) => {
+                util::check_session_id(&id)?;
+                id
+            }
+            None => util::new_session_id(),
+        };
+        let header = Header::create(
+            &id,
+            &util::now_iso(),
+            &options.cwd,
+            options.parent_session.as_deref(),
+            options.metadata.as_deref(),
+        );
+        let sid = self.inner.alloc_sid()?;
+        let record = SessionRecord {
+            id: id.clone(),
+            header: header.raw,
+            created: header.timestamp,
+            cwd: header.cwd,
+            parent_session: header.parent_session,
+            parent_session_id: options.parent_session_id,
+            source_path: None,
+        };
+        let head = HeadRecord {
+            next_seq: 0,
+            leaf: None,
+            entries: 0,
+            name_at: None,
+            last_timestamp: None,
+        };
+        let _guard = self.inner.catalogue.lock();
+        if self.inner.sid_of(&id)?.is_some() {
+            return Err(GroveError::SessionExists(id));
+        }
+        let mut batch = WriteBatch::new();
+        batch.put(keys::session(sid), record::encode(&record));
+        batch.put(keys::head(sid), record::encode(&head));
+        batch.put(keys::session_id(&id), sid.to_be_bytes().to_vec());
+        self.inner.commit(batch, self.inner.durability)?;
+        Ok(Session::new(self.inner.clone(), sid, record))
+    }
+
+    /// Publishes a fully written session under its id (the last write of an import).
+    pub(crate) fn publish(&self, sid: u64, id: &str, mut batch: WriteBatch) -> Result<()> {
+        let _guard = self.inner.catalogue.lock();
+        if self.inner.sid_of(id)?.is_some() {
+            return Err(GroveError::SessionExists(id.to_owned()));
+        }
+        batch.put(keys::session_id(id), sid.to_be_bytes().to_vec());
+        batch.delete(keys::pending(sid));
+        self.inner.commit(batch, Durability::Sync)
+    }
+
+    /// Opens the session with exactly this id.
+    pub fn session(&self, id: &str) -> Result<Session> {
+        let sid = self
+            .inner
+            .sid_of(id)?
+            .ok_or_else(|| GroveError::SessionNotFound(id.to_owned()))?;
+        let record: SessionRecord = self.inner.require(&keys::session(sid))?;
+        Ok(Session::new(self.inner.clone(), sid, record))
+    }
+
+    /// Opens the session whose id is `prefix` or starts with it (unique prefixes only).
+    pub fn find_session(&self, prefix: &str) -> Result<Session> {
+        if let Some(sid) = self.inner.sid_of(prefix)? {
+            let record: SessionRecord = self.inner.require(&keys::session(sid))?;
+            return Ok(Session::new(self.inner.clone(), sid, record));
+        }
+        let start = keys::session_id(prefix);
+        let end = keys::prefix_end(&start);
+        let mut matches = Vec::new();
+        for pair in self.inner.kv.scan(&start, &end).take(6) {
+            let (k, _) = pair?;
+            matches.push(keys::string_suffix(&k, 1).unwrap_or_default());
+        }
+        match matches.len() {
+            0 => Err(GroveError::SessionNotFound(prefix.to_owned())),
+            1 => self.session(&matches[0]),
+            _ => Err(GroveError::AmbiguousPrefix {
+                what: "session",
+                prefix: prefix.to_owned(),
+                candidates: matches.join(", "),
+            }),
+        }
+    }
+
+    /// Every session, ordered by id, read from the catalogue (no entry is read).
+    pub fn sessions(&self) -> Result<Vec<SessionSummary>> {
+        let start = vec![keys::T_SESSION_ID];
+        let end = keys::prefix_end(&start);
+        let mut out = Vec::new();
+        for pair in self.inner.kv.scan(&start, &end) {
+            let (_, v) = pair?;
+            let sid = keys::u64_value(&v)
+                .ok_or_else(|| GroveError::Corrupt("session id index value".to_owned()))?;
+            let rec: SessionRecord = self.inner.require(&keys::session(sid))?;
+            let head: HeadRecord = self.inner.require(&keys::head(sid))?;
+            out.push(SessionSummary {
+                id: rec.id,
+                created: rec.created,
+                cwd: rec.cwd,
+                entries: head.entries,
+                parent_session_id: rec.parent_session_id,
+                parent_session: rec.parent_session,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Deletes a session and everything stored for it. It disappears from the catalogue
+    /// first, atomically; its rows are then removed in bounded batches.
+    pub fn delete_session(&self, id: &str) -> Result<()> {
+        let sid = {
+            let _guard = self.inner.catalogue.lock();
+            let sid = self
+                .inner
+                .sid_of(id)?
+                .ok_or_else(|| GroveError::SessionNotFound(id.to_owned()))?;
+            let mut batch = WriteBatch::new();
+            batch.delete(keys::session_id(id));
+            batch.put(keys::pending(sid), Vec::new());
+            self.inner.commit(batch, self.inner.durability)?;
+            sid
+        };
+        self.purge(sid)
+    }
+
+    /// Removes every row of an unpublished session.
+    fn purge(&self, sid: u64) -> Result<()> {
+        let lock = self.inner.session_lock(sid);
+        let _guard = lock.lock();
+        for tag in keys::SESSION_TABLES {
+            if tag == keys::T_PENDING {
+                continue;
+            }
+            let start = keys::session_prefix(tag, sid);
+            let end = keys::prefix_end(&start);
+            loop {
+                let mut batch = WriteBatch::new();
+                for pair in self.inner.kv.scan(&start, &end).take(10_000) {
+                    batch.delete(pair?.0);
+                }
+                if batch.is_empty() {
+                    break;
+                }
+                self.inner.commit(batch, Durability::None)?;
+            }
+        }
+        let mut batch = WriteBatch::new();
+        batch.delete(keys::session(sid));
+        batch.delete(keys::pending(sid));
+        self.inner.commit(batch, self.inner.durability)
+    }
+
+    /// Removes what imports and deletions interrupted by a crash left behind.
+    fn discard_unfinished_imports(&self) -> Result<()> {
+        let start = vec![keys::T_PENDING];
+        let end = keys::prefix_end(&start);
+        let pending: Vec<u64> = self
+            .inner
+            .kv
+            .scan(&start, &end)
+            .map(|p| p.map(|(k, _)| keys::last_u64(&k)))
+            .collect::<Result<Vec<_>, _>>()?
+            .into_iter()
+            .flatten()
+            .collect();
+        for sid in pending {
+            self.purge(sid)?;
+        }
+        Ok(())
+    }
+}

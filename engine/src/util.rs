@@ -1,0 +1,59 @@
+//! Small helpers: clocks, id generation, hex.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::error::{GroveError, Result};
+
+/// Lowercase hex of bytes.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Now, in `toISOString` form.
+pub fn now_iso() -> String {
+    let ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
+    grove_codec::time::format_ms(ms)
+}
+
+/// Now, but never before `previous` (kept non-decreasing within a session).
+pub fn timestamp_after(previous: Option<&str>) -> String {
+    let now = now_iso();
+    match previous {
+        Some(p) if p.len() == now.len() && p > now.as_str() => p.to_owned(),
+        _ => now,
+    }
+}
+
+/// A fresh lowercase UUIDv7.
+pub fn new_session_id() -> String {
+    uuid::Uuid::now_v7().hyphenated().to_string()
+}
+
+/// 32 random bits from the OS CSPRNG as 8 lowercase hex characters.
+pub fn random_entry_id() -> String {
+    let mut b = [0u8; 4];
+    if getrandom::fill(&mut b).is_err() {
+        // The OS generator is unavailable: fall back to the UUIDv7's random tail.
+        let u = uuid::Uuid::now_v7();
+        b.copy_from_slice(&u.as_bytes()[12..16]);
+    }
+    hex(&b)
+}
+
+/// Checks pi-CLI's rule for caller-chosen session ids.
+pub fn check_session_id(id: &str) -> Result<()> {
+    let ok_inner = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
+    let valid = !id.is_empty()
+        && id.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && id.ends_with(|c: char| c.is_ascii_alphanumeric())
+        && id.chars().all(ok_inner);
+    if valid {
+        Ok(())
+    } else {
+        Err(GroveError::InvalidArgument(format!(
+            "session id '{id}' must match ^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$"
+        )))
+    }
+}
