@@ -39,7 +39,12 @@ struct HeaderFields<'a> {
     timestamp: Option<&'a RawValue>,
     #[serde(default, borrow, deserialize_with = "present")]
     cwd: Option<&'a RawValue>,
-    #[serde(rename = "parentSession", default, borrow, deserialize_with = "present")]
+    #[serde(
+        rename = "parentSession",
+        default,
+        borrow,
+        deserialize_with = "present"
+    )]
     parent_session: Option<&'a RawValue>,
     #[serde(default, borrow, deserialize_with = "present")]
     metadata: Option<&'a RawValue>,
@@ -83,9 +88,9 @@ impl Header {
         }
         let parent_session = match fields.parent_session {
             None => None,
-            Some(raw) => Some(
-                string_field(raw).ok_or("session header parentSession must be a string")?,
-            ),
+            Some(raw) => {
+                Some(string_field(raw).ok_or("session header parentSession must be a string")?)
+            }
         };
         let metadata = match fields.metadata {
             None => None,

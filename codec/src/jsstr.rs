@@ -102,20 +102,8 @@ fn push_escaped_char(out: &mut String, c: char) {
 fn is_js_whitespace(u: u16) -> bool {
     matches!(
         u,
-        0x09 | 0x0A
-            | 0x0B
-            | 0x0C
-            | 0x0D
-            | 0x20
-            | 0xA0
-            | 0x1680
-            | 0x2000..=0x200A
-            | 0x2028
-            | 0x2029
-            | 0x202F
-            | 0x205F
-            | 0x3000
-            | 0xFEFF
+        0x09 | 0x0A | 0x0B | 0x0C | 0x0D | 0x20 | 0xA0 | 0x1680 | 0x2000
+            ..=0x200A | 0x2028 | 0x2029 | 0x202F | 0x205F | 0x3000 | 0xFEFF
     )
 }
 
@@ -168,9 +156,10 @@ pub fn truthy(raw: &RawValue) -> bool {
     match text {
         "null" | "false" | "\"\"" => false,
         t if t.starts_with('"') => decode_literal(t).is_some_and(|s| !s.is_empty()),
-        t if t.starts_with('-') || t.starts_with(|c: char| c.is_ascii_digit()) => {
-            t.parse::<f64>().map(|n| n != 0.0 && !n.is_nan()).unwrap_or(true)
-        }
+        t if t.starts_with('-') || t.starts_with(|c: char| c.is_ascii_digit()) => t
+            .parse::<f64>()
+            .map(|n| n != 0.0 && !n.is_nan())
+            .unwrap_or(true),
         _ => true,
     }
 }

@@ -84,6 +84,8 @@ impl Migrator {
                 attempts += 1;
             }
             self.used.insert(id.clone());
+            // pi assigns the id before resolving the index, so a compaction may name itself.
+            self.ids_by_index.push(Some(id.clone()));
             let parent = self.previous.as_deref().map_or("null".to_owned(), quote);
             let mut set = vec![("id", quote(&id)), ("parentId", parent)];
             let mut remove = Vec::new();
@@ -108,7 +110,6 @@ impl Migrator {
                 }
             }
             text = set_keys(&text, &set, &remove)?;
-            self.ids_by_index.push(Some(id.clone()));
             self.previous = Some(id);
         }
         // v2 → v3: message role hookMessage → custom, in place.

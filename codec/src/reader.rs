@@ -214,15 +214,13 @@ impl<R: BufRead> JsonlReader<R> {
     }
 
     fn parse_current(&mut self) -> Result<(String, Envelope, bool), String> {
-        let text =
-            std::str::from_utf8(&self.buf).map_err(|e| format!("invalid UTF-8: {e}"))?;
+        let text = std::str::from_utf8(&self.buf).map_err(|e| format!("invalid UTF-8: {e}"))?;
         let (text, migrated) = match self.migrator.as_mut() {
             None => (text.to_owned(), false),
             Some(m) => {
                 // Only lines that are JSON objects take part in the migration.
                 Envelope::parse(text).or_else(|reason| {
-                    if reason.starts_with("invalid JSON") || reason.contains("not a JSON object")
-                    {
+                    if reason.starts_with("invalid JSON") || reason.contains("not a JSON object") {
                         Err(reason)
                     } else {
                         Ok(placeholder())
@@ -275,5 +273,7 @@ fn placeholder() -> Envelope {
 }
 
 fn is_blank(bytes: &[u8]) -> bool {
-    bytes.iter().all(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\x0b' | b'\x0c'))
+    bytes
+        .iter()
+        .all(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\x0b' | b'\x0c'))
 }

@@ -34,13 +34,20 @@ pub fn parse_ms(t: &str) -> Option<i64> {
         if digits == 0 {
             return None;
         }
-        let padded: String = frac[..digits].chars().chain("000".chars()).take(3).collect();
+        let padded: String = frac[..digits]
+            .chars()
+            .chain("000".chars())
+            .take(3)
+            .collect();
         millis = padded.parse().ok()?;
         rest = &frac[digits..];
     }
     let offset_min = match rest {
         "Z" => 0,
-        r if (r.starts_with('+') || r.starts_with('-')) && r.len() == 6 && &r[3..4] == ":" => {
+        r if (r.starts_with('+') || r.starts_with('-'))
+            && r.len() == 6
+            && r.as_bytes()[3] == b':' =>
+        {
             let sign = if r.starts_with('-') { -1 } else { 1 };
             let h: i64 = num_in(r, 1..3)?;
             let m: i64 = num_in(r, 4..6)?;

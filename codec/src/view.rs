@@ -19,16 +19,31 @@ pub struct Fields<'a> {
     #[serde(rename = "modelId", default, borrow, deserialize_with = "present")]
     pub model_id: Option<&'a RawValue>,
     /// `thinkingLevel` (thinking_level_change).
-    #[serde(rename = "thinkingLevel", default, borrow, deserialize_with = "present")]
+    #[serde(
+        rename = "thinkingLevel",
+        default,
+        borrow,
+        deserialize_with = "present"
+    )]
     pub thinking_level: Option<&'a RawValue>,
     /// `activeToolNames` (active_tools_change).
-    #[serde(rename = "activeToolNames", default, borrow, deserialize_with = "present")]
+    #[serde(
+        rename = "activeToolNames",
+        default,
+        borrow,
+        deserialize_with = "present"
+    )]
     pub active_tool_names: Option<&'a RawValue>,
     /// `summary` (compaction, branch_summary).
     #[serde(default, borrow, deserialize_with = "present")]
     pub summary: Option<&'a RawValue>,
     /// `firstKeptEntryId` (compaction).
-    #[serde(rename = "firstKeptEntryId", default, borrow, deserialize_with = "present")]
+    #[serde(
+        rename = "firstKeptEntryId",
+        default,
+        borrow,
+        deserialize_with = "present"
+    )]
     pub first_kept_entry_id: Option<&'a RawValue>,
     /// `tokensBefore` (compaction).
     #[serde(rename = "tokensBefore", default, borrow, deserialize_with = "present")]

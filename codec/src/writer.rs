@@ -241,7 +241,7 @@ impl NewEntry {
                     .map_err(|e| InvalidNewEntry(format!("entry is not a JSON object: {e}")))?;
                 for (k, v) in members {
                     if !matches!(k.as_str(), "type" | "id" | "parentId" | "timestamp") {
-                        m.push((k, v.get().to_owned()));
+                        m.push((k, compact(v.get())));
                     }
                 }
             }
@@ -251,7 +251,12 @@ impl NewEntry {
 }
 
 /// A `leaf` control line as the pi harness writes it (spec §3.6).
-pub fn leaf_line(id: &str, previous_leaf: Option<&str>, timestamp: &str, target: Option<&str>) -> String {
+pub fn leaf_line(
+    id: &str,
+    previous_leaf: Option<&str>,
+    timestamp: &str,
+    target: Option<&str>,
+) -> String {
     format!(
         "{{\"type\":\"leaf\",\"id\":{},\"parentId\":{},\"timestamp\":{},\"targetId\":{}}}",
         quote(id),

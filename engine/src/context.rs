@@ -167,13 +167,21 @@ impl Session {
     }
 
     /// The context at `leaf` (`None`: the active leaf) with the given options.
-    pub fn build_context_with(&self, leaf: Option<&str>, options: ContextOptions) -> Result<Context> {
+    pub fn build_context_with(
+        &self,
+        leaf: Option<&str>,
+        options: ContextOptions,
+    ) -> Result<Context> {
         let start = self.start_seq(leaf)?;
         self.build_context_at(start, options)
     }
 
     /// The context at the entry `leaf` (`None`: the root position).
-    pub(crate) fn build_context_at(&self, leaf: Option<u64>, options: ContextOptions) -> Result<Context> {
+    pub(crate) fn build_context_at(
+        &self,
+        leaf: Option<u64>,
+        options: ContextOptions,
+    ) -> Result<Context> {
         let Some(leaf) = leaf else {
             return Ok(Context {
                 messages: Vec::new(),
@@ -222,7 +230,10 @@ impl Session {
 
     /// Full-path settings in O(1): each node points at the last entry that set each one.
     fn settings_from_pointers(&self, node: &NodeRecord, ctx: &mut Context) -> Result<()> {
-        for seq in [node.model_at, node.thinking_at, node.tools_at].into_iter().flatten() {
+        for seq in [node.model_at, node.thinking_at, node.tools_at]
+            .into_iter()
+            .flatten()
+        {
             let entry = self.entry_at(seq)?;
             apply_setting(&entry, ctx);
         }
@@ -301,7 +312,12 @@ fn select(path: &[Entry], tail: RetainedTail) -> (Vec<&Entry>, Vec<usize>) {
 }
 
 /// Projects one selected entry into messages (spec §5.4).
-fn project(entry: &Entry, with_tail: bool, options: ContextOptions, out: &mut Vec<String>) -> Result<()> {
+fn project(
+    entry: &Entry,
+    with_tail: bool,
+    options: ContextOptions,
+    out: &mut Vec<String>,
+) -> Result<()> {
     let kind = entry.kind();
     let corrupt = || GroveError::Corrupt(format!("entry {} is not a JSON object", entry.id()));
     match kind {
@@ -327,7 +343,9 @@ fn project(entry: &Entry, with_tail: bool, options: ContextOptions, out: &mut Ve
         EntryKind::CustomMessage => {
             let f = Fields::parse(&entry.line).ok_or_else(corrupt)?;
             let content = match f.content {
-                Some(c) if !(c.get() == "null" && options.null_content == NullContent::Normalize) => {
+                Some(c)
+                    if !(c.get() == "null" && options.null_content == NullContent::Normalize) =>
+                {
                     Some(c.get().to_owned())
                 }
                 _ if options.null_content == NullContent::Normalize => Some("[]".to_owned()),
@@ -380,7 +398,10 @@ fn push_raw(m: &mut Vec<(&'static str, String)>, key: &'static str, v: Option<&R
 }
 
 fn object(m: &[(&str, String)]) -> String {
-    let parts: Vec<String> = m.iter().map(|(k, v)| format!("{}:{}", quote(k), v)).collect();
+    let parts: Vec<String> = m
+        .iter()
+        .map(|(k, v)| format!("{}:{}", quote(k), v))
+        .collect();
     format!("{{{}}}", parts.join(","))
 }
 

@@ -105,8 +105,12 @@ impl Session {
                     "active leaf {leaf_id} is a {} entry; moving it to the end of the file, where \
                      pi's SessionManager resumes, would change the label of {target} from {} to {}",
                     type_name(kind),
-                    before_labels.get(&target).map_or("none".into(), |s| format!("'{s}'")),
-                    after_labels.get(&target).map_or("none".into(), |s| format!("'{s}'"))
+                    before_labels
+                        .get(&target)
+                        .map_or("none".into(), |s| format!("'{s}'")),
+                    after_labels
+                        .get(&target)
+                        .map_or("none".into(), |s| format!("'{s}'"))
                 )));
             }
             let after_name = cli_name(&order);
@@ -188,7 +192,10 @@ fn cli_labels(order: &[Entry]) -> HashMap<String, CliLabel> {
 
 /// The session name pi sees over a line order.
 fn cli_name(order: &[Entry]) -> Option<String> {
-    let last = order.iter().rev().find(|e| e.kind() == EntryKind::SessionInfo)?;
+    let last = order
+        .iter()
+        .rev()
+        .find(|e| e.kind() == EntryKind::SessionInfo)?;
     Fields::parse(&last.line)
         .and_then(|f| f.name)
         .and_then(JsString::from_raw)

@@ -32,7 +32,10 @@ pub fn derive_node(
             inherited.and_then(|p| p.checkpoint),
         ),
         model_at: own(
-            matches!(kind, EntryKind::ModelChange | EntryKind::Message(Role::Assistant)),
+            matches!(
+                kind,
+                EntryKind::ModelChange | EntryKind::Message(Role::Assistant)
+            ),
             inherited.and_then(|p| p.model_at),
         ),
         thinking_at: own(

@@ -15,7 +15,9 @@ use std::path::{Path, PathBuf};
 use grove_codec::digest::{self, Digest};
 use grove_codec::jsstr::JsString;
 use grove_codec::reader::{Diagnostic, JsonlReader, Strictness};
-use grove_codec::record::{self, HeadRecord, LabelRecord, LeafTarget, NodeRecord, Parent, SessionRecord};
+use grove_codec::record::{
+    self, HeadRecord, LabelRecord, LeafTarget, NodeRecord, Parent, SessionRecord,
+};
 use grove_codec::view::Fields;
 use grove_codec::EntryKind;
 
@@ -93,11 +95,16 @@ impl Store {
     }
 
     /// Imports pi session JSONL from any reader.
-    pub fn import_reader(&self, input: impl BufRead, options: ImportOptions) -> Result<ImportReport> {
+    pub fn import_reader(
+        &self,
+        input: impl BufRead,
+        options: ImportOptions,
+    ) -> Result<ImportReport> {
         let file = options.source_path.clone();
         let codec_err = |e| GroveError::from_codec(e, file.clone());
-        let mut reader = JsonlReader::new(input, options.strictness, Box::new(util::random_entry_id))
-            .map_err(codec_err)?;
+        let mut reader =
+            JsonlReader::new(input, options.strictness, Box::new(util::random_entry_id))
+                .map_err(codec_err)?;
         let header = reader.header().clone();
         if self.inner.sid_of(&header.id)?.is_some() {
             return Err(GroveError::SessionExists(header.id));
@@ -160,7 +167,9 @@ impl Store {
         {
             let seq = records.len() as u64;
             let env = line.envelope;
-            let label = (env.kind == EntryKind::Label).then(|| label_value(&line.text)).flatten();
+            let label = (env.kind == EntryKind::Label)
+                .then(|| label_value(&line.text))
+                .flatten();
             records.push(Pending {
                 id: env.id,
                 parent_id: env.parent_id,
@@ -172,7 +181,8 @@ impl Store {
             last_timestamp = Some(env.timestamp);
             batch.put(keys::line(sid, seq), line.text.into_bytes());
             if batch.size() > BATCH_BYTES {
-                self.inner.commit(std::mem::take(&mut batch), Durability::None)?;
+                self.inner
+                    .commit(std::mem::take(&mut batch), Durability::None)?;
             }
         }
         // Pass 2: resolve ids as pi does (the last occurrence wins).
@@ -227,7 +237,10 @@ impl Store {
                     Some(t) => match resolve(t) {
                         Some(s) => LeafTarget::Seq(s),
                         None => {
-                            warnings.push(format!("leaf record {} targets {t}, which is not an entry", r.id));
+                            warnings.push(format!(
+                                "leaf record {} targets {t}, which is not an entry",
+                                r.id
+                            ));
                             LeafTarget::Missing
                         }
                     },
@@ -288,7 +301,10 @@ impl Store {
                     EntryKind::Compaction => batch.put(keys::compaction(sid, seq), Vec::new()),
                     EntryKind::Label => {
                         if let Some(t) = &r.target {
-                            let rec = r.label.clone().map(|label| LabelRecord { label, set_by: seq });
+                            let rec = r
+                                .label
+                                .clone()
+                                .map(|label| LabelRecord { label, set_by: seq });
                             labels.insert(t.as_str(), rec);
                         }
                     }
@@ -297,13 +313,15 @@ impl Store {
             }
             batch.put(keys::node(sid, seq), record::encode(&node));
             if batch.size() > BATCH_BYTES {
-                self.inner.commit(std::mem::take(&mut batch), Durability::None)?;
+                self.inner
+                    .commit(std::mem::take(&mut batch), Durability::None)?;
             }
         }
         for (id, &seq) in &id_map {
             batch.put(keys::entry_id(sid, id), seq.to_be_bytes().to_vec());
             if batch.size() > BATCH_BYTES {
-                self.inner.commit(std::mem::take(&mut batch), Durability::None)?;
+                self.inner
+                    .commit(std::mem::take(&mut batch), Durability::None)?;
             }
         }
         for (target, rec) in labels {
@@ -325,7 +343,10 @@ impl Store {
             cwd: header.cwd.clone(),
             parent_session: header.parent_session.clone(),
             parent_session_id: None,
-            source_path: options.source_path.as_ref().map(|p| p.display().to_string()),
+            source_path: options
+                .source_path
+                .as_ref()
+                .map(|p| p.display().to_string()),
         };
         batch.put(keys::head(sid), record::encode(&head));
         batch.put(keys::session(sid), record::encode(&session));
@@ -401,7 +422,14 @@ fn derive_all(records: &[Pending], parents: &mut [Parent]) -> Vec<NodeRecord> {
             }
             let parent_node = parents[top].seq().and_then(|p| nodes[p as usize].as_ref());
             let r = &records[top];
-            let node = fold::derive_node(top as u64, &r.id, r.kind, parents[top], parent_node, r.content);
+            let node = fold::derive_node(
+                top as u64,
+                &r.id,
+                r.kind,
+                parents[top],
+                parent_node,
+                r.content,
+            );
             nodes[top] = Some(node);
             state[top] = DONE;
             stack.pop();

@@ -25,7 +25,9 @@ pub mod store;
 pub mod tree;
 mod util;
 
-pub use context::{Context, ContextOptions, NullContent, RetainedTail, SelectionPath, SettingsScope};
+pub use context::{
+    Context, ContextOptions, NullContent, RetainedTail, SelectionPath, SettingsScope,
+};
 pub use error::{GroveError, Result};
 pub use export::{ExportReport, Flavor};
 pub use grove_codec as codec;

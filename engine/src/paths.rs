@@ -97,7 +97,8 @@ impl Session {
                 .as_ref()
                 .is_some_and(|s| JsString::from_text(entry.id()) == *s);
             let kind = entry.kind();
-            let line_for_stop = (kind == EntryKind::Compaction && !is_stop).then(|| entry.line.clone());
+            let line_for_stop =
+                (kind == EntryKind::Compaction && !is_stop).then(|| entry.line.clone());
             let parent_id = match parent {
                 Parent::Missing => entry.parent_id(),
                 _ => None,

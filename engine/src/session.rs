@@ -8,7 +8,9 @@ use std::sync::Arc;
 use grove_codec::digest;
 use grove_codec::entry::Envelope;
 use grove_codec::jsstr::JsString;
-use grove_codec::record::{self, HeadRecord, LabelRecord, LeafTarget, NodeRecord, Parent, SessionRecord};
+use grove_codec::record::{
+    self, HeadRecord, LabelRecord, LeafTarget, NodeRecord, Parent, SessionRecord,
+};
 use grove_codec::view::Fields;
 use grove_codec::writer::{leaf_line, NewEntry};
 use grove_codec::{EntryKind, Role};
@@ -85,7 +87,9 @@ pub struct Session {
 
 impl std::fmt::Debug for Session {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Session").field("id", &self.record.id).finish()
+        f.debug_struct("Session")
+            .field("id", &self.record.id)
+            .finish()
     }
 }
 
@@ -125,7 +129,8 @@ impl Session {
             .kv
             .get(&keys::line(self.sid, seq))?
             .ok_or_else(|| GroveError::Corrupt(format!("missing line {seq}")))?;
-        String::from_utf8(bytes).map_err(|_| GroveError::Corrupt(format!("line {seq} is not UTF-8")))
+        String::from_utf8(bytes)
+            .map_err(|_| GroveError::Corrupt(format!("line {seq} is not UTF-8")))
     }
 
     /// The record at `seq`.
@@ -180,7 +185,9 @@ impl Session {
         }
         if spec == "@-" {
             return match self.leaf()? {
-                None => Err(GroveError::InvalidArgument("the leaf is the root position".into())),
+                None => Err(GroveError::InvalidArgument(
+                    "the leaf is the root position".into(),
+                )),
                 Some(leaf) => Ok(self.entry(&leaf)?.parent_id()),
             };
         }
@@ -227,10 +234,12 @@ impl Session {
             let (lk, lv) = l?;
             let seq = keys::last_u64(&nk).ok_or_else(|| GroveError::Corrupt("node key".into()))?;
             if keys::last_u64(&lk) != Some(seq) {
-                return Err(GroveError::Corrupt(format!("log line and node {seq} disagree")));
+                return Err(GroveError::Corrupt(format!(
+                    "log line and node {seq} disagree"
+                )));
             }
-            let node: NodeRecord = record::decode(&nv)
-                .map_err(|e| GroveError::Corrupt(format!("node {seq}: {e}")))?;
+            let node: NodeRecord =
+                record::decode(&nv).map_err(|e| GroveError::Corrupt(format!("node {seq}: {e}")))?;
             let line = String::from_utf8(lv)
                 .map_err(|_| GroveError::Corrupt(format!("line {seq} is not UTF-8")))?;
             Ok(Entry { seq, node, line })
@@ -239,7 +248,8 @@ impl Session {
 
     /// The tree entries in log order (leaf records left out; shadowed duplicates kept).
     pub fn entries(&self) -> impl Iterator<Item = Result<Entry>> + '_ {
-        self.log().filter(|e| !matches!(e, Ok(e) if e.is_leaf_record()))
+        self.log()
+            .filter(|e| !matches!(e, Ok(e) if e.is_leaf_record()))
     }
 
     /// The children of `parent` (`None`: the roots), in log order.
@@ -293,7 +303,9 @@ impl Session {
         let id = match options.id {
             Some(id) => {
                 if id.is_empty() {
-                    return Err(GroveError::InvalidArgument("entry id must not be empty".into()));
+                    return Err(GroveError::InvalidArgument(
+                        "entry id must not be empty".into(),
+                    ));
                 }
                 if self.seq_of_any(&id)?.is_some() {
                     return Err(GroveError::DuplicateId(id));
@@ -342,7 +354,9 @@ impl Session {
             seq,
             &id,
             envelope.kind,
-            parent.as_ref().map_or(Parent::Root, |(s, _)| Parent::Seq(*s)),
+            parent
+                .as_ref()
+                .map_or(Parent::Root, |(s, _)| Parent::Seq(*s)),
             parent.as_ref().map(|(_, n)| n),
             digest::content_hash(line.as_bytes()),
         );

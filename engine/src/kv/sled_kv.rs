@@ -64,23 +64,20 @@ impl Kv for SledKv {
         if start >= end {
             return Box::new(std::iter::empty());
         }
-        Box::new(
-            self.db
-                .range(start.to_vec()..end.to_vec())
-                .map(|r| r.map(|(k, v)| (k.to_vec(), v.to_vec())).map_err(KvError::from)),
-        )
+        Box::new(self.db.range(start.to_vec()..end.to_vec()).map(|r| {
+            r.map(|(k, v)| (k.to_vec(), v.to_vec()))
+                .map_err(KvError::from)
+        }))
     }
 
     fn scan_rev(&self, start: &[u8], end: &[u8]) -> Scan<'_> {
         if start >= end {
             return Box::new(std::iter::empty());
         }
-        Box::new(
-            self.db
-                .range(start.to_vec()..end.to_vec())
-                .rev()
-                .map(|r| r.map(|(k, v)| (k.to_vec(), v.to_vec())).map_err(KvError::from)),
-        )
+        Box::new(self.db.range(start.to_vec()..end.to_vec()).rev().map(|r| {
+            r.map(|(k, v)| (k.to_vec(), v.to_vec()))
+                .map_err(KvError::from)
+        }))
     }
 
     fn apply(&self, batch: WriteBatch) -> Result<(), KvError> {

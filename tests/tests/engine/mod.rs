@@ -1,1 +1,59 @@
-//! engine tests.
+//! Engine behaviour: sessions, appends, leaf moves, paths, contexts, persistence, bad input.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod bad_input;
+mod basics;
+mod reopen;
+mod sled_guard;
+
+use grove::{NewEntry, Session};
+
+/// A pi user message with one text block.
+pub fn user(text: &str) -> NewEntry {
+    NewEntry::Message {
+        message: format!(
+            r#"{{"role":"user","content":[{{"type":"text","text":{}}}],"timestamp":1}}"#,
+            serde_json::to_string(text).unwrap()
+        ),
+    }
+}
+
+/// A pi assistant message with one text block.
+pub fn assistant(text: &str) -> NewEntry {
+    NewEntry::Message {
+        message: format!(
+            r#"{{"role":"assistant","content":[{{"type":"text","text":{}}}],"api":"a","provider":"p","model":"m","usage":{{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"totalTokens":0,"cost":{{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}}}},"stopReason":"stop","timestamp":2}}"#,
+            serde_json::to_string(text).unwrap()
+        ),
+    }
+}
+
+/// The texts of a context's messages (first text block or string content).
+pub fn texts(session: &Session) -> Vec<String> {
+    session
+        .build_context()
+        .unwrap()
+        .messages
+        .iter()
+        .map(|m| {
+            let v: serde_json::Value = serde_json::from_str(m).unwrap();
+            match &v["content"] {
+                serde_json::Value::String(s) => s.clone(),
+                c => c[0]["text"].as_str().unwrap_or_default().to_owned(),
+            }
+        })
+        .collect()
+}
+
+/// The seed scenario: user 1 → assistant 1 → plan A → assistant A; back to assistant 1;
+/// plan B → assistant B. Returns the ids in that order.
+pub fn seed(session: &Session) -> Vec<String> {
+    let u1 = session.append(user("user 1")).unwrap();
+    let a1 = session.append(assistant("assistant 1")).unwrap();
+    let pa = session.append(user("plan A")).unwrap();
+    let aa = session.append(assistant("assistant A")).unwrap();
+    session.move_to(Some(&a1)).unwrap();
+    let pb = session.append(user("plan B")).unwrap();
+    let ab = session.append(assistant("assistant B")).unwrap();
+    vec![u1, a1, pa, aa, pb, ab]
+}
