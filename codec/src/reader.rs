@@ -198,7 +198,11 @@ impl<R: BufRead> JsonlReader<R> {
                         reason,
                     };
                     let bytes = self.buf.clone();
-                    if !terminated {
+                    // Only a line that is not even JSON can be a write torn by a crash; a
+                    // complete object that fails validation is an invalid entry.
+                    let unparseable = error.reason.starts_with("invalid JSON")
+                        || error.reason.starts_with("invalid UTF-8");
+                    if !terminated && unparseable {
                         self.diagnostics.push(Diagnostic::TornTail { error, bytes });
                         return Ok(None);
                     }

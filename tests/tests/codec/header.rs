@@ -79,7 +79,11 @@ fn parent_session_must_be_a_string() {
         let text = format!(
             r#"{{"type":"session","version":3,"id":"s","timestamp":"t","cwd":"/w","parentSession":{ps}}}"#
         );
-        assert_eq!(err(&text), "session header parentSession must be a string", "{ps}");
+        assert_eq!(
+            err(&text),
+            "session header parentSession must be a string",
+            "{ps}"
+        );
     }
 }
 
@@ -89,10 +93,18 @@ fn metadata_must_be_an_object() {
         let text = format!(
             r#"{{"type":"session","version":3,"id":"s","timestamp":"t","cwd":"/w","metadata":{md}}}"#
         );
-        assert_eq!(err(&text), "session header metadata must be an object", "{md}");
+        assert_eq!(
+            err(&text),
+            "session header metadata must be an object",
+            "{md}"
+        );
     }
-    let spaced = r#"{"type":"session","version":3,"id":"s","timestamp":"t","cwd":"/w","metadata": {}}"#;
-    assert_eq!(Header::parse(spaced).unwrap().metadata.as_deref(), Some("{}"));
+    let spaced =
+        r#"{"type":"session","version":3,"id":"s","timestamp":"t","cwd":"/w","metadata": {}}"#;
+    assert_eq!(
+        Header::parse(spaced).unwrap().metadata.as_deref(),
+        Some("{}")
+    );
 }
 
 #[test]
@@ -102,16 +114,16 @@ fn pi_v4_header_is_unsupported() {
     assert!(reason.contains("unsupported session version"), "{reason}");
     assert!(reason.contains("pi ≥0.84"), "{reason}");
     // Even when it also says type:"session".
-    let both = r#"{"type":"session","kind":"header","version":3,"id":"s","timestamp":"t","cwd":"/w"}"#;
+    let both =
+        r#"{"type":"session","kind":"header","version":3,"id":"s","timestamp":"t","cwd":"/w"}"#;
     assert!(err(both).contains("pi ≥0.84"));
 }
 
 #[test]
 fn other_versions_are_unsupported() {
     for v in ["4", "0", "\"3\"", "3.5", "-3", "null", "[3]", "\"v3\""] {
-        let text = format!(
-            r#"{{"type":"session","version":{v},"id":"s","timestamp":"t","cwd":"/w"}}"#
-        );
+        let text =
+            format!(r#"{{"type":"session","version":{v},"id":"s","timestamp":"t","cwd":"/w"}}"#);
         assert_eq!(err(&text), "unsupported session version", "version {v}");
     }
 }
@@ -120,7 +132,10 @@ fn other_versions_are_unsupported() {
 fn bom_and_non_headers_are_refused() {
     let bom = format!("\u{feff}{V3}");
     let reason = err(&bom);
-    assert!(reason.starts_with("first line is not a valid session header"), "{reason}");
+    assert!(
+        reason.starts_with("first line is not a valid session header"),
+        "{reason}"
+    );
     assert!(reason.contains("BOM"), "{reason}");
     for bad in [
         "",
@@ -134,7 +149,11 @@ fn bom_and_non_headers_are_refused() {
         r#"{"version":3,"id":"s","timestamp":"t","cwd":"/w"}"#,
         r#"{"type":1,"version":3,"id":"s","timestamp":"t","cwd":"/w"}"#,
     ] {
-        assert_eq!(err(bad), "first line is not a valid session header", "{bad:?}");
+        assert_eq!(
+            err(bad),
+            "first line is not a valid session header",
+            "{bad:?}"
+        );
     }
 }
 

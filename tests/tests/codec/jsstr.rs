@@ -106,7 +106,11 @@ fn to_json_follows_json_stringify() {
         (" ", r#"" ""#),
     ];
     for (text, want) in cases {
-        assert_eq!(JsString::from_text(text).to_json(), *want, "to_json({text:?})");
+        assert_eq!(
+            JsString::from_text(text).to_json(),
+            *want,
+            "to_json({text:?})"
+        );
         assert_eq!(quote(text), *want, "quote({text:?})");
     }
 }
@@ -203,8 +207,18 @@ fn ordering_is_by_code_units_like_javascript() {
 fn truthy_follows_javascript() {
     let falsy = ["null", "false", r#""""#, "0", "-0", "0.0", "0e10", " 0 "];
     let truthy_values = [
-        "true", r#""0""#, r#"" ""#, r#""false""#, "1", "-1", "0.5", "1e999", "[]", "{}",
-        r#"{"a":1}"#, r#""\u0000""#,
+        "true",
+        r#""0""#,
+        r#"" ""#,
+        r#""false""#,
+        "1",
+        "-1",
+        "0.5",
+        "1e999",
+        "[]",
+        "{}",
+        r#"{"a":1}"#,
+        r#""\u0000""#,
     ];
     for t in falsy {
         assert!(!truthy(&raw(t.trim())), "{t} must be falsy");

@@ -24,7 +24,11 @@ fn str_list(v: &Value) -> Vec<String> {
     v.as_array()
         .unwrap_or_else(|| panic!("not an array: {v}"))
         .iter()
-        .map(|x| x.as_str().unwrap_or_else(|| panic!("not a string: {x}")).to_owned())
+        .map(|x| {
+            x.as_str()
+                .unwrap_or_else(|| panic!("not a string: {x}"))
+                .to_owned()
+        })
         .collect()
 }
 
@@ -62,12 +66,20 @@ fn every_file_the_harness_opens_reads_strictly_with_the_same_entries() {
         }
         let bytes = jsonl(&case);
         let read = strict(&bytes).unwrap_or_else(|e| panic!("{case}: {e}"));
-        assert_eq!(read.ids(), str_list(&harness["entryIds"]), "{case}: entry ids");
+        assert_eq!(
+            read.ids(),
+            str_list(&harness["entryIds"]),
+            "{case}: entry ids"
+        );
 
         let meta = &harness["metadata"];
         assert_eq!(read.header.id, meta["id"].as_str().unwrap(), "{case}");
         assert_eq!(read.header.cwd, meta["cwd"].as_str().unwrap(), "{case}");
-        assert_eq!(read.header.timestamp, meta["createdAt"].as_str().unwrap(), "{case}");
+        assert_eq!(
+            read.header.timestamp,
+            meta["createdAt"].as_str().unwrap(),
+            "{case}"
+        );
         assert_eq!(
             read.header.parent_session.as_deref(),
             meta.get("parentSessionPath").and_then(Value::as_str),
@@ -132,7 +144,10 @@ fn entry_kinds_match_the_oracle_type_counts() {
             let key = match env.kind {
                 EntryKind::Message(Role::Other) => {
                     let v: Value = serde_json::from_str(&line.text).unwrap();
-                    let role = v["message"]["role"].as_str().unwrap_or("undefined").to_owned();
+                    let role = v["message"]["role"]
+                        .as_str()
+                        .unwrap_or("undefined")
+                        .to_owned();
                     assert!(!known_roles.contains(&role.as_str()), "{case}: {role}");
                     format!("message:{role}")
                 }
@@ -143,7 +158,11 @@ fn entry_kinds_match_the_oracle_type_counts() {
                 }
                 _ => env.type_name.clone(),
             };
-            assert_eq!(EntryKind::from_tag(env.kind.tag()), Some(env.kind), "{case}");
+            assert_eq!(
+                EntryKind::from_tag(env.kind.tag()),
+                Some(env.kind),
+                "{case}"
+            );
             *counts.entry(key).or_default() += 1;
         }
         let want: BTreeMap<String, u64> = exp["case"]["types"]
@@ -208,7 +227,10 @@ fn every_harness_refusal_is_explained() {
             (_, "invalid_session") => {
                 let reason = invalid_session(strict(&bytes));
                 let pi_reason = message.rsplit(": ").next().unwrap();
-                assert!(reason.contains(pi_reason), "{case}: {reason:?} vs {pi_reason:?}");
+                assert!(
+                    reason.contains(pi_reason),
+                    "{case}: {reason:?} vs {pi_reason:?}"
+                );
                 // Lenient mode does not help with a bad header.
                 invalid_session(lenient(&bytes));
             }
@@ -260,7 +282,10 @@ fn malformed_middle_line_fails_strictly_and_is_skipped_leniently() {
     assert_eq!(skipped[0].0.line, 4);
     assert_eq!(skipped[0].0.byte_offset, physical[3].0);
     assert_eq!(skipped[0].1.as_slice(), physical[3].1, "quarantined bytes");
-    assert_eq!(read.lines[2].line, 5, "the line after the bad one keeps its number");
+    assert_eq!(
+        read.lines[2].line, 5,
+        "the line after the bad one keeps its number"
+    );
 }
 
 #[test]
@@ -312,7 +337,10 @@ fn torn_last_line_is_dropped_and_reported() {
 #[test]
 fn torn_utf8_last_line_is_dropped_and_reported() {
     let bytes = jsonl("edge-torn-utf8");
-    assert!(std::str::from_utf8(&bytes).is_err(), "the cut splits a character");
+    assert!(
+        std::str::from_utf8(&bytes).is_err(),
+        "the cut splits a character"
+    );
     let physical = physical_lines(&bytes);
     let read = strict(&bytes).unwrap();
     assert_eq!(read.ids(), ["c0000001", "c0000002"]);
@@ -417,13 +445,34 @@ fn strict_validation_of_common_fields() {
         ("[1]".to_owned(), "not a JSON object"),
         ("\"x\"".to_owned(), "not a JSON object"),
         ("nul".to_owned(), "invalid JSON"),
-        (format!(r#"{{"id":"a","parentId":null,{ts}}}"#), "type must be a string"),
-        (format!(r#"{{"type":5,"id":"a","parentId":null,{ts}}}"#), "type must be a string"),
-        (format!(r#"{{"type":null,"id":"a","parentId":null,{ts}}}"#), "type must be a string"),
-        (format!(r#"{{"type":"message","parentId":null,{ts}}}"#), "missing id"),
-        (format!(r#"{{"type":"message","id":"","parentId":null,{ts}}}"#), "missing id"),
-        (format!(r#"{{"type":"message","id":7,"parentId":null,{ts}}}"#), "missing id"),
-        (r#"{"type":"message","id":"a","parentId":null}"#.to_owned(), "missing timestamp"),
+        (
+            format!(r#"{{"id":"a","parentId":null,{ts}}}"#),
+            "type must be a string",
+        ),
+        (
+            format!(r#"{{"type":5,"id":"a","parentId":null,{ts}}}"#),
+            "type must be a string",
+        ),
+        (
+            format!(r#"{{"type":null,"id":"a","parentId":null,{ts}}}"#),
+            "type must be a string",
+        ),
+        (
+            format!(r#"{{"type":"message","parentId":null,{ts}}}"#),
+            "missing id",
+        ),
+        (
+            format!(r#"{{"type":"message","id":"","parentId":null,{ts}}}"#),
+            "missing id",
+        ),
+        (
+            format!(r#"{{"type":"message","id":7,"parentId":null,{ts}}}"#),
+            "missing id",
+        ),
+        (
+            r#"{"type":"message","id":"a","parentId":null}"#.to_owned(),
+            "missing timestamp",
+        ),
         (
             r#"{"type":"message","id":"a","parentId":null,"timestamp":""}"#.to_owned(),
             "missing timestamp",
@@ -432,7 +481,10 @@ fn strict_validation_of_common_fields() {
             r#"{"type":"message","id":"a","parentId":null,"timestamp":1}"#.to_owned(),
             "missing timestamp",
         ),
-        (format!(r#"{{"type":"message","id":"a",{ts}}}"#), "missing parentId"),
+        (
+            format!(r#"{{"type":"message","id":"a",{ts}}}"#),
+            "missing parentId",
+        ),
         (
             format!(r#"{{"type":"message","id":"a","parentId":1,{ts}}}"#),
             "neither null nor a string",
@@ -441,7 +493,10 @@ fn strict_validation_of_common_fields() {
             format!(r#"{{"type":"message","id":"a","parentId":["p"],{ts}}}"#),
             "neither null nor a string",
         ),
-        (format!(r#"{{"type":"leaf","id":"a","parentId":null,{ts}}}"#), "missing targetId"),
+        (
+            format!(r#"{{"type":"leaf","id":"a","parentId":null,{ts}}}"#),
+            "missing targetId",
+        ),
         (
             format!(r#"{{"type":"leaf","id":"a","parentId":null,{ts},"targetId":3}}"#),
             "targetId that is neither null nor a string",
@@ -454,7 +509,11 @@ fn strict_validation_of_common_fields() {
         assert_eq!(e.line, 3, "{bad}");
         let offset = HEADER.len() + 1 + entry("e1", None).len() + 1;
         assert_eq!(e.byte_offset, offset as u64, "{bad}");
-        assert!(e.reason.contains(why), "{bad}: {:?} lacks {why:?}", e.reason);
+        assert!(
+            e.reason.contains(why),
+            "{bad}: {:?} lacks {why:?}",
+            e.reason
+        );
         // Lenient mode keeps reading and reports the same error.
         let read = lenient(&bytes).unwrap();
         assert_eq!(read.ids(), ["e1", "e2"], "{bad}");
@@ -499,7 +558,10 @@ fn accepted_forms_of_common_fields() {
     assert_eq!(envs[5].kind, EntryKind::Message(Role::Other));
     assert_eq!(envs[6].kind, EntryKind::Message(Role::Other));
     assert_eq!(envs[7].kind, EntryKind::Custom);
-    assert_eq!(read.lines[7].text, lines[8], "surrounding spaces kept verbatim");
+    assert_eq!(
+        read.lines[7].text, lines[8],
+        "surrounding spaces kept verbatim"
+    );
     for (i, line) in read.lines.iter().enumerate() {
         assert_eq!(line.text, lines[i + 1]);
         assert_eq!(line.line, i as u64 + 2);
@@ -538,7 +600,10 @@ fn final_line_without_newline_is_kept_when_it_parses() {
     let read = strict(text.as_bytes()).unwrap();
     assert_eq!(read.ids(), ["e1", "e2"]);
     assert_eq!(read.lines[1].text, e2);
-    assert_eq!(read.diagnostics, [Diagnostic::MissingFinalNewline { line: 3 }]);
+    assert_eq!(
+        read.diagnostics,
+        [Diagnostic::MissingFinalNewline { line: 3 }]
+    );
 }
 
 #[test]
@@ -546,7 +611,10 @@ fn torn_tail_after_a_valid_line() {
     let e1 = entry("e1", None);
     let torn = &entry("e2", Some("e1"))[..40];
     let text = format!("{HEADER}\n{e1}\n{torn}");
-    for read in [strict(text.as_bytes()).unwrap(), lenient(text.as_bytes()).unwrap()] {
+    for read in [
+        strict(text.as_bytes()).unwrap(),
+        lenient(text.as_bytes()).unwrap(),
+    ] {
         assert_eq!(read.ids(), ["e1"]);
         assert_eq!(read.diagnostics.len(), 1);
         assert!(matches!(
@@ -612,7 +680,10 @@ fn blank_lines_before_the_header_are_skipped() {
     assert_eq!(read.lines[0].line, 4);
     assert_eq!(
         read.diagnostics,
-        [Diagnostic::BlankLine { line: 1 }, Diagnostic::BlankLine { line: 2 }]
+        [
+            Diagnostic::BlankLine { line: 1 },
+            Diagnostic::BlankLine { line: 2 }
+        ]
     );
 }
 
@@ -629,8 +700,13 @@ fn header_errors_name_the_line() {
 
 #[test]
 fn diagnostics_are_gathered_while_reading() {
-    let text = format!("{HEADER}\n\n{}\n\n{}", entry("e1", None), entry("e2", Some("e1")));
-    let mut reader = JsonlReader::new(text.as_bytes(), Strictness::Strict, counter_ids("x")).unwrap();
+    let text = format!(
+        "{HEADER}\n\n{}\n\n{}",
+        entry("e1", None),
+        entry("e2", Some("e1"))
+    );
+    let mut reader =
+        JsonlReader::new(text.as_bytes(), Strictness::Strict, counter_ids("x")).unwrap();
     assert!(reader.diagnostics().is_empty());
     let first = reader.next_line().unwrap().unwrap();
     assert_eq!(first.envelope.id, "e1");
@@ -696,9 +772,16 @@ fn read_failures_are_io_errors_with_the_offset() {
         other => panic!("expected Io, got {other:?}"),
     }
 
-    let mut header_fails = FailAfter { data: Vec::new(), pos: 0 };
+    let mut header_fails = FailAfter {
+        data: Vec::new(),
+        pos: 0,
+    };
     let mut sink = [0u8; 1];
     assert!(header_fails.read(&mut sink).is_err());
-    let r = JsonlReader::new(BufReader::new(header_fails), Strictness::Strict, counter_ids("x"));
+    let r = JsonlReader::new(
+        BufReader::new(header_fails),
+        Strictness::Strict,
+        counter_ids("x"),
+    );
     assert!(matches!(r, Err(CodecError::Io { offset: 0, .. })));
 }

@@ -13,12 +13,24 @@ fn parses_to_iso_string_form() {
         parse_ms("2030-01-21T00:00:00.000Z"),
         Some((60 * 365 + 15 + 20) * DAY)
     );
-    assert_eq!(parse_ms("2030-01-21T00:00:00.000Z"), Some(1_895_184_000_000));
-    assert_eq!(parse_ms("2025-06-01T12:00:01.000Z"), Some(1_748_779_201_000));
+    assert_eq!(
+        parse_ms("2030-01-21T00:00:00.000Z"),
+        Some(1_895_184_000_000)
+    );
+    assert_eq!(
+        parse_ms("2025-06-01T12:00:01.000Z"),
+        Some(1_748_779_201_000)
+    );
     assert_eq!(parse_ms("2000-02-29T23:59:59.999Z"), Some(951_868_799_999));
     assert_eq!(parse_ms("1969-12-31T23:59:59.999Z"), Some(-1));
-    assert_eq!(parse_ms("0000-01-01T00:00:00.000Z"), Some(-62_167_219_200_000));
-    assert_eq!(parse_ms("9999-12-31T23:59:59.999Z"), Some(253_402_300_799_999));
+    assert_eq!(
+        parse_ms("0000-01-01T00:00:00.000Z"),
+        Some(-62_167_219_200_000)
+    );
+    assert_eq!(
+        parse_ms("9999-12-31T23:59:59.999Z"),
+        Some(253_402_300_799_999)
+    );
 }
 
 #[test]
@@ -41,7 +53,10 @@ fn applies_numeric_utc_offsets() {
     assert_eq!(parse_ms("2030-01-21T02:00:00.000+02:00"), Some(base));
     assert_eq!(parse_ms("2030-01-20T19:00:00.000-05:00"), Some(base));
     assert_eq!(parse_ms("2030-01-21T05:30:00.000+05:30"), Some(base));
-    assert_eq!(parse_ms("2030-01-21T00:00:00+01:00"), Some(base - 3_600_000));
+    assert_eq!(
+        parse_ms("2030-01-21T00:00:00+01:00"),
+        Some(base - 3_600_000)
+    );
     assert_eq!(
         parse_ms("2030-01-21T00:00:00.250-00:45"),
         Some(base + 45 * 60_000 + 250)
@@ -89,7 +104,14 @@ fn invalid_dates_are_nan() {
 
 #[test]
 fn leap_years_follow_the_gregorian_rule() {
-    for (year, leap) in [(2000, true), (2024, true), (2100, false), (1900, false), (2400, true), (2023, false)] {
+    for (year, leap) in [
+        (2000, true),
+        (2024, true),
+        (2100, false),
+        (1900, false),
+        (2400, true),
+        (2023, false),
+    ] {
         let feb29 = format!("{year:04}-02-29T00:00:00.000Z");
         assert_eq!(parse_ms(&feb29).is_some(), leap, "{feb29}");
         let mar1 = parse_ms(&format!("{year:04}-03-01T00:00:00.000Z")).unwrap();

@@ -3,6 +3,7 @@
 
 mod bad_input;
 mod basics;
+mod keys;
 mod reopen;
 mod sled_guard;
 

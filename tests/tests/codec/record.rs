@@ -1,0 +1,327 @@
+//! `grove_codec::record`: the binary values of the store, `[format version] ++ bincode
+//! (standard config: little-endian varints)`. The golden tests pin the layout byte for byte
+//! so that a change of encoding cannot slip in without a new format version.
+
+use grove_codec::record::{
+    decode, encode, FormatVersion, HeadRecord, LabelRecord, LeafTarget, NodeRecord, Parent,
+    SessionRecord,
+};
+use grove_codec::{CodecError, EntryKind, Role};
+
+fn node() -> NodeRecord {
+    NodeRecord {
+        id: "e1".to_owned(),
+        kind: EntryKind::Message(Role::Assistant).tag(),
+        parent: Parent::Seq(300),
+        depth: 7,
+        checkpoint: Some(1),
+        model_at: None,
+        thinking_at: Some(70_000),
+        tools_at: None,
+        leaf_target: Some(LeafTarget::Missing),
+        shadowed: true,
+        content: [0x11; 32],
+        digest: std::array::from_fn(|i| i as u8),
+    }
+}
+
+fn head() -> HeadRecord {
+    HeadRecord {
+        next_seq: u64::MAX,
+        leaf: Some(250),
+        entries: 251,
+        name_at: None,
+        last_timestamp: Some("2030-01-21T00:00:00.000Z".to_owned()),
+    }
+}
+
+fn session() -> SessionRecord {
+    SessionRecord {
+        id: "s-1".to_owned(),
+        header: r#"{"type":"session"}"#.to_owned(),
+        created: "t".to_owned(),
+        cwd: "/ü".to_owned(),
+        parent_session: None,
+        parent_session_id: Some("p".to_owned()),
+        source_path: Some(String::new()),
+    }
+}
+
+fn label() -> LabelRecord {
+    LabelRecord {
+        label: "\"mark\"".to_owned(),
+        set_by: 65_536,
+    }
+}
+
+#[test]
+fn node_record_golden_bytes() {
+    let mut want: Vec<u8> = vec![
+        0x01, // format version 1
+        0x02, b'e', b'1', // id: length 2, then the UTF-8 bytes
+        0x02, // kind: message/assistant
+        0x01, 0xfb, 0x2c, 0x01, // parent: Parent::Seq (variant 1), 300 as u16 varint
+        0x07, // depth
+        0x01, 0x01, // checkpoint: Some(1)
+        0x00, // model_at: None
+        0x01, 0xfc, 0x70, 0x11, 0x01, 0x00, // thinking_at: Some(70000) as u32 varint
+        0x00, // tools_at: None
+        0x01, 0x02, // leaf_target: Some(LeafTarget::Missing)
+        0x01, // shadowed: true
+    ];
+    want.extend([0x11; 32]); // content: 32 raw bytes, no length
+    want.extend(0u8..32); // digest
+    let bytes = encode(&node());
+    assert_eq!(bytes, want);
+    assert_eq!(decode::<NodeRecord>(&bytes).unwrap(), node());
+}
+
+#[test]
+fn parent_and_leaf_target_variant_bytes() {
+    let mut n = node();
+    let cases: [(Parent, &[u8]); 5] = [
+        (Parent::Root, &[0x00]),
+        (Parent::Seq(0), &[0x01, 0x00]),
+        (Parent::Missing, &[0x02]),
+        (Parent::SelfRef, &[0x03]),
+        (
+            Parent::Cycle(u64::MAX),
+            &[0x04, 0xfd, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff],
+        ),
+    ];
+    for (parent, tail) in cases {
+        n.parent = parent;
+        let bytes = encode(&n);
+        // version, id (3 bytes), kind
+        assert_eq!(&bytes[5..5 + tail.len()], tail, "{parent:?}");
+        assert_eq!(decode::<NodeRecord>(&bytes).unwrap(), n);
+    }
+    let targets: [(Option<LeafTarget>, &[u8]); 4] = [
+        (None, &[0x00]),
+        (Some(LeafTarget::Null), &[0x01, 0x00]),
+        (Some(LeafTarget::Seq(251)), &[0x01, 0x01, 0xfb, 0xfb, 0x00]),
+        (Some(LeafTarget::Missing), &[0x01, 0x02]),
+    ];
+    let mut n = node();
+    n.parent = Parent::Root;
+    for (target, enc) in targets {
+        n.leaf_target = target;
+        let bytes = encode(&n);
+        // version, id(3), kind, parent, depth, checkpoint(2), model_at, thinking_at(6), tools_at
+        let at = 1 + 3 + 1 + 1 + 1 + 2 + 1 + 6 + 1;
+        assert_eq!(&bytes[at..at + enc.len()], enc, "{target:?}");
+        assert_eq!(bytes.len(), at + enc.len() + 1 + 64);
+        assert_eq!(decode::<NodeRecord>(&bytes).unwrap(), n);
+    }
+}
+
+#[test]
+fn head_session_and_label_golden_bytes() {
+    let mut want = vec![0x01, 0xfd];
+    want.extend([0xff; 8]); // next_seq: u64::MAX
+    want.extend([0x01, 0xfa]); // leaf: Some(250), the largest one-byte varint
+    want.extend([0xfb, 0xfb, 0x00]); // entries: 251
+    want.push(0x00); // name_at: None
+    want.extend([0x01, 24]); // last_timestamp: Some, length 24
+    want.extend(b"2030-01-21T00:00:00.000Z");
+    assert_eq!(encode(&head()), want);
+
+    let mut want = vec![0x01, 3];
+    want.extend(b"s-1");
+    want.push(18);
+    want.extend(br#"{"type":"session"}"#);
+    want.extend([1, b't', 3, b'/', 0xc3, 0xbc]);
+    want.extend([0x00, 0x01, 1, b'p', 0x01, 0]);
+    assert_eq!(encode(&session()), want);
+
+    let mut want = vec![0x01, 6];
+    want.extend(br#""mark""#);
+    want.extend([0xfc, 0x00, 0x00, 0x01, 0x00]);
+    assert_eq!(encode(&label()), want);
+}
+
+#[test]
+fn every_record_round_trips() {
+    assert_eq!(decode::<NodeRecord>(&encode(&node())).unwrap(), node());
+    assert_eq!(decode::<HeadRecord>(&encode(&head())).unwrap(), head());
+    assert_eq!(
+        decode::<SessionRecord>(&encode(&session())).unwrap(),
+        session()
+    );
+    assert_eq!(decode::<LabelRecord>(&encode(&label())).unwrap(), label());
+    let empty_head = HeadRecord {
+        next_seq: 0,
+        leaf: None,
+        entries: 0,
+        name_at: None,
+        last_timestamp: None,
+    };
+    assert_eq!(
+        decode::<HeadRecord>(&encode(&empty_head)).unwrap(),
+        empty_head
+    );
+    for depth in [
+        0,
+        1,
+        250,
+        251,
+        65_535,
+        65_536,
+        u64::from(u32::MAX),
+        u64::from(u32::MAX) + 1,
+        u64::MAX,
+    ] {
+        let mut n = node();
+        n.depth = depth;
+        n.checkpoint = Some(depth);
+        n.parent = Parent::Cycle(depth);
+        assert_eq!(decode::<NodeRecord>(&encode(&n)).unwrap(), n, "{depth}");
+    }
+}
+
+#[test]
+fn unknown_format_versions_are_refused() {
+    for version in [0u8, 2, 3, 0x7f, 0xff] {
+        let mut bytes = encode(&node());
+        bytes[0] = version;
+        assert!(
+            matches!(decode::<NodeRecord>(&bytes), Err(CodecError::UnknownFormatVersion(v)) if v == version),
+            "version {version}"
+        );
+        assert!(matches!(
+            FormatVersion::from_byte(version),
+            Err(CodecError::UnknownFormatVersion(v)) if v == version
+        ));
+    }
+    assert_eq!(FormatVersion::from_byte(1).unwrap(), FormatVersion::V1);
+    assert_eq!(FormatVersion::CURRENT, FormatVersion::V1);
+    assert_eq!(encode(&label())[0], FormatVersion::CURRENT as u8);
+}
+
+/// Decodes bytes as one record type, dropping the value.
+type Decoder = fn(&[u8]) -> Result<(), CodecError>;
+
+#[test]
+fn truncated_values_are_corrupt() {
+    assert!(matches!(
+        decode::<NodeRecord>(&[]),
+        Err(CodecError::CorruptRecord(_))
+    ));
+    let records: Vec<(&str, Vec<u8>, Decoder)> = vec![
+        ("node", encode(&node()), |b| {
+            decode::<NodeRecord>(b).map(drop)
+        }),
+        ("head", encode(&head()), |b| {
+            decode::<HeadRecord>(b).map(drop)
+        }),
+        ("session", encode(&session()), |b| {
+            decode::<SessionRecord>(b).map(drop)
+        }),
+        ("label", encode(&label()), |b| {
+            decode::<LabelRecord>(b).map(drop)
+        }),
+    ];
+    for (name, bytes, dec) in records {
+        assert!(dec(&bytes).is_ok(), "{name}");
+        for cut in 1..bytes.len() {
+            assert!(
+                matches!(dec(&bytes[..cut]), Err(CodecError::CorruptRecord(_))),
+                "{name} cut at {cut}"
+            );
+        }
+    }
+}
+
+#[test]
+fn trailing_bytes_are_corrupt() {
+    let mut bytes = encode(&label());
+    bytes.push(0);
+    match decode::<LabelRecord>(&bytes) {
+        Err(CodecError::CorruptRecord(reason)) => {
+            assert!(reason.contains("1 trailing"), "{reason}")
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn invalid_field_values_are_corrupt() {
+    // Parent variant 5 does not exist.
+    let mut bytes = encode(&node());
+    assert_eq!(bytes[5], 0x01, "the parent variant");
+    bytes[5] = 0x05;
+    assert!(matches!(
+        decode::<NodeRecord>(&bytes),
+        Err(CodecError::CorruptRecord(_))
+    ));
+    // A bool must be 0 or 1 (`shadowed` sits before the 64 digest bytes).
+    let mut bytes = encode(&node());
+    let at = bytes.len() - 65;
+    assert_eq!(bytes[at], 0x01);
+    bytes[at] = 0x02;
+    assert!(matches!(
+        decode::<NodeRecord>(&bytes),
+        Err(CodecError::CorruptRecord(_))
+    ));
+    // An Option tag must be 0 or 1.
+    let mut bytes = encode(&head());
+    bytes[10] = 0x07;
+    assert!(matches!(
+        decode::<HeadRecord>(&bytes),
+        Err(CodecError::CorruptRecord(_))
+    ));
+    // Strings must be UTF-8.
+    let mut bytes = encode(&label());
+    bytes[2] = 0xff;
+    assert!(matches!(
+        decode::<LabelRecord>(&bytes),
+        Err(CodecError::CorruptRecord(_))
+    ));
+}
+
+#[test]
+fn entry_kind_tags_are_stable() {
+    let table: [(EntryKind, u8); 21] = [
+        (EntryKind::Message(Role::User), 1),
+        (EntryKind::Message(Role::Assistant), 2),
+        (EntryKind::Message(Role::ToolResult), 3),
+        (EntryKind::Message(Role::BashExecution), 4),
+        (EntryKind::Message(Role::Custom), 5),
+        (EntryKind::Message(Role::HookMessage), 6),
+        (EntryKind::Message(Role::BranchSummary), 7),
+        (EntryKind::Message(Role::CompactionSummary), 8),
+        (EntryKind::Message(Role::Other), 9),
+        (EntryKind::ModelChange, 20),
+        (EntryKind::ThinkingLevelChange, 21),
+        (EntryKind::ActiveToolsChange, 22),
+        (EntryKind::Compaction, 23),
+        (EntryKind::BranchSummary, 24),
+        (EntryKind::Custom, 25),
+        (EntryKind::CustomMessage, 26),
+        (EntryKind::Label, 27),
+        (EntryKind::SessionInfo, 28),
+        (EntryKind::Leaf, 29),
+        (EntryKind::Unknown, 30),
+        (EntryKind::classify("message", Some("toolResult")), 3),
+    ];
+    for (kind, tag) in table {
+        assert_eq!(kind.tag(), tag, "{kind:?}");
+        assert_eq!(EntryKind::from_tag(tag), Some(kind));
+    }
+    let known: Vec<u8> = (0..=255u8)
+        .filter(|t| EntryKind::from_tag(*t).is_some())
+        .collect();
+    assert_eq!(known.len(), 20);
+    for t in known {
+        assert_eq!(EntryKind::from_tag(t).unwrap().tag(), t);
+    }
+}
+
+#[test]
+fn parent_seq_follows_only_walkable_parents() {
+    assert_eq!(Parent::Seq(4).seq(), Some(4));
+    assert_eq!(Parent::Cycle(5).seq(), Some(5));
+    assert_eq!(Parent::Root.seq(), None);
+    assert_eq!(Parent::Missing.seq(), None);
+    assert_eq!(Parent::SelfRef.seq(), None);
+}

@@ -1,0 +1,45 @@
+//! Golden bytes of every key layout documented in docs/format.md.
+
+use grove::keys;
+
+#[test]
+fn key_layouts_match_docs_format_md() {
+    assert_eq!(keys::meta(b"format"), b"\x00format");
+    assert_eq!(keys::session(2), [0x01, 0, 0, 0, 0, 0, 0, 0, 2]);
+    assert_eq!(keys::head(2), [0x02, 0, 0, 0, 0, 0, 0, 0, 2]);
+    assert_eq!(keys::session_id("ab"), [0x03, b'a', b'b']);
+    assert_eq!(keys::pending(1), [0x04, 0, 0, 0, 0, 0, 0, 0, 1]);
+    // The example of docs/format.md: seq 5 of sid 2.
+    assert_eq!(
+        keys::line(2, 5),
+        [0x10, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 5]
+    );
+    assert_eq!(keys::node(2, 5)[0], 0x11);
+    assert_eq!(keys::node(2, 5)[1..], keys::line(2, 5)[1..]);
+    assert_eq!(
+        keys::entry_id(1, "u1"),
+        [0x12, 0, 0, 0, 0, 0, 0, 0, 1, b'u', b'1']
+    );
+    assert_eq!(
+        keys::child(1, keys::ROOT, 3),
+        [
+            0x13, 0, 0, 0, 0, 0, 0, 0, 1, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0, 0, 0,
+            0, 0, 0, 0, 3
+        ]
+    );
+    assert_eq!(keys::leaf_history(1, 7)[0], 0x14);
+    assert_eq!(keys::label(1, "t"), [0x15, 0, 0, 0, 0, 0, 0, 0, 1, b't']);
+    assert_eq!(keys::compaction(1, 7)[0], 0x16);
+}
+
+#[test]
+fn big_endian_keys_sort_numerically() {
+    let mut ks: Vec<Vec<u8>> = [256u64, 1, 255, 65536, 0]
+        .iter()
+        .map(|&s| keys::line(1, s))
+        .collect();
+    ks.sort();
+    let seqs: Vec<u64> = ks.iter().map(|k| keys::last_u64(k).unwrap()).collect();
+    assert_eq!(seqs, [0, 1, 255, 256, 65536]);
+    assert_eq!(keys::prefix_end(&[1, 0xFF]), [2]);
+}
