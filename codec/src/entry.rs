@@ -183,8 +183,9 @@ impl EntryKind {
     }
 }
 
-/// Deserializes a field that is present (even as `null`) into `Some(raw)`.
-pub(crate) fn present<'de, D>(d: D) -> Result<Option<&'de RawValue>, D::Error>
+/// Deserializes a field that is present (even as `null`) into `Some(raw)`; with
+/// `#[serde(default)]` a missing field stays `None`, so `null` and absent differ.
+pub fn present<'de, D>(d: D) -> Result<Option<&'de RawValue>, D::Error>
 where
     D: serde::Deserializer<'de>,
 {

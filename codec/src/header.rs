@@ -70,9 +70,9 @@ impl Header {
             None => 1,
             // A JSON number equal to 1, 2 or 3 (JavaScript compares `3.0` equal to `3`).
             Some(v) => match v.get().parse::<f64>() {
-                Ok(n) if n == 1.0 => 1,
-                Ok(n) if n == 2.0 => 2,
-                Ok(n) if n == 3.0 => 3,
+                Ok(1.0) => 1,
+                Ok(2.0) => 2,
+                Ok(3.0) => 3,
                 _ => return Err("unsupported session version".to_owned()),
             },
         };

@@ -61,6 +61,21 @@ pub enum GroveError {
         /// Why.
         reason: String,
     },
+    /// The session is not idle: a turn or a navigation holds it (pi `busy`).
+    #[error("busy: {0}")]
+    Busy(String),
+    /// A fork target is unknown or not allowed (pi `invalid_fork_target`).
+    #[error("invalid fork target: {0}")]
+    InvalidForkTarget(String),
+    /// Branch-summary generation failed (pi `branch_summary`); nothing was moved.
+    #[error("Branch summary failed: {0}")]
+    BranchSummary(String),
+    /// A navigation hook failed (pi `hook`); nothing was written.
+    #[error("hook failed: {0}")]
+    Hook(String),
+    /// The operation needs something that is not configured (pi `invalid_state`).
+    #[error("invalid state: {0}")]
+    InvalidState(String),
     /// A stored value failed to decode or an index disagrees with the log.
     #[error("corrupt store: {0}")]
     Corrupt(String),
@@ -96,6 +111,11 @@ impl GroveError {
             | GroveError::DuplicateId(_)
             | GroveError::SessionExists(_) => "invalid_argument",
             GroveError::ExportIncompatible { .. } => "export_incompatible",
+            GroveError::Busy(_) => "busy",
+            GroveError::InvalidForkTarget(_) => "invalid_fork_target",
+            GroveError::BranchSummary(_) => "branch_summary",
+            GroveError::Hook(_) => "hook",
+            GroveError::InvalidState(_) => "invalid_state",
             GroveError::Corrupt(_) | GroveError::Storage(_) | GroveError::Io { .. } => "storage",
         }
     }
@@ -112,6 +132,11 @@ impl GroveError {
             GroveError::DuplicateId(_) => "DuplicateId",
             GroveError::SessionExists(_) => "SessionExists",
             GroveError::ExportIncompatible { .. } => "ExportIncompatible",
+            GroveError::Busy(_) => "Busy",
+            GroveError::InvalidForkTarget(_) => "InvalidForkTarget",
+            GroveError::BranchSummary(_) => "BranchSummary",
+            GroveError::Hook(_) => "Hook",
+            GroveError::InvalidState(_) => "InvalidState",
             GroveError::Corrupt(_) => "Corrupt",
             GroveError::Storage(_) => "Storage",
             GroveError::Io { .. } => "Io",

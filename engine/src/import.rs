@@ -48,6 +48,8 @@ pub struct ImportOptions {
     pub leaf_rule: LeafRule,
     /// The file's path, recorded as the session's source and named in errors.
     pub source_path: Option<PathBuf>,
+    /// The grove session this one derives from (forks).
+    pub parent_session_id: Option<String>,
 }
 
 /// What an import did.

@@ -15,26 +15,37 @@ pub mod context;
 pub mod error;
 pub mod export;
 mod fold;
+pub mod fork;
 pub mod import;
 pub mod keys;
 pub mod kv;
 pub mod labels;
+mod lease;
+pub mod navigate;
 mod paths;
 pub mod session;
 pub mod store;
+pub mod summary;
 pub mod tree;
 mod util;
+mod write;
 
 pub use context::{
     Context, ContextOptions, NullContent, RetainedTail, SelectionPath, SettingsScope,
 };
 pub use error::{GroveError, Result};
 pub use export::{ExportReport, Flavor};
+pub use fork::{ForkMode, ForkOptions, ForkPosition};
 pub use grove_codec as codec;
 pub use grove_codec::reader::Strictness;
 pub use grove_codec::writer::NewEntry;
 pub use import::{ImportOptions, ImportReport, LeafRule};
 pub use labels::Label;
+pub use lease::TurnGuard;
+pub use navigate::{
+    HookDecision, HookSummary, NavigateEvent, NavigateHook, NavigateOptions, NavigateOutcome,
+    Navigator,
+};
 pub use session::{AppendOptions, Entry, Session};
 pub use store::{Backend, CreateSession, Durability, SessionSummary, Store, StoreConfig};
 pub use tree::{Tree, TreeNode};

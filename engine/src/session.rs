@@ -5,22 +5,18 @@
 
 use std::sync::Arc;
 
-use grove_codec::digest;
 use grove_codec::entry::Envelope;
 use grove_codec::jsstr::JsString;
-use grove_codec::record::{
-    self, HeadRecord, LabelRecord, LeafTarget, NodeRecord, Parent, SessionRecord,
-};
+use grove_codec::record::{self, HeadRecord, LabelRecord, LeafTarget, NodeRecord, SessionRecord};
 use grove_codec::view::Fields;
-use grove_codec::writer::{leaf_line, NewEntry};
-use grove_codec::{EntryKind, Role};
+use grove_codec::writer::NewEntry;
+use grove_codec::EntryKind;
 
 use crate::error::{GroveError, Result};
-use crate::fold;
 use crate::keys;
 use crate::kv::WriteBatch;
 use crate::store::{Durability, Inner};
-use crate::util;
+use crate::write::Txn;
 
 /// One record of a session log: an entry or a leaf record, with its stored line.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -295,84 +291,24 @@ impl Session {
     pub fn append_with(&self, entry: NewEntry, options: AppendOptions) -> Result<String> {
         let lock = self.inner.session_lock(self.sid);
         let _guard = lock.lock();
-        let mut head = self.head()?;
-        let parent = match head.leaf {
-            None => None,
-            Some(seq) => Some((seq, self.node(seq)?)),
-        };
-        let id = match options.id {
-            Some(id) => {
-                if id.is_empty() {
-                    return Err(GroveError::InvalidArgument(
-                        "entry id must not be empty".into(),
-                    ));
-                }
-                if self.seq_of_any(&id)?.is_some() {
-                    return Err(GroveError::DuplicateId(id));
-                }
-                id
-            }
-            None => self.fresh_id()?,
-        };
-        let timestamp = match options.timestamp {
-            Some(t) => t,
-            None => util::timestamp_after(head.last_timestamp.as_deref()),
-        };
-        let parent_id = parent.as_ref().map(|(_, n)| n.id.as_str());
-        let line = entry
-            .to_line(&id, parent_id, &timestamp)
-            .map_err(|e| GroveError::InvalidArgument(e.0))?;
-        let envelope = Envelope::parse(&line).map_err(GroveError::InvalidArgument)?;
-        if matches!(
-            envelope.kind,
-            EntryKind::Leaf
-                | EntryKind::Message(Role::BranchSummary)
-                | EntryKind::Message(Role::CompactionSummary)
-        ) {
-            return Err(GroveError::InvalidArgument(format!(
-                "grove does not append {} entries; use move_to or a compaction",
-                match envelope.kind {
-                    EntryKind::Leaf => "leaf",
-                    _ => "synthetic summary message",
-                }
-            )));
-        }
-        let seq = head.next_seq;
-        let mut batch = WriteBatch::new();
-        if envelope.kind == EntryKind::Label {
-            let target = envelope.target_id.clone().unwrap_or_default();
-            self.require_seq(&target)?;
-            self.label_update(&mut batch, &line, &target, seq);
-        }
-        if envelope.kind == EntryKind::SessionInfo {
-            head.name_at = Some(seq);
-        }
-        if envelope.kind == EntryKind::Compaction {
-            batch.put(keys::compaction(self.sid, seq), Vec::new());
-        }
-        let node = fold::derive_node(
-            seq,
-            &id,
-            envelope.kind,
-            parent
-                .as_ref()
-                .map_or(Parent::Root, |(s, _)| Parent::Seq(*s)),
-            parent.as_ref().map(|(_, n)| n),
-            digest::content_hash(line.as_bytes()),
-        );
-        let pseq = parent.as_ref().map_or(keys::ROOT, |(s, _)| *s);
-        batch.put(keys::line(self.sid, seq), line.into_bytes());
-        batch.put(keys::node(self.sid, seq), record::encode(&node));
-        batch.put(keys::entry_id(self.sid, &id), seq.to_be_bytes().to_vec());
-        batch.put(keys::child(self.sid, pseq, seq), Vec::new());
-        head.next_seq += 1;
-        head.entries += 1;
-        head.leaf = Some(seq);
-        head.last_timestamp = Some(timestamp);
-        batch.put(keys::head(self.sid), record::encode(&head));
-        self.inner
-            .commit(batch, options.durability.unwrap_or(self.inner.durability))?;
+        let mut txn = Txn::begin(self)?;
+        let id = txn.append(&entry, options.id, options.timestamp)?;
+        txn.commit(options.durability.unwrap_or(self.inner.durability))?;
         Ok(id)
+    }
+
+    /// Appends several entries as a chain (each the child of the one before) in one atomic
+    /// batch. Returns their ids.
+    pub fn append_many(&self, entries: &[NewEntry]) -> Result<Vec<String>> {
+        let lock = self.inner.session_lock(self.sid);
+        let _guard = lock.lock();
+        let mut txn = Txn::begin(self)?;
+        let ids = entries
+            .iter()
+            .map(|e| txn.append(e, None, None))
+            .collect::<Result<Vec<_>>>()?;
+        txn.commit(self.inner.durability)?;
+        Ok(ids)
     }
 
     /// Adds the label-index update of a `label` entry at `seq` (spec §6.1: trimmed; blank
@@ -397,45 +333,35 @@ impl Session {
     }
 
     /// Moves the active leaf (`None`: the root position) and records the move as a leaf
-    /// record, even when the target already is the leaf (spec §7.1).
+    /// record, even when the target already is the leaf (spec §7.1). Refused with `Busy`
+    /// while a turn or a navigation holds the session (use [`crate::TurnGuard::move_to`]).
     pub fn move_to(&self, target: Option<&str>) -> Result<()> {
-        self.move_to_with(target, None)
+        self.check_idle()?;
+        self.move_to_with(target, None, None).map(|_| ())
     }
 
-    /// [`Session::move_to`] with a durability override.
-    pub fn move_to_with(&self, target: Option<&str>, durability: Option<Durability>) -> Result<()> {
+    /// Moves the leaf and, with `summary`, appends a branch summary at the target in the
+    /// same atomic batch (spec §7.1). Returns the summary entry's id.
+    pub(crate) fn move_to_with(
+        &self,
+        target: Option<&str>,
+        summary: Option<&NewEntry>,
+        durability: Option<Durability>,
+    ) -> Result<Option<String>> {
         let lock = self.inner.session_lock(self.sid);
         let _guard = lock.lock();
+        let mut txn = Txn::begin(self)?;
         let target_seq = match target {
             None => None,
-            Some(id) => Some(self.require_seq(id)?.0),
+            Some(id) => Some(txn.require_entry(id)?),
         };
-        let mut head = self.head()?;
-        let previous_id = match head.leaf {
+        txn.move_leaf(target_seq)?;
+        let summary_id = match summary {
             None => None,
-            Some(seq) => Some(self.node(seq)?.id),
+            Some(entry) => Some(txn.append(entry, None, None)?),
         };
-        let id = self.fresh_id()?;
-        let timestamp = util::timestamp_after(head.last_timestamp.as_deref());
-        let line = leaf_line(&id, previous_id.as_deref(), &timestamp, target);
-        let seq = head.next_seq;
-        let node = fold::leaf_node(
-            &id,
-            head.leaf,
-            target_seq.map_or(LeafTarget::Null, LeafTarget::Seq),
-            digest::content_hash(line.as_bytes()),
-        );
-        let mut batch = WriteBatch::new();
-        batch.put(keys::line(self.sid, seq), line.into_bytes());
-        batch.put(keys::node(self.sid, seq), record::encode(&node));
-        batch.put(keys::entry_id(self.sid, &id), seq.to_be_bytes().to_vec());
-        batch.put(keys::leaf_history(self.sid, seq), Vec::new());
-        head.next_seq += 1;
-        head.leaf = target_seq;
-        head.last_timestamp = Some(timestamp);
-        batch.put(keys::head(self.sid), record::encode(&head));
-        self.inner
-            .commit(batch, durability.unwrap_or(self.inner.durability))
+        txn.commit(durability.unwrap_or(self.inner.durability))?;
+        Ok(summary_id)
     }
 
     /// The leaf history: every leaf record in log order, as (record id, target id).
@@ -454,22 +380,5 @@ impl Session {
             out.push((node.id, target));
         }
         Ok(out)
-    }
-
-    /// A new 8-hex entry id, unused in this session (spec §2.6); after 100 collisions, a
-    /// UUIDv7.
-    pub(crate) fn fresh_id(&self) -> Result<String> {
-        for _ in 0..100 {
-            let id = util::random_entry_id();
-            if self.seq_of_any(&id)?.is_none() {
-                return Ok(id);
-            }
-        }
-        loop {
-            let id = util::new_session_id();
-            if self.seq_of_any(&id)?.is_none() {
-                return Ok(id);
-            }
-        }
     }
 }

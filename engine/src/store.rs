@@ -12,6 +12,7 @@ use parking_lot::Mutex;
 use crate::error::{GroveError, Result};
 use crate::keys;
 use crate::kv::{Kv, MemoryKv, SledKv, WriteBatch};
+use crate::lease::Leases;
 use crate::session::Session;
 use crate::util;
 
@@ -103,6 +104,7 @@ pub(crate) struct Inner {
     pub(crate) durability: Durability,
     catalogue: Mutex<()>,
     session_locks: Mutex<HashMap<u64, Arc<Mutex<()>>>>,
+    pub(crate) leases: Leases,
 }
 
 impl Inner {
@@ -211,6 +213,7 @@ impl Store {
             durability,
             catalogue: Mutex::new(()),
             session_locks: Mutex::new(HashMap::new()),
+            leases: Leases::default(),
         };
         let marker_key = keys::meta(keys::META_FORMAT);
         match inner.kv.get(&marker_key)? {
