@@ -344,7 +344,7 @@ impl Store {
             created: header.timestamp.clone(),
             cwd: header.cwd.clone(),
             parent_session: header.parent_session.clone(),
-            parent_session_id: None,
+            parent_session_id: options.parent_session_id.clone(),
             source_path: options
                 .source_path
                 .as_ref()

@@ -15,6 +15,9 @@ use crate::summary::{
     DEFAULT_BUDGET,
 };
 
+/// `details` of a summary without file lists.
+const EMPTY_DETAILS: &str = r#"{"readFiles":[],"modifiedFiles":[]}"#;
+
 /// Options of [`Session::navigate`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NavigateOptions {
@@ -177,7 +180,12 @@ impl Session {
         }
         let from_hook = hook_summary.is_some();
         let summary = match hook_summary {
-            Some(h) => Some((h.summary, h.details, h.usage)),
+            // Without hook details the entry records empty file lists, as pi does.
+            Some(h) => Some((
+                h.summary,
+                h.details.or_else(|| Some(EMPTY_DETAILS.to_owned())),
+                h.usage,
+            )),
             None if options.summarize && !entries.is_empty() => {
                 let summarizer = nav.summarizer.ok_or_else(|| {
                     GroveError::InvalidState("No model set for branch summary".into())

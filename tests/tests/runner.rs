@@ -5,3 +5,4 @@ mod cli;
 mod codec;
 mod engine;
 mod oracle;
+mod oracle_ops;

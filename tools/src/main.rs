@@ -1,1 +1,67 @@
-fn main() {}
+//! `grove`: the command-line tool of the grove session store.
+//!
+//! Parses the command line, finds the store, runs one subcommand and maps its error to an
+//! exit code (see `error.rs`). docs/cli.md describes every subcommand.
+#![forbid(unsafe_code)]
+
+mod commands;
+mod error;
+mod output;
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::commands::{Command, Env};
+use crate::error::{CmdResult, CommandError, Report};
+
+/// grove: a store for branching AI-agent sessions, with pi session JSONL import and export.
+///
+/// Sessions and entries are named by their id or any unique prefix of it. Entry arguments
+/// also accept `@` (the active leaf), `@-` (its parent) and `root` (the root position).
+#[derive(Debug, Parser)]
+#[command(name = "grove", version, propagate_version = true)]
+struct Cli {
+    /// The store directory. Default: the platform data directory's grove/store (for
+    /// example ~/.local/share/grove/store).
+    #[arg(long, global = true, value_name = "DIR", env = "GROVE_STORE")]
+    store: Option<PathBuf>,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+fn default_store() -> CmdResult<PathBuf> {
+    let data = dirs::data_dir().ok_or(CommandError::NoDataDir)?;
+    Ok(data.join("grove").join("store"))
+}
+
+fn run(cli: Cli) -> CmdResult {
+    let store_dir = match cli.store {
+        Some(dir) => dir,
+        None => default_store()?,
+    };
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let mut env = Env {
+        store_dir,
+        out: &mut out,
+    };
+    commands::run(cli.command, &mut env)?;
+    out.flush()?;
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.is_broken_pipe() => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{}", Report(&e));
+            ExitCode::from(e.exit_code())
+        }
+    }
+}

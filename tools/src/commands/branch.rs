@@ -1,0 +1,35 @@
+//! `grove branch`: the pi harness's `getBranch`, the path cut at the compaction boundary.
+
+use super::{print_entries, print_lines_json, resolve_from, Env};
+use crate::error::CmdResult;
+
+/// Show the branch ending at an entry: the path from the root, cut at the nearest
+/// compaction boundary (pi harness `getBranch`), root first.
+///
+/// One line per entry: short id, type or role, preview. With --json: the JSON array of
+/// the entry objects exactly as stored (the file's lines, not re-serialized).
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The session (id or unique id prefix).
+    session: String,
+    /// Where the branch ends: an entry id or unique prefix, `@` (the leaf, the default),
+    /// `@-` (its parent) or `root` (empty).
+    #[arg(long, value_name = "ID")]
+    from: Option<String>,
+    /// Print the entries as a JSON array.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: Args, env: &mut Env<'_>) -> CmdResult {
+    let (_store, session) = env.open_session(&args.session)?;
+    let entries = match resolve_from(&session, args.from.as_deref())? {
+        None => Vec::new(),
+        Some(id) => session.branch(Some(&id))?,
+    };
+    if args.json {
+        print_lines_json(env.out, &entries)
+    } else {
+        print_entries(env.out, &session, &entries)
+    }
+}

@@ -1,0 +1,111 @@
+//! `grove context`: what the model sees at the leaf (or another entry).
+
+use std::io::Write;
+
+use clap::ValueEnum;
+use grove::{Context, ContextOptions};
+use serde_json::Value;
+
+use super::{resolve_from, Env};
+use crate::error::CmdResult;
+use crate::output::{message_preview, role_of};
+
+/// Show the context a model would be given at the active leaf: the messages and the
+/// settings (model, thinking level, active tools).
+///
+/// Human output: a settings line, then one `role: preview` line per message. With --json:
+/// exactly {"messages": [...], "model": {"provider", "modelId"} | null, "thinkingLevel":
+/// "...", "activeToolNames": [...] | null}.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The session (id or unique id prefix).
+    session: String,
+    /// Whose rules build the context: `grove` (settings survive compaction, tails used,
+    /// null content normalized), `harness` (exactly pi's harness `buildContext`) or `cli`
+    /// (exactly pi-CLI's `buildSessionContext`).
+    #[arg(long, value_enum, default_value_t = Preset::Grove)]
+    preset: Preset,
+    /// Build the context at this entry instead of the leaf: an id or unique prefix, `@`,
+    /// `@-` or `root`.
+    #[arg(long, value_name = "ID")]
+    from: Option<String>,
+    /// Print the context as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// `--preset` values.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Preset {
+    Grove,
+    Harness,
+    Cli,
+}
+
+pub fn run(args: Args, env: &mut Env<'_>) -> CmdResult {
+    let (_store, session) = env.open_session(&args.session)?;
+    let options = match args.preset {
+        Preset::Grove => ContextOptions::grove(),
+        Preset::Harness => ContextOptions::pi_harness(),
+        Preset::Cli => ContextOptions::pi_cli(),
+    };
+    let ctx = match args.from.as_deref() {
+        None => session.build_context_with(None, options)?,
+        Some(spec) => match resolve_from(&session, Some(spec))? {
+            Some(id) => session.build_context_with(Some(&id), options)?,
+            None => empty_context(),
+        },
+    };
+    if args.json {
+        writeln!(env.out, "{}", ctx.to_json())?;
+        Ok(())
+    } else {
+        render(&ctx, env.out)
+    }
+}
+
+/// The context at the root position.
+fn empty_context() -> Context {
+    Context {
+        messages: Vec::new(),
+        entry_ids: Vec::new(),
+        model: None,
+        thinking_level: "\"off\"".to_owned(),
+        active_tool_names: None,
+    }
+}
+
+/// The settings line, then one `role: preview` line per message.
+pub fn render(ctx: &Context, out: &mut dyn Write) -> CmdResult {
+    let raw = |s: &Option<String>| {
+        s.as_deref()
+            .and_then(|t| serde_json::from_str::<Value>(t).ok())
+            .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
+            .unwrap_or_else(|| "?".to_owned())
+    };
+    let model = match &ctx.model {
+        None => "none".to_owned(),
+        Some(m) => format!("{}/{}", raw(&m.provider), raw(&m.model_id)),
+    };
+    let thinking = raw(&Some(ctx.thinking_level.clone()));
+    let tools = match &ctx.active_tool_names {
+        None => "default".to_owned(),
+        Some(t) => serde_json::from_str::<Vec<Value>>(t)
+            .map(|names| {
+                names
+                    .iter()
+                    .map(|n| n.as_str().map_or_else(|| n.to_string(), str::to_owned))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            })
+            .unwrap_or_else(|_| t.clone()),
+    };
+    writeln!(out, "model: {model}  thinking: {thinking}  tools: {tools}")?;
+    for m in &ctx.messages {
+        match serde_json::from_str::<Value>(m) {
+            Ok(v) => writeln!(out, "{}: {}", role_of(&v), message_preview(&v))?,
+            Err(_) => writeln!(out, "?: {}", crate::output::clip(m))?,
+        }
+    }
+    Ok(())
+}

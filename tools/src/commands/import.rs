@@ -1,0 +1,123 @@
+//! `grove import`: pi session files into the store, one new session per file.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use clap::ValueEnum;
+use grove::codec::reader::Diagnostic;
+use grove::{ImportOptions, ImportReport, LeafRule, Strictness};
+
+use super::Env;
+use crate::error::CmdResult;
+
+/// Import pi session JSONL files; each file becomes a new session.
+///
+/// Files are imported in order, each atomically; the first file that fails stops the command
+/// (the files before it stay imported). Diagnostics (skipped lines, a torn final line, blank
+/// lines, legacy migration, duplicate ids) go to stderr with the file and line.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The files to import.
+    #[arg(required = true, value_name = "FILE")]
+    files: Vec<PathBuf>,
+    /// Skip malformed lines (reported on stderr) instead of failing the import.
+    #[arg(long)]
+    lenient: bool,
+    /// Which rule sets the imported session's leaf: `auto` replays leaf lines (else the last
+    /// entry), `last-line` is pi-CLI's view (the last line's entry).
+    #[arg(long, value_enum, default_value_t = LeafRuleArg::Auto)]
+    leaf_rule: LeafRuleArg,
+    /// Print one JSON object per file: {"session": ID, "entries": N}.
+    #[arg(long)]
+    json: bool,
+}
+
+/// `--leaf-rule` values.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum LeafRuleArg {
+    Auto,
+    LastLine,
+}
+
+pub fn run(args: Args, env: &mut Env<'_>) -> CmdResult {
+    let store = env.open_store()?;
+    let options = ImportOptions {
+        strictness: if args.lenient {
+            Strictness::Lenient
+        } else {
+            Strictness::Strict
+        },
+        leaf_rule: match args.leaf_rule {
+            LeafRuleArg::Auto => LeafRule::Auto,
+            LeafRuleArg::LastLine => LeafRule::LastLine,
+        },
+        source_path: None,
+    };
+    for file in &args.files {
+        let report = store
+            .import_file(file, options.clone())
+            .map_err(|e| super::in_file(e, file))?;
+        report_diagnostics(file, &report)?;
+        if args.json {
+            let session = serde_json::Value::String(report.session.clone());
+            writeln!(
+                env.out,
+                r#"{{"session":{session},"entries":{}}}"#,
+                report.entries
+            )?;
+        } else {
+            writeln!(
+                env.out,
+                "{}: session {} ({} entries, leaf {})",
+                file.display(),
+                report.session,
+                report.entries,
+                report.leaf.as_deref().unwrap_or("root")
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes what the import noticed to stderr, one line per problem.
+fn report_diagnostics(file: &Path, report: &ImportReport) -> CmdResult {
+    let name = file.display();
+    let mut err = std::io::stderr().lock();
+    let mut blank = Vec::new();
+    let mut migrated = 0u64;
+    for d in &report.diagnostics {
+        match d {
+            Diagnostic::BlankLine { line } => blank.push(line.to_string()),
+            Diagnostic::Migrated { .. } => migrated += 1,
+            Diagnostic::Skipped { error, .. } => writeln!(
+                err,
+                "{name}:{}: skipped malformed line (byte {}): {}",
+                error.line, error.byte_offset, error.reason
+            )?,
+            Diagnostic::TornTail { error, .. } => writeln!(
+                err,
+                "{name}:{}: torn final line left out (byte {}): {}",
+                error.line, error.byte_offset, error.reason
+            )?,
+            Diagnostic::MissingFinalNewline { line } => {
+                writeln!(err, "{name}:{line}: final line has no newline (kept)")?
+            }
+        }
+    }
+    if !blank.is_empty() {
+        writeln!(err, "{name}: blank lines ignored: {}", blank.join(", "))?;
+    }
+    if migrated > 0 {
+        writeln!(
+            err,
+            "{name}: {migrated} lines migrated from a legacy version"
+        )?;
+    }
+    for id in &report.duplicate_ids {
+        writeln!(err, "{name}: duplicate id {id} (the last occurrence wins)")?;
+    }
+    for w in &report.warnings {
+        writeln!(err, "{name}: warning: {w}")?;
+    }
+    Ok(())
+}

@@ -1,0 +1,123 @@
+//! The subcommands, one file each; each file's `Args` doc comments are its help text.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use clap::Subcommand;
+use grove::{GroveError, Session, Store};
+
+use crate::error::{CmdResult, CommandError};
+
+pub mod append;
+pub mod branch;
+pub mod context;
+pub mod demo;
+pub mod export;
+pub mod goto;
+pub mod import;
+pub mod ls;
+pub mod path;
+pub mod tree;
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    Import(import::Args),
+    Export(export::Args),
+    Ls(ls::Args),
+    Tree(tree::Args),
+    Branch(branch::Args),
+    Path(path::Args),
+    Context(context::Args),
+    Append(append::Args),
+    Goto(goto::Args),
+    Demo(demo::Args),
+}
+
+/// What every command gets: where the store is, and stdout.
+pub struct Env<'a> {
+    /// The store directory.
+    pub store_dir: PathBuf,
+    /// Standard output (locked).
+    pub out: &'a mut dyn Write,
+}
+
+impl Env<'_> {
+    /// Opens the store (creating it when missing).
+    pub fn open_store(&self) -> CmdResult<Store> {
+        Ok(Store::open(&self.store_dir)?)
+    }
+
+    /// Opens the store and the session named by `spec` (an id or a unique id prefix).
+    pub fn open_session(&self, spec: &str) -> CmdResult<(Store, Session)> {
+        let store = self.open_store()?;
+        let session = store.find_session(spec)?;
+        Ok((store, session))
+    }
+}
+
+/// Runs one command.
+pub fn run(command: Command, env: &mut Env<'_>) -> CmdResult {
+    match command {
+        Command::Import(a) => import::run(a, env),
+        Command::Export(a) => export::run(a, env),
+        Command::Ls(a) => ls::run(a, env),
+        Command::Tree(a) => tree::run(a, env),
+        Command::Branch(a) => branch::run(a, env),
+        Command::Path(a) => path::run(a, env),
+        Command::Context(a) => context::run(a, env),
+        Command::Append(a) => append::run(a, env),
+        Command::Goto(a) => goto::run(a, env),
+        Command::Demo(a) => demo::run(a, env),
+    }
+}
+
+/// Resolves an optional `--from` entry spec (`None`: the active leaf). `Ok(None)` means the
+/// root position (the spec was `root`, or the leaf is the root position).
+pub fn resolve_from(session: &Session, from: Option<&str>) -> CmdResult<Option<String>> {
+    match from {
+        None => Ok(session.leaf()?),
+        Some(spec) => Ok(session.resolve_entry(spec)?),
+    }
+}
+
+/// Writes the entries one per line: short id, type or role, preview.
+pub fn print_entries(
+    out: &mut dyn Write,
+    session: &Session,
+    entries: &[grove::Entry],
+) -> CmdResult {
+    let short = crate::output::ShortIds::of_session(session)?;
+    for e in entries {
+        let (kind, preview) = crate::output::describe_line(&e.line);
+        writeln!(out, "{:<8} {:<14} {}", short.get(e.id()), kind, preview)?;
+    }
+    Ok(())
+}
+
+/// Writes the stored lines as one JSON array, the lines untouched.
+pub fn print_lines_json(out: &mut dyn Write, entries: &[grove::Entry]) -> CmdResult {
+    write!(out, "[")?;
+    for (i, e) in entries.iter().enumerate() {
+        if i > 0 {
+            write!(out, ",")?;
+        }
+        write!(out, "{}", e.line)?;
+    }
+    writeln!(out, "]")?;
+    Ok(())
+}
+
+/// Names `path` (an input file of the user's) in an engine error that does not name it
+/// already; an I/O error on it is a user error, not a storage error.
+pub fn in_file(e: GroveError, path: &Path) -> CommandError {
+    match e {
+        GroveError::Io { path: p, source } if p == path => CommandError::File { path: p, source },
+        e @ (GroveError::InvalidEntry { file: Some(_), .. }
+        | GroveError::InvalidSession { file: Some(_), .. }) => CommandError::Grove(e),
+        other => CommandError::InFile {
+            path: path.to_owned(),
+            source: Box::new(CommandError::Grove(other)),
+        },
+    }
+}

@@ -1,0 +1,162 @@
+//! Command errors: what a subcommand can fail with, the exit code each maps to, and the
+//! hint printed under the message.
+//!
+//! Exit codes: 0 success, 1 a user error (not found, ambiguous, invalid input, a file of
+//! the user's that cannot be read or written), 2 a usage error (reported by clap before any
+//! command runs), 3 a storage error (the store cannot be opened, is corrupt, or a write
+//! failed).
+
+use std::fmt;
+use std::io;
+use std::path::PathBuf;
+
+use grove::GroveError;
+
+/// Exit code of a user error.
+pub const EXIT_USER: u8 = 1;
+/// Exit code of a storage or corruption error.
+pub const EXIT_STORAGE: u8 = 3;
+
+/// Every error a subcommand returns.
+#[derive(Debug, thiserror::Error)]
+pub enum CommandError {
+    /// An engine error.
+    #[error(transparent)]
+    Grove(#[from] GroveError),
+    /// Input given on the command line or on stdin is not acceptable.
+    #[error("{message}")]
+    InvalidInput {
+        /// What is wrong.
+        message: String,
+        /// What to do about it.
+        hint: Option<String>,
+    },
+    /// A file of the user's (not the store) could not be read or written.
+    #[error("{}: {source}", .path.display())]
+    File {
+        /// The file.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: io::Error,
+    },
+    /// An error while working on one of several input files.
+    #[error("{}: {source}", .path.display())]
+    InFile {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        source: Box<CommandError>,
+    },
+    /// The default store location is unknown on this platform.
+    #[error("no data directory on this platform")]
+    NoDataDir,
+    /// Writing to stdout failed; a closed pipe ends the command quietly.
+    #[error("writing output: {0}")]
+    Stdout(io::Error),
+}
+
+impl From<io::Error> for CommandError {
+    /// Only stdout/stderr writes convert implicitly; file errors name their path.
+    fn from(e: io::Error) -> CommandError {
+        CommandError::Stdout(e)
+    }
+}
+
+impl CommandError {
+    /// An [`CommandError::InvalidInput`] with a hint.
+    pub fn invalid(message: impl Into<String>, hint: impl Into<String>) -> CommandError {
+        CommandError::InvalidInput {
+            message: message.into(),
+            hint: Some(hint.into()),
+        }
+    }
+
+    /// The name printed after `error:`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            CommandError::Grove(e) => e.name(),
+            CommandError::InFile { source, .. } => source.name(),
+            CommandError::InvalidInput { .. } => "InvalidInput",
+            CommandError::File { .. } => "Io",
+            CommandError::NoDataDir => "NoDataDir",
+            CommandError::Stdout(_) => "Io",
+        }
+    }
+
+    /// The process exit code.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            CommandError::Grove(e) if e.code() == "storage" => EXIT_STORAGE,
+            CommandError::Grove(_) => EXIT_USER,
+            CommandError::InFile { source, .. } => source.exit_code(),
+            CommandError::InvalidInput { .. }
+            | CommandError::File { .. }
+            | CommandError::NoDataDir
+            | CommandError::Stdout(_) => EXIT_USER,
+        }
+    }
+
+    /// Whether the error is a closed stdout pipe (`grove ... | head`), which is not
+    /// reported.
+    pub fn is_broken_pipe(&self) -> bool {
+        match self {
+            CommandError::Stdout(e) => e.kind() == io::ErrorKind::BrokenPipe,
+            CommandError::Grove(GroveError::Io { source, .. }) => {
+                source.kind() == io::ErrorKind::BrokenPipe
+            }
+            _ => false,
+        }
+    }
+
+    /// What the user may do about the error.
+    pub fn hint(&self) -> Option<String> {
+        let text = match self {
+            CommandError::InvalidInput { hint, .. } => return hint.clone(),
+            CommandError::InFile { source, .. } => return source.hint(),
+            CommandError::NoDataDir => "pass --store DIR or set GROVE_STORE",
+            CommandError::File { .. } | CommandError::Stdout(_) => return None,
+            CommandError::Grove(e) => match e {
+                GroveError::SessionNotFound(_) => "run `grove ls` to list the sessions",
+                GroveError::EntryNotFound(_) => {
+                    "run `grove tree SESSION` to see entry ids; `@` is the leaf, `@-` its parent, \
+                     `root` the root position"
+                }
+                GroveError::AmbiguousPrefix { .. } => "give more characters of the id",
+                GroveError::InvalidEntry { .. } => {
+                    "fix the line, or import with --lenient to skip malformed lines"
+                }
+                GroveError::InvalidSession { reason, .. } if reason.contains("header") => {
+                    "the file must start with a pi session header line"
+                }
+                GroveError::SessionExists(_) => {
+                    "the store already holds a session with this id (the file header's id)"
+                }
+                GroveError::DuplicateId(_) => "leave out the \"id\" field to get a fresh id",
+                GroveError::ExportIncompatible { .. } => "export with --flavor harness",
+                GroveError::Storage(_) => {
+                    "is another grove process using the store? (sled allows one process at a time)"
+                }
+                GroveError::Corrupt(_) => "the store is damaged or of an unknown format",
+                _ => return None,
+            },
+        };
+        Some(text.to_owned())
+    }
+}
+
+/// `error: <Name>: <message>` and, when there is one, `hint: <hint>`.
+pub struct Report<'a>(pub &'a CommandError);
+
+impl fmt::Display for Report<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "error: {}: {}", self.0.name(), self.0)?;
+        if let Some(hint) = self.0.hint() {
+            write!(f, "\nhint: {hint}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Result alias of the commands.
+pub type CmdResult<T = ()> = Result<T, CommandError>;

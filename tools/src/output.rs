@@ -1,0 +1,186 @@
+//! Shared pieces of human output: short entry ids, the type/role column, one-line previews
+//! of entries and messages.
+
+use std::collections::{BTreeSet, HashMap};
+
+use grove::{Result, Session};
+use serde_json::Value;
+
+/// The shortest prefix length shown for an id.
+const MIN_SHORT: usize = 4;
+/// Characters of a preview before it is cut.
+const PREVIEW_CHARS: usize = 72;
+
+/// Shortest unique prefixes (at least [`MIN_SHORT`] characters) of a set of ids.
+#[derive(Debug, Default)]
+pub struct ShortIds {
+    short: HashMap<String, String>,
+}
+
+impl ShortIds {
+    /// The short ids of every tree entry of the session (what `resolve_entry` matches).
+    pub fn of_session(session: &Session) -> Result<ShortIds> {
+        let mut ids = BTreeSet::new();
+        for entry in session.entries() {
+            ids.insert(entry?.id().to_owned());
+        }
+        Ok(ShortIds::new(ids))
+    }
+
+    /// The short ids of a set of ids.
+    pub fn new(ids: BTreeSet<String>) -> ShortIds {
+        let sorted: Vec<Vec<char>> = ids.iter().map(|s| s.chars().collect()).collect();
+        let mut short = HashMap::with_capacity(sorted.len());
+        for (i, id) in sorted.iter().enumerate() {
+            let mut need = 0;
+            if i > 0 {
+                need = need.max(common_prefix(id, &sorted[i - 1]) + 1);
+            }
+            if let Some(next) = sorted.get(i + 1) {
+                need = need.max(common_prefix(id, next) + 1);
+            }
+            let len = need.max(MIN_SHORT).min(id.len());
+            short.insert(id.iter().collect(), id[..len].iter().collect());
+        }
+        ShortIds { short }
+    }
+
+    /// The short form of `id` (the id itself when it is not known).
+    pub fn get<'a>(&'a self, id: &'a str) -> &'a str {
+        self.short.get(id).map_or(id, String::as_str)
+    }
+}
+
+fn common_prefix(a: &[char], b: &[char]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
+/// The type column of an entry line: the role for messages, else the `type`.
+pub fn kind_of(line: &Value) -> String {
+    let ty = str_field(line, "type").unwrap_or("?");
+    if ty == "message" {
+        line.get("message")
+            .and_then(|m| str_field(m, "role"))
+            .unwrap_or("message")
+            .to_owned()
+    } else {
+        ty.to_owned()
+    }
+}
+
+/// `(kind, preview)` of a stored line.
+pub fn describe_line(line: &str) -> (String, String) {
+    match serde_json::from_str::<Value>(line) {
+        Ok(v) => (kind_of(&v), entry_preview(&v)),
+        Err(_) => ("?".to_owned(), clip(line)),
+    }
+}
+
+/// A one-line preview of an entry.
+pub fn entry_preview(entry: &Value) -> String {
+    let field = |k: &str| str_field(entry, k).unwrap_or_default().to_owned();
+    let text = match str_field(entry, "type").unwrap_or_default() {
+        "message" => entry
+            .get("message")
+            .map(message_preview)
+            .unwrap_or_default(),
+        "compaction" | "branch_summary" => field("summary"),
+        "model_change" => format!("{}/{}", field("provider"), field("modelId")),
+        "thinking_level_change" => field("thinkingLevel"),
+        "active_tools_change" => entry
+            .get("activeToolNames")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            })
+            .unwrap_or_default(),
+        "label" => match str_field(entry, "label").map(str::trim) {
+            Some(l) if !l.is_empty() => format!("{} = {l}", field("targetId")),
+            _ => format!("{} (cleared)", field("targetId")),
+        },
+        "session_info" => match str_field(entry, "name").map(str::trim) {
+            Some(n) if !n.is_empty() => n.to_owned(),
+            _ => "(name cleared)".to_owned(),
+        },
+        "custom" => field("customType"),
+        "custom_message" => {
+            let content = entry.get("content").map(content_text).unwrap_or_default();
+            format!("[{}] {content}", field("customType"))
+        }
+        "leaf" => format!("-> {}", str_field(entry, "targetId").unwrap_or("root")),
+        _ => String::new(),
+    };
+    clip(&text)
+}
+
+/// A one-line preview of a message object.
+pub fn message_preview(message: &Value) -> String {
+    let text = match str_field(message, "role").unwrap_or_default() {
+        "bashExecution" => format!("$ {}", str_field(message, "command").unwrap_or_default()),
+        "branchSummary" | "compactionSummary" => {
+            str_field(message, "summary").unwrap_or_default().to_owned()
+        }
+        "toolResult" => {
+            let tool = str_field(message, "toolName").unwrap_or("tool");
+            let content = message.get("content").map(content_text).unwrap_or_default();
+            format!("[{tool}] {content}")
+        }
+        _ => message.get("content").map(content_text).unwrap_or_default(),
+    };
+    clip(&text)
+}
+
+/// The role of a message object.
+pub fn role_of(message: &Value) -> &str {
+    str_field(message, "role").unwrap_or("?")
+}
+
+/// The visible text of message content: a string, or blocks (text kept, others named).
+fn content_text(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => {
+            let parts: Vec<String> = blocks
+                .iter()
+                .filter_map(|b| match str_field(b, "type") {
+                    Some("text") => str_field(b, "text").map(str::to_owned),
+                    Some("toolCall") => {
+                        Some(format!("[call {}]", str_field(b, "name").unwrap_or("tool")))
+                    }
+                    Some("image") => Some("[image]".to_owned()),
+                    _ => None,
+                })
+                .collect();
+            parts.join(" ")
+        }
+        _ => String::new(),
+    }
+}
+
+fn str_field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    v.get(key).and_then(Value::as_str)
+}
+
+/// Collapses whitespace runs to one space and cuts the text at [`PREVIEW_CHARS`].
+pub fn clip(text: &str) -> String {
+    let mut out = String::new();
+    let mut count = 0;
+    for word in text.split_whitespace() {
+        if count > 0 {
+            out.push(' ');
+            count += 1;
+        }
+        for c in word.chars() {
+            if count >= PREVIEW_CHARS {
+                out.push('…');
+                return out;
+            }
+            out.push(c);
+            count += 1;
+        }
+    }
+    out
+}
