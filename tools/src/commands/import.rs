@@ -52,6 +52,7 @@ pub fn run(args: Args, env: &mut Env<'_>) -> CmdResult {
             LeafRuleArg::LastLine => LeafRule::LastLine,
         },
         source_path: None,
+        ..ImportOptions::default()
     };
     for file in &args.files {
         let report = store
