@@ -72,7 +72,8 @@ pub struct CreateSession {
     /// The session id; a lowercase UUIDv7 when `None`. Must match
     /// `^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$`.
     pub id: Option<String>,
-    /// Working directory recorded in the header.
+    /// Working directory recorded in the header; empty means the process's current
+    /// directory (pi requires a non-empty `cwd` in version-3 headers).
     pub cwd: String,
     /// Header `metadata` as JSON object text.
     pub metadata: Option<String>,
@@ -256,10 +257,15 @@ impl Store {
             }
             None => util::new_session_id(),
         };
+        let cwd = if options.cwd.is_empty() {
+            std::env::current_dir().map_or_else(|_| "/".to_owned(), |d| d.display().to_string())
+        } else {
+            options.cwd
+        };
         let header = Header::create(
             &id,
             &util::now_iso(),
-            &options.cwd,
+            &cwd,
             options.parent_session.as_deref(),
             options.metadata.as_deref(),
         );

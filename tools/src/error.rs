@@ -134,6 +134,7 @@ impl CommandError {
                 }
                 GroveError::DuplicateId(_) => "leave out the \"id\" field to get a fresh id",
                 GroveError::ExportIncompatible { .. } => "export with --flavor harness",
+                GroveError::Busy(_) => "another process is working on this session; try again",
                 GroveError::Storage(_) => {
                     "is another grove process using the store? (sled allows one process at a time)"
                 }

@@ -3,7 +3,10 @@
 
 mod bad_input;
 mod basics;
+mod fork;
 mod keys;
+mod navigate;
+mod openai;
 mod reopen;
 mod sled_guard;
 

@@ -135,6 +135,43 @@ fn entry_ids() {
                 &want,
                 log_ids(&session).map(|v| strings_value(&v)),
             );
+            // Edge cases carry pi-CLI's full entry objects: grove's stored lines are the
+            // same values (spec §2.9).
+            if let Some(entries) = s.get("entries").and_then(Value::as_array) {
+                let want: Vec<Value> = entries
+                    .iter()
+                    .filter(|e| !e.is_null() && e.is_object())
+                    .cloned()
+                    .collect();
+                let got: Vec<Value> = session
+                    .log()
+                    .map(|e| e.map(|e| grove_tests::json::parse(&e.line).unwrap_or(Value::Null)))
+                    .collect::<Result<_, _>>()
+                    .unwrap_or_default();
+                r.json(
+                    &case.name,
+                    "sessionManager.entries",
+                    &Value::Array(want),
+                    &Value::Array(got),
+                );
+            }
+        }
+        // Duplicate ids are reported, once per repeated occurrence (spec §2.6).
+        if let Ok((_, report)) = case.import(Strictness::Lenient, LeafRule::Auto) {
+            let mut seen = std::collections::HashSet::new();
+            let dups: Vec<String> = case
+                .lines
+                .iter()
+                .filter_map(|l| l.id.clone())
+                .filter(|id| !seen.insert(id.clone()))
+                .collect();
+            if report.duplicate_ids != dups {
+                r.fail(
+                    &case.name,
+                    "report.duplicate_ids",
+                    format!("expected {dups:?}, got {:?}", report.duplicate_ids),
+                );
+            }
         }
     }
     r.finish();
@@ -223,6 +260,15 @@ fn metadata() {
             m.get("metadata").unwrap_or(&Value::Null),
             header.get("metadata").unwrap_or(&Value::Null),
         );
+    }
+    // pi-CLI's getHeader(): the header as stored, extra keys kept (spec §2.2, §2.9).
+    for case in cases() {
+        let Some((session, _, s)) = case.sm_pair() else {
+            continue;
+        };
+        r.checked();
+        let header = grove_tests::json::parse(&session.record().header).unwrap_or_default();
+        r.json(&case.name, "sessionManager.header", &s["header"], &header);
     }
     r.finish();
 }

@@ -368,7 +368,7 @@ impl Report {
             (Some(code), Ok(v)) => self.fail(
                 case,
                 field,
-                format!("expected error {code}, got {}", json::short(&v)),
+                format!("expected error {code}, got {}", json::short(v)),
             ),
             (None, Err(e)) => self.fail(
                 case,

@@ -92,6 +92,25 @@ fn open_and_refusal() {
                 format!("migration reported: {migrated}"),
             );
         }
+        // Blank lines are dropped and reported (spec §2.1): count the whitespace-only lines
+        // (the empty text after a final LF is not a line).
+        let text = case.bytes.strip_suffix(b"\n").unwrap_or(&case.bytes);
+        let blank = text
+            .split(|&c| c == b'\n')
+            .filter(|l| l.iter().all(|c| b" \t\r\x0b\x0c".contains(c)))
+            .count();
+        let reported = report
+            .diagnostics
+            .iter()
+            .filter(|d| matches!(d, Diagnostic::BlankLine { .. }))
+            .count();
+        if blank != reported {
+            r.fail(
+                &case.name,
+                "diagnostics",
+                format!("{blank} blank lines, {reported} reported"),
+            );
+        }
         if case.lines.iter().any(|l| l.ty.as_deref() == Some("leaf")) != (report.leaf_records > 0) {
             r.fail(
                 &case.name,
