@@ -3,11 +3,13 @@
 
 mod bad_input;
 mod basics;
+mod deep;
 mod fork;
 mod keys;
 mod navigate;
 mod openai;
 mod reopen;
+mod seed_questions;
 mod sled_guard;
 
 use grove::{NewEntry, Session};

@@ -1,9 +1,9 @@
 //! Conformance with pi's own code: every case of tests/fixtures/pi-oracle (see its README)
 //! is imported into grove and compared, field by field, with what pi v0.83 computed from
-//! the same bytes. Which pi implementation each grove call is compared with follows
-//! /work/shared/spec/pi-sessions.md §5.7: the harness for leaf, branch, labels and the
-//! harness-preset context; `SessionManager` (pi-CLI) for full paths, the pi-CLI-preset
-//! context, settings of the default context and the tree.
+//! the same bytes. Which pi implementation each grove call is compared with follows §5.7 of
+//! the pi session specification (pi-sessions.md; "spec §" below): the harness for leaf,
+//! branch, labels and the harness-preset context; `SessionManager` (pi-CLI) for full paths,
+//! the pi-CLI-preset context, settings of the default context and the tree.
 //!
 //! Each test covers one category, loops over every case, collects every mismatch and fails
 //! once with a readable list. Where grove differs from pi by design, the test encodes the
@@ -318,14 +318,13 @@ impl Report {
         }
     }
 
-    /// Counts one compared case.
+    /// Counts one case (or one reader's section of a case) taking part in the check.
     pub(crate) fn checked(&mut self) {
         self.checked += 1;
     }
 
     /// Records a mismatch.
     pub(crate) fn fail(&mut self, case: &str, field: &str, detail: impl Display) {
-        self.compared += 1;
         self.items.push(format!("{case} / {field}: {detail}"));
     }
 
@@ -358,6 +357,7 @@ impl Report {
             .and_then(|e| e.get("code"))
             .and_then(Value::as_str);
         let actual = actual.as_ref().map_err(Borrow::borrow);
+        self.compared += 1;
         match (want_error, actual) {
             (Some(code), Err(e)) if e.code() == code => {}
             (Some(code), Err(e)) => self.fail(
@@ -379,7 +379,11 @@ impl Report {
                     e.code()
                 ),
             ),
-            (None, Ok(v)) => self.json(case, field, expected, v),
+            (None, Ok(v)) => {
+                if let Some(d) = json::diff(expected, v) {
+                    self.fail(case, field, d);
+                }
+            }
         }
     }
 
@@ -398,7 +402,7 @@ impl Report {
             .collect();
         // Shown with --nocapture: what was compared and which deviations applied.
         eprintln!(
-            "{}: {} cases, {} comparisons, {} mismatches\n{}",
+            "{}: {} case sections, {} value comparisons, {} mismatches\n{}",
             self.title,
             self.checked,
             self.compared,
@@ -409,7 +413,7 @@ impl Report {
             return;
         }
         panic!(
-            "{}: {} mismatch(es) over {} compared cases:\n{}\nexpected deviations applied:\n{}",
+            "{}: {} mismatch(es) over {} case sections:\n{}\nexpected deviations applied:\n{}",
             self.title,
             self.items.len(),
             self.checked,

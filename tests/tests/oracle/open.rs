@@ -69,6 +69,31 @@ fn open_and_refusal() {
                 "SessionManager refuses this file, grove imported it",
             );
         }
+        // Every file pi-CLI opens is compared with it through a lenient, last-line import
+        // (`Case::sm_pair`), except: v1 files (random ids; migration.rs), a 0-byte file
+        // (pi-CLI writes a header into it; grove never makes a header-less file a
+        // session, spec §12), a non-numeric version, and entries attached to leaf lines
+        // (spec §3.5, A.16).
+        if case.sm().is_some() {
+            let comparable =
+                matches!(case.header_version(), Some(2 | 3)) && !case.attaches_to_leaf_line();
+            if comparable && case.sm_pair().is_none() {
+                let e = case.import(Strictness::Lenient, LeafRule::LastLine).err();
+                r.fail(&case.name, "open (lenient, last line)", format!("{e:?}"));
+            }
+            if case.header.is_none() {
+                r.deviation(
+                    &case.name,
+                    "pi-CLI writes a header into a header-less file (spec §12)",
+                );
+            } else if case.header_version().is_none() {
+                // pi-CLI compares `version >= 3`, which "3" passes.
+                r.deviation(
+                    &case.name,
+                    "non-numeric version refused, as the harness does (spec §2.2)",
+                );
+            }
+        }
         let Ok((_, report)) = &result else {
             continue;
         };

@@ -50,7 +50,7 @@ fn branch_summary_collection_and_preparation_match_the_harness() {
             if let Some(e) = item.get("error") {
                 expected = json!({ "error": e });
             }
-            report.outcome(&case.name, &field, &expected, actual.map_err(|e| e));
+            report.outcome(&case.name, &field, &expected, actual);
             let (Ok((entries, _)), Some(prepared)) = (got, item.get("prepared")) else {
                 continue;
             };
