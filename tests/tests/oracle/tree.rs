@@ -204,6 +204,8 @@ fn tree() {
                 let want = hl.get(&node.id).unwrap_or(&Value::Null);
                 let same = match (want.as_str(), &node.label) {
                     (None, None) => true,
+                    // A label with a lone surrogate is U+FFFD in `TreeNode::label`; its
+                    // exact value is compared through `labels()` in labels.rs.
                     (Some(w), Some(g)) => w == g || g.contains('\u{fffd}'),
                     _ => false,
                 };
