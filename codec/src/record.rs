@@ -66,6 +66,15 @@ pub enum LeafTarget {
     Missing,
 }
 
+/// A jump pointer: an ancestor and its depth.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Encode, Decode)]
+pub struct Jump {
+    /// The ancestor's sequence number.
+    pub seq: u64,
+    /// The ancestor's depth.
+    pub depth: u64,
+}
+
 /// The per-record metadata of the log: one per entry or leaf record, keyed by sequence.
 #[derive(Debug, Clone, PartialEq, Eq, Encode, Decode)]
 pub struct NodeRecord {
@@ -77,6 +86,13 @@ pub struct NodeRecord {
     pub parent: Parent,
     /// Number of ancestors (0 for a root).
     pub depth: u64,
+    /// First sequence number of this entry's linear run: the entries `run_start..=seq` are a
+    /// chain in which each one's parent is the one before it, so a path reads a run with one
+    /// range scan.
+    pub run_start: u64,
+    /// Skew-binary jump pointer (an ancestor; `None` for roots): ancestor-at-depth and the
+    /// deepest common ancestor take O(log depth) steps.
+    pub jump: Option<Jump>,
     /// Nearest compaction ancestor, the entry itself included (spec §10.3).
     pub checkpoint: Option<u64>,
     /// Last entry on the full path that set the model (model_change or assistant message).

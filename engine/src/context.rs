@@ -192,7 +192,7 @@ impl Session {
             });
         };
         let path = match options.selection_path {
-            SelectionPath::Full => self.path_to_root_seq(leaf)?,
+            SelectionPath::Full => self.selection_path_full(leaf, options.retained_tail)?,
             SelectionPath::Branch => self.branch_seq(leaf)?,
         };
         let (selected, tail_at) = select(&path, options.retained_tail);
@@ -226,6 +226,41 @@ impl Session {
             ctx.active_tool_names = None;
         }
         Ok(ctx)
+    }
+
+    /// The part of `path_to_root(leaf)` that selection can use (spec §5.2): everything when
+    /// the path has no compaction; otherwise the checkpoint `C` and what follows it, preceded
+    /// by the kept range when `firstKeptEntryId` is an ancestor of `C`. Found through the
+    /// checkpoint index and jump pointers, so its cost follows the context, not the depth.
+    fn selection_path_full(&self, leaf: u64, tail: RetainedTail) -> Result<Vec<Entry>> {
+        let node = self.node(leaf)?;
+        let Some(c) = node.checkpoint else {
+            return self.path_to_root_seq(leaf);
+        };
+        let after = self.path_up_to(leaf, Some(c))?;
+        let Some(cp) = after.first().filter(|e| e.seq == c) else {
+            return self.path_to_root_seq(leaf);
+        };
+        let stop = compaction_stop(&cp.line);
+        if stop.tail && tail == RetainedTail::Use {
+            return Ok(after);
+        }
+        let kept_from = match stop.first_kept.and_then(|fk| fk.to_rust()) {
+            Some(fk) => self.seq_of(&fk)?,
+            None => None,
+        };
+        let mut path = Vec::new();
+        if let (Some((f, fnode)), Some(parent)) = (kept_from, cp.node.parent.seq()) {
+            let is_ancestor = fnode.depth < cp.node.depth
+                && self
+                    .ancestor_at_depth(c, &cp.node, fnode.depth)?
+                    .is_some_and(|(a, _)| a == f);
+            if is_ancestor && matches!(cp.node.parent, grove_codec::record::Parent::Seq(_)) {
+                path = self.path_up_to(parent, Some(f))?;
+            }
+        }
+        path.extend(after);
+        Ok(path)
     }
 
     /// Full-path settings in O(1): each node points at the last entry that set each one.

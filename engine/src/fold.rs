@@ -2,7 +2,7 @@
 //! import and verification alike, so the three can never disagree.
 
 use grove_codec::digest::{self, Digest, ROOT_PARENT};
-use grove_codec::record::{NodeRecord, Parent};
+use grove_codec::record::{Jump, NodeRecord, Parent};
 use grove_codec::{EntryKind, Role};
 
 /// Derives the node record of entry `seq` from its resolved parent.
@@ -13,6 +13,7 @@ pub fn derive_node(
     kind: EntryKind,
     parent: Parent,
     parent_node: Option<&NodeRecord>,
+    parent_jump: Option<&NodeRecord>,
     content: Digest,
 ) -> NodeRecord {
     // A cycle's earliest member counts as a root for every derived field.
@@ -27,6 +28,14 @@ pub fn derive_node(
         kind: kind.tag(),
         parent,
         depth: inherited.map_or(0, |p| p.depth + 1),
+        run_start: match (parent, inherited) {
+            (Parent::Seq(p), Some(pn)) if p + 1 == seq => pn.run_start,
+            _ => seq,
+        },
+        jump: match (parent, inherited) {
+            (Parent::Seq(p), Some(pn)) => Some(jump_target(p, pn, parent_jump)),
+            _ => None,
+        },
         checkpoint: own(
             kind == EntryKind::Compaction,
             inherited.and_then(|p| p.checkpoint),
@@ -53,6 +62,20 @@ pub fn derive_node(
     }
 }
 
+/// The jump pointer of a child of `parent` (Myers' skew-binary scheme): when the parent's
+/// jump spans as far as its jump's jump, the child jumps twice as far (to the jump's jump);
+/// otherwise it jumps to its parent. `parent_jump` is the record `pn.jump` points at.
+fn jump_target(parent: u64, pn: &NodeRecord, parent_jump: Option<&NodeRecord>) -> Jump {
+    let to_parent = Jump {
+        seq: parent,
+        depth: pn.depth,
+    };
+    match (pn.jump, parent_jump.and_then(|jn| jn.jump)) {
+        (Some(j), Some(jj)) if pn.depth - j.depth == j.depth - jj.depth => jj,
+        _ => to_parent,
+    }
+}
+
 /// The node record of a leaf record.
 pub fn leaf_node(
     id: &str,
@@ -69,6 +92,8 @@ pub fn leaf_node(
         model_at: None,
         thinking_at: None,
         tools_at: None,
+        run_start: 0,
+        jump: None,
         leaf_target: Some(target),
         shadowed: false,
         content,

@@ -422,7 +422,13 @@ fn derive_all(records: &[Pending], parents: &mut [Parent]) -> Vec<NodeRecord> {
                 }
                 _ => {}
             }
-            let parent_node = parents[top].seq().and_then(|p| nodes[p as usize].as_ref());
+            let parent_node = match parents[top] {
+                Parent::Seq(p) => nodes[p as usize].as_ref(),
+                _ => None,
+            };
+            let parent_jump = parent_node
+                .and_then(|p| p.jump)
+                .and_then(|j| nodes[j.seq as usize].as_ref());
             let r = &records[top];
             let node = fold::derive_node(
                 top as u64,
@@ -430,6 +436,7 @@ fn derive_all(records: &[Pending], parents: &mut [Parent]) -> Vec<NodeRecord> {
                 r.kind,
                 parents[top],
                 parent_node,
+                parent_jump,
                 r.content,
             );
             nodes[top] = Some(node);

@@ -47,29 +47,29 @@ impl Session {
     }
 
     pub(crate) fn path_to_root_seq(&self, start: u64) -> Result<Vec<Entry>> {
+        self.path_up_to(start, None)
+    }
+
+    /// The path from `start` up to the ancestor `stop` (included), or to the root when
+    /// `stop` is `None`; root first. Cycles end the walk quietly at the first revisit.
+    pub(crate) fn path_up_to(&self, start: u64, stop: Option<u64>) -> Result<Vec<Entry>> {
         let mut path = Vec::new();
         let mut visited: Option<HashSet<u64>> = None;
-        let mut cur = start;
-        loop {
-            let entry = self.entry_at(cur)?;
-            let parent = entry.node.parent;
+        for entry in self.ancestors(start) {
+            let entry = entry?;
             if let Some(v) = visited.as_mut() {
-                v.insert(cur);
-            }
-            path.push(entry);
-            match parent {
-                Parent::Seq(p) => cur = p,
-                Parent::Cycle(p) => {
-                    let v = visited.get_or_insert_with(|| path.iter().map(|e| e.seq).collect());
-                    if v.contains(&p) {
-                        break;
-                    }
-                    cur = p;
+                if !v.insert(entry.seq) {
+                    break;
                 }
-                Parent::Root | Parent::Missing | Parent::SelfRef => break,
             }
-            if visited.as_ref().is_some_and(|v| v.contains(&cur)) {
+            let cycle_link = matches!(entry.node.parent, Parent::Cycle(_));
+            let at_stop = stop == Some(entry.seq);
+            path.push(entry);
+            if at_stop {
                 break;
+            }
+            if cycle_link && visited.is_none() {
+                visited = Some(path.iter().map(|e| e.seq).collect());
             }
         }
         path.reverse();
@@ -89,29 +89,31 @@ impl Session {
         let mut path: Vec<Entry> = Vec::new();
         let mut stop_at: Option<JsString> = None;
         let mut visited: Option<HashSet<u64>> = None;
-        let mut cur = start;
-        loop {
-            let entry = self.entry_at(cur)?;
+        for entry in self.ancestors(start) {
+            let entry = entry?;
+            if let Some(v) = visited.as_mut() {
+                if !v.insert(entry.seq) {
+                    return Err(GroveError::InvalidSession {
+                        file: None,
+                        reason: format!("cycle at {}", entry.id()),
+                    });
+                }
+            }
             let parent = entry.node.parent;
             let is_stop = stop_at
                 .as_ref()
                 .is_some_and(|s| JsString::from_text(entry.id()) == *s);
-            let kind = entry.kind();
-            let line_for_stop =
-                (kind == EntryKind::Compaction && !is_stop).then(|| entry.line.clone());
-            let parent_id = match parent {
-                Parent::Missing => entry.parent_id(),
+            let stop = (entry.kind() == EntryKind::Compaction && !is_stop)
+                .then(|| compaction_stop(&entry.line));
+            let missing_parent = match parent {
+                Parent::Missing => Some(entry.parent_id().unwrap_or_default()),
                 _ => None,
             };
-            if let Some(v) = visited.as_mut() {
-                v.insert(cur);
-            }
             path.push(entry);
             if is_stop {
                 break;
             }
-            if let Some(line) = line_for_stop {
-                let stop = compaction_stop(&line);
+            if let Some(stop) = stop {
                 if stop.tail {
                     break;
                 }
@@ -122,21 +124,15 @@ impl Session {
                 Parent::Missing => {
                     return Err(GroveError::InvalidSession {
                         file: None,
-                        reason: format!("Entry {} not found", parent_id.unwrap_or_default()),
+                        reason: format!("Entry {} not found", missing_parent.unwrap_or_default()),
                     })
                 }
-                Parent::Seq(p) => cur = p,
-                Parent::Cycle(p) => {
-                    visited.get_or_insert_with(|| path.iter().map(|e| e.seq).collect());
-                    cur = p;
+                Parent::Cycle(_) => {
+                    if visited.is_none() {
+                        visited = Some(path.iter().map(|e| e.seq).collect());
+                    }
                 }
-            }
-            if visited.as_ref().is_some_and(|v| v.contains(&cur)) {
-                let id = self.node(cur)?.id;
-                return Err(GroveError::InvalidSession {
-                    file: None,
-                    reason: format!("cycle at {id}"),
-                });
+                Parent::Seq(_) => {}
             }
         }
         path.reverse();

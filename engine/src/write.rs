@@ -150,6 +150,10 @@ impl<'s> Txn<'s> {
             EntryKind::Compaction => self.batch.put(keys::compaction(sid, seq), Vec::new()),
             _ => {}
         }
+        let parent_jump = match parent.as_ref().and_then(|(_, n)| n.jump) {
+            Some(j) => Some(self.node(j.seq)?),
+            None => None,
+        };
         let node = fold::derive_node(
             seq,
             &id,
@@ -158,6 +162,7 @@ impl<'s> Txn<'s> {
                 .as_ref()
                 .map_or(Parent::Root, |(s, _)| Parent::Seq(*s)),
             parent.as_ref().map(|(_, n)| n),
+            parent_jump.as_ref(),
             digest::content_hash(line.as_bytes()),
         );
         let pseq = parent.as_ref().map_or(keys::ROOT, |(s, _)| *s);

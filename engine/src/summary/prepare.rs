@@ -83,6 +83,27 @@ impl Session {
         };
         let (old_seq, _) = self.require_seq(old)?;
         let (target_seq, _) = self.require_seq(target)?;
+        if mode == PathMode::Full
+            && !self.in_cycle_tree(old_seq)?
+            && !self.in_cycle_tree(target_seq)?
+        {
+            // The deepest common ancestor by jump pointers, then only the abandoned side.
+            let common = self.common_ancestor(old_seq, target_seq)?;
+            let mut out = Vec::new();
+            for e in self.ancestors(old_seq) {
+                let e = e?;
+                if Some(e.seq) == common {
+                    break;
+                }
+                out.push(e);
+            }
+            out.reverse();
+            let common = match common {
+                Some(c) => Some(self.node(c)?.id),
+                None => None,
+            };
+            return Ok((out, common));
+        }
         let walk = |seq| match mode {
             PathMode::Full => self.path_to_root_seq(seq),
             PathMode::Branch => self.branch_seq(seq),

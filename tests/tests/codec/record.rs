@@ -3,7 +3,7 @@
 //! so that a change of encoding cannot slip in without a new format version.
 
 use grove_codec::record::{
-    decode, encode, FormatVersion, HeadRecord, LabelRecord, LeafTarget, NodeRecord, Parent,
+    decode, encode, FormatVersion, HeadRecord, Jump, LabelRecord, LeafTarget, NodeRecord, Parent,
     SessionRecord,
 };
 use grove_codec::{CodecError, EntryKind, Role};
@@ -14,6 +14,8 @@ fn node() -> NodeRecord {
         kind: EntryKind::Message(Role::Assistant).tag(),
         parent: Parent::Seq(300),
         depth: 7,
+        run_start: 5,
+        jump: Some(Jump { seq: 2, depth: 3 }),
         checkpoint: Some(1),
         model_at: None,
         thinking_at: Some(70_000),
@@ -62,6 +64,8 @@ fn node_record_golden_bytes() {
         0x02, // kind: message/assistant
         0x01, 0xfb, 0x2c, 0x01, // parent: Parent::Seq (variant 1), 300 as u16 varint
         0x07, // depth
+        0x05, // run_start
+        0x01, 0x02, 0x03, // jump: Some(Jump { seq: 2, depth: 3 })
         0x01, 0x01, // checkpoint: Some(1)
         0x00, // model_at: None
         0x01, 0xfc, 0x70, 0x11, 0x01, 0x00, // thinking_at: Some(70000) as u32 varint
@@ -107,8 +111,9 @@ fn parent_and_leaf_target_variant_bytes() {
     for (target, enc) in targets {
         n.leaf_target = target;
         let bytes = encode(&n);
-        // version, id(3), kind, parent, depth, checkpoint(2), model_at, thinking_at(6), tools_at
-        let at = 1 + 3 + 1 + 1 + 1 + 2 + 1 + 6 + 1;
+        // version, id(3), kind, parent, depth, run_start, jump(3), checkpoint(2), model_at,
+        // thinking_at(6), tools_at
+        let at = 1 + 3 + 1 + 1 + 1 + 1 + 3 + 2 + 1 + 6 + 1;
         assert_eq!(&bytes[at..at + enc.len()], enc, "{target:?}");
         assert_eq!(bytes.len(), at + enc.len() + 1 + 64);
         assert_eq!(decode::<NodeRecord>(&bytes).unwrap(), n);

@@ -80,3 +80,47 @@ fn branch_summary_collection_and_preparation_match_the_harness() {
     }
     report.finish();
 }
+
+/// Full mode (grove's default) uses jump pointers; it must equal the definition of spec
+/// §8.1 computed naively from `path_to_root` lists.
+fn full_mode_matches_reference(
+    report: &mut Report,
+    case: &str,
+    s: &grove::Session,
+    old: Option<&str>,
+    target: &str,
+) {
+    let got = s.collect_entries_for_branch_summary(old, target, PathMode::Full);
+    let reference = (|| -> Result<(Vec<String>, Option<String>), grove::GroveError> {
+        let Some(old) = old else {
+            return Ok((Vec::new(), None));
+        };
+        let o: Vec<String> = s
+            .path_to_root(Some(old))?
+            .iter()
+            .map(|e| e.id().to_owned())
+            .collect();
+        let t: Vec<String> = s
+            .path_to_root(Some(target))?
+            .iter()
+            .map(|e| e.id().to_owned())
+            .collect();
+        let common = t.iter().rev().find(|id| o.contains(id)).cloned();
+        let from = common
+            .as_ref()
+            .and_then(|c| o.iter().position(|x| x == c))
+            .map_or(0, |p| p + 1);
+        Ok((o[from..].to_vec(), common))
+    })();
+    let actual = got.map(|(e, c)| json!({"ids": e.iter().map(|x| x.id().to_owned()).collect::<Vec<_>>(), "common": c}));
+    let expected = match reference {
+        Ok((ids, common)) => json!({"ids": ids, "common": common}),
+        Err(e) => json!({"error": {"code": e.code()}}),
+    };
+    report.outcome(
+        case,
+        &format!("full-mode collect({old:?} -> {target})"),
+        &expected,
+        actual,
+    );
+}
