@@ -32,6 +32,7 @@ fn branch_summary_collection_and_preparation_match_the_harness() {
                 report.deviation(&case.name, "leaf-record ids are not navigation endpoints");
                 continue;
             }
+            full_mode_matches_reference(&mut report, &case.name, &session, old.as_deref(), target);
             let got = session.collect_entries_for_branch_summary(
                 old.as_deref(),
                 target,
