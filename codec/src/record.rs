@@ -154,6 +154,18 @@ pub struct LabelRecord {
     pub set_by: u64,
 }
 
+/// The persisted context view of a session's active leaf (grove preset): the selected
+/// entries as ascending ranges of sequence numbers, in selection order.
+#[derive(Debug, Clone, PartialEq, Eq, Encode, Decode)]
+pub struct ViewRecord {
+    /// The entry the view was built at.
+    pub leaf: u64,
+    /// The leaf's checkpoint when the view was built.
+    pub checkpoint: Option<u64>,
+    /// Selected entries: each `(first, last)` is every seq from `first` to `last`.
+    pub segments: Vec<(u64, u64)>,
+}
+
 /// Encodes a record with the current format version.
 pub fn encode<T: Encode>(value: &T) -> Vec<u8> {
     let mut out = vec![FormatVersion::CURRENT as u8];

@@ -5,6 +5,8 @@
 //! is byte for byte what was recorded; synthetic messages (compaction and branch summaries,
 //! custom messages) are assembled from the raw field values of their entries.
 
+use std::sync::Arc;
+
 use grove_codec::jsstr::{self, quote};
 use grove_codec::migrate::set_keys;
 use grove_codec::record::NodeRecord;
@@ -121,8 +123,8 @@ pub struct ModelRef {
 /// What the model sees at a leaf.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Context {
-    /// The messages, each as JSON object text.
-    pub messages: Vec<String>,
+    /// The messages, each as JSON object text (shared: cloning a context is cheap).
+    pub messages: Vec<Arc<str>>,
     /// Ids of the selected entries (`buildContextEntries`), inert ones included.
     pub entry_ids: Vec<String>,
     /// The model, or `None`.
@@ -176,42 +178,52 @@ impl Session {
         self.build_context_at(start, options)
     }
 
-    /// The context at the entry `leaf` (`None`: the root position).
+    /// The context at the entry `leaf` (`None`: the root position), through the view cache.
     pub(crate) fn build_context_at(
         &self,
         leaf: Option<u64>,
         options: ContextOptions,
     ) -> Result<Context> {
-        let Some(leaf) = leaf else {
-            return Ok(Context {
-                messages: Vec::new(),
-                entry_ids: Vec::new(),
-                model: None,
-                thinking_level: quote("off"),
-                active_tool_names: None,
-            });
-        };
+        match leaf {
+            None => Ok(empty_context()),
+            Some(leaf) => self.view_context(leaf, options),
+        }
+    }
+
+    /// The context at `leaf` (`None`: the active leaf) computed from scratch, bypassing
+    /// every cached and persisted view: the reference the views are tested against.
+    pub fn build_context_from_scratch(
+        &self,
+        leaf: Option<&str>,
+        options: ContextOptions,
+    ) -> Result<Context> {
+        match self.start_seq(leaf)? {
+            None => Ok(empty_context()),
+            Some(seq) => Ok(self.fold_context(seq, options)?.0),
+        }
+    }
+
+    /// The from-scratch fold: the context and, per selected entry, its sequence number and
+    /// the number of messages once it is projected.
+    pub(crate) fn fold_context(
+        &self,
+        leaf: u64,
+        options: ContextOptions,
+    ) -> Result<(Context, Vec<(u64, usize)>)> {
         let path = match options.selection_path {
             SelectionPath::Full => self.selection_path_full(leaf, options.retained_tail)?,
             SelectionPath::Branch => self.branch_seq(leaf)?,
         };
         let (selected, tail_at) = select(&path, options.retained_tail);
-        let mut messages = Vec::new();
+        let mut ctx = empty_context();
+        let mut marks = Vec::with_capacity(selected.len());
         for (i, entry) in selected.iter().enumerate() {
-            project(entry, tail_at.contains(&i), options, &mut messages)?;
+            project(entry, tail_at.contains(&i), options, &mut ctx.messages)?;
+            ctx.entry_ids.push(entry.id().to_owned());
+            marks.push((entry.seq, ctx.messages.len()));
         }
-        let mut ctx = Context {
-            messages,
-            entry_ids: selected.iter().map(|e| e.id().to_owned()).collect(),
-            model: None,
-            thinking_level: quote("off"),
-            active_tool_names: None,
-        };
         match options.settings_scope {
-            SettingsScope::Full => {
-                let node = self.node(leaf)?;
-                self.settings_from_pointers(&node, &mut ctx)?;
-            }
+            SettingsScope::Full => self.settings_from_pointers(&self.node(leaf)?, &mut ctx)?,
             SettingsScope::Branch => {
                 let settings_path = match options.selection_path {
                     SelectionPath::Branch => path,
@@ -225,7 +237,7 @@ impl Session {
         if !options.report_active_tools {
             ctx.active_tool_names = None;
         }
-        Ok(ctx)
+        Ok((ctx, marks))
     }
 
     /// The part of `path_to_root(leaf)` that selection can use (spec §5.2): everything when
@@ -264,7 +276,11 @@ impl Session {
     }
 
     /// Full-path settings in O(1): each node points at the last entry that set each one.
-    fn settings_from_pointers(&self, node: &NodeRecord, ctx: &mut Context) -> Result<()> {
+    pub(crate) fn settings_from_pointers(
+        &self,
+        node: &NodeRecord,
+        ctx: &mut Context,
+    ) -> Result<()> {
         for seq in [node.model_at, node.thinking_at, node.tools_at]
             .into_iter()
             .flatten()
@@ -276,8 +292,19 @@ impl Session {
     }
 }
 
+/// A context with no messages and default settings.
+pub(crate) fn empty_context() -> Context {
+    Context {
+        messages: Vec::new(),
+        entry_ids: Vec::new(),
+        model: None,
+        thinking_level: quote("off"),
+        active_tool_names: None,
+    }
+}
+
 /// Applies one entry's setting change, if it has one (spec §5.5).
-fn apply_setting(entry: &Entry, ctx: &mut Context) {
+pub(crate) fn apply_setting(entry: &Entry, ctx: &mut Context) {
     let kind = entry.kind();
     if !matches!(
         kind,
@@ -347,11 +374,11 @@ fn select(path: &[Entry], tail: RetainedTail) -> (Vec<&Entry>, Vec<usize>) {
 }
 
 /// Projects one selected entry into messages (spec §5.4).
-fn project(
+pub(crate) fn project(
     entry: &Entry,
     with_tail: bool,
     options: ContextOptions,
-    out: &mut Vec<String>,
+    out: &mut Vec<Arc<str>>,
 ) -> Result<()> {
     let kind = entry.kind();
     let corrupt = || GroveError::Corrupt(format!("entry {} is not a JSON object", entry.id()));
@@ -368,12 +395,12 @@ fn project(
                 let content = MessageFields::parse(text).and_then(|m| m.content);
                 if content.is_none_or(|c| c.get() == "null") {
                     if let Some(fixed) = set_keys(text, &[("content", "[]".to_owned())], &[]) {
-                        out.push(fixed);
+                        out.push(fixed.into());
                         return Ok(());
                     }
                 }
             }
-            out.push(text.to_owned());
+            out.push(text.into());
         }
         EntryKind::CustomMessage => {
             let f = Fields::parse(&entry.line).ok_or_else(corrupt)?;
@@ -394,7 +421,7 @@ fn project(
             push_raw(&mut m, "display", f.display);
             push_raw(&mut m, "details", f.details);
             m.push(("timestamp", ms(entry)));
-            out.push(object(&m));
+            out.push(object(&m).into());
         }
         EntryKind::Compaction => {
             let f = Fields::parse(&entry.line).ok_or_else(corrupt)?;
@@ -402,11 +429,11 @@ fn project(
             push_raw(&mut m, "summary", f.summary);
             push_raw(&mut m, "tokensBefore", f.tokens_before);
             m.push(("timestamp", ms(entry)));
-            out.push(object(&m));
+            out.push(object(&m).into());
             if with_tail {
                 if let Some(tail) = f.retained_tail {
                     if let Ok(items) = serde_json::from_str::<Vec<&RawValue>>(tail.get()) {
-                        out.extend(items.iter().map(|i| i.get().to_owned()));
+                        out.extend(items.iter().map(|i| Arc::from(i.get())));
                     }
                 }
             }
@@ -418,7 +445,7 @@ fn project(
                 push_raw(&mut m, "summary", f.summary);
                 push_raw(&mut m, "fromId", f.from_id);
                 m.push(("timestamp", ms(entry)));
-                out.push(object(&m));
+                out.push(object(&m).into());
             }
         }
         _ => {}

@@ -29,11 +29,14 @@ pub const T_LABEL: u8 = 0x15;
 /// Compactions: `[0x16][sid][seq]` → empty, one per compaction entry.
 pub const T_COMPACTION: u8 = 0x16;
 
+/// Persisted context view: `[0x17][sid]` → ViewRecord.
+pub const T_VIEW: u8 = 0x17;
+
 /// The children-index parent of root entries.
 pub const ROOT: u64 = u64::MAX;
 
 /// Every per-session table, for deletion and verification.
-pub const SESSION_TABLES: [u8; 9] = [
+pub const SESSION_TABLES: [u8; 10] = [
     T_HEAD,
     T_PENDING,
     T_LINE,
@@ -43,6 +46,7 @@ pub const SESSION_TABLES: [u8; 9] = [
     T_LEAF_HISTORY,
     T_LABEL,
     T_COMPACTION,
+    T_VIEW,
 ];
 
 /// Store metadata name of the format marker.
@@ -139,6 +143,11 @@ pub fn label(sid: u64, target: &str) -> Vec<u8> {
 /// `[0x16][sid][seq]`.
 pub fn compaction(sid: u64, seq: u64) -> Vec<u8> {
     tag_u64_u64(T_COMPACTION, sid, seq)
+}
+
+/// `[0x17][sid]`.
+pub fn view(sid: u64) -> Vec<u8> {
+    tag_u64(T_VIEW, sid)
 }
 
 /// `[tag][sid]`: the prefix of one session's rows in a table.

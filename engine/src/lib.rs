@@ -28,6 +28,7 @@ pub mod store;
 pub mod summary;
 pub mod tree;
 mod util;
+mod view;
 mod walk;
 mod write;
 

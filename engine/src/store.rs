@@ -15,6 +15,7 @@ use crate::kv::{Kv, MemoryKv, SledKv, WriteBatch};
 use crate::lease::Leases;
 use crate::session::Session;
 use crate::util;
+use crate::view::Views;
 
 /// What survives a crash once a write call has returned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -106,6 +107,7 @@ pub(crate) struct Inner {
     catalogue: Mutex<()>,
     session_locks: Mutex<HashMap<u64, Arc<Mutex<()>>>>,
     pub(crate) leases: Leases,
+    pub(crate) views: Views,
 }
 
 impl Inner {
@@ -215,6 +217,7 @@ impl Store {
             catalogue: Mutex::new(()),
             session_locks: Mutex::new(HashMap::new()),
             leases: Leases::default(),
+            views: Views::default(),
         };
         let marker_key = keys::meta(keys::META_FORMAT);
         match inner.kv.get(&marker_key)? {

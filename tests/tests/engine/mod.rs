@@ -11,6 +11,7 @@ mod openai;
 mod reopen;
 mod seed_questions;
 mod sled_guard;
+mod views;
 
 use grove::{NewEntry, Session};
 

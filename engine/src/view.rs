@@ -1,0 +1,298 @@
+//! Incremental context views. The context of an entry is a pure fold over its path, and the
+//! log is append-only, so a view never needs invalidation — only reuse:
+//!
+//! - after an append, the new view is the previous one plus the new entry (O(1));
+//! - after a move, the part of the previous view up to the deepest common ancestor is kept
+//!   and only the new side is read;
+//! - the view of the active leaf is persisted (as ranges of sequence numbers), so a cold
+//!   process resumes by reading the selected entries directly instead of walking the path.
+//!
+//! Views live in a bounded in-memory cache, one per session.
+
+use std::collections::HashMap;
+
+use grove_codec::record::{self, NodeRecord, Parent, ViewRecord};
+use grove_codec::EntryKind;
+use parking_lot::Mutex;
+
+use crate::context::{
+    apply_setting, empty_context, project, Context, ContextOptions, RetainedTail, SelectionPath,
+    SettingsScope,
+};
+use crate::error::{GroveError, Result};
+use crate::keys;
+use crate::kv::WriteBatch;
+use crate::session::{Entry, Session};
+use crate::store::Durability;
+
+/// How many sessions keep a view in memory.
+pub const VIEW_CACHE_SESSIONS: usize = 1024;
+
+/// Extensions after which the persisted view is refreshed.
+const PERSIST_EVERY: u32 = 64;
+
+/// A context with, per selected entry, its seq and the message count after it.
+#[derive(Clone)]
+pub(crate) struct View {
+    leaf: u64,
+    options: ContextOptions,
+    checkpoint: Option<u64>,
+    marks: Vec<(u64, usize)>,
+    /// How many selected entries precede the path below the checkpoint: the checkpoint
+    /// and its kept range (0 without a checkpoint).
+    prefix: usize,
+    ctx: Context,
+    unpersisted: u32,
+}
+
+/// The number of selected entries that are the checkpoint and its kept range: the kept
+/// entries are ancestors of the checkpoint (shallower), everything after is deeper.
+fn prefix_len(selected_depths: &[u64], has_checkpoint: bool) -> usize {
+    match (has_checkpoint, selected_depths.first()) {
+        (true, Some(&c)) => 1 + selected_depths[1..].iter().take_while(|&&d| d < c).count(),
+        _ => 0,
+    }
+}
+
+/// The per-store cache of views, bounded to [`VIEW_CACHE_SESSIONS`] sessions.
+#[derive(Default)]
+pub(crate) struct Views {
+    map: Mutex<HashMap<u64, View>>,
+}
+
+impl Views {
+    fn take(&self, sid: u64) -> Option<View> {
+        self.map.lock().remove(&sid)
+    }
+
+    fn put(&self, sid: u64, view: View) {
+        let mut map = self.map.lock();
+        if map.len() >= VIEW_CACHE_SESSIONS && !map.contains_key(&sid) {
+            // Bounded memory: drop an arbitrary view (views are cheap to rebuild).
+            if let Some(&victim) = map.keys().next() {
+                map.remove(&victim);
+            }
+        }
+        map.insert(sid, view);
+    }
+}
+
+fn is_grove(options: ContextOptions) -> bool {
+    options == ContextOptions::grove()
+}
+
+impl Session {
+    /// The context at `leaf`, reusing the cached or persisted view when it can.
+    pub(crate) fn view_context(&self, leaf: u64, options: ContextOptions) -> Result<Context> {
+        let node = self.node(leaf)?;
+        let cached = self
+            .inner
+            .views
+            .take(self.sid)
+            .filter(|v| v.options == options);
+        let cached = match cached {
+            Some(v) => Some(v),
+            None if is_grove(options) => self.load_view()?,
+            None => None,
+        };
+        let view = match cached {
+            Some(v) if v.leaf == leaf => v,
+            Some(v) => match self.advance(v, leaf, &node)? {
+                Some(v) => v,
+                None => self.fresh_view(leaf, &node, options)?,
+            },
+            None => self.fresh_view(leaf, &node, options)?,
+        };
+        let mut view = view;
+        if is_grove(options) && view.unpersisted >= PERSIST_EVERY && self.head()?.leaf == Some(leaf)
+        {
+            self.persist_view(&view)?;
+            view.unpersisted = 0;
+        }
+        let ctx = view.ctx.clone();
+        self.inner.views.put(self.sid, view);
+        Ok(ctx)
+    }
+
+    fn fresh_view(&self, leaf: u64, node: &NodeRecord, options: ContextOptions) -> Result<View> {
+        let (ctx, marks) = self.fold_context(leaf, options)?;
+        let depths = marks
+            .iter()
+            .map(|&(s, _)| self.node(s).map(|n| n.depth))
+            .collect::<Result<Vec<u64>>>()?;
+        let view = View {
+            leaf,
+            options,
+            checkpoint: node.checkpoint,
+            prefix: prefix_len(&depths, node.checkpoint.is_some()),
+            marks,
+            ctx,
+            unpersisted: PERSIST_EVERY,
+        };
+        Ok(view)
+    }
+
+    /// Moves a view to `leaf` without a full rebuild, when the selection rule allows it:
+    /// same checkpoint, and the common ancestor inside the part of the view after it.
+    fn advance(&self, mut view: View, leaf: u64, node: &NodeRecord) -> Result<Option<View>> {
+        if node.checkpoint != view.checkpoint || node.kind == EntryKind::Compaction.tag() {
+            return Ok(None);
+        }
+        let options = view.options;
+        let simple = options.selection_path == SelectionPath::Full
+            && (options.settings_scope == SettingsScope::Full
+                || node.parent == Parent::Seq(view.leaf));
+        if !simple {
+            return Ok(None);
+        }
+        // The new side: entries from just below the common ancestor down to the leaf.
+        let new_side: Vec<Entry> = if node.parent == Parent::Seq(view.leaf) {
+            vec![self.entry_at(leaf)?]
+        } else {
+            if self.in_cycle_tree(leaf)? || self.in_cycle_tree(view.leaf)? {
+                return Ok(None);
+            }
+            let Some(common) = self.common_ancestor(view.leaf, leaf)? else {
+                return Ok(None);
+            };
+            // Only the path below the checkpoint (or the whole path without one) grows and
+            // shrinks like a path; the checkpoint and its kept range stay as they are.
+            let at = if Some(common) == view.checkpoint {
+                view.prefix.checked_sub(1)
+            } else {
+                view.marks.iter().rposition(|&(s, _)| s == common)
+            };
+            let Some(at) = at else { return Ok(None) };
+            if at + 1 < view.prefix {
+                return Ok(None);
+            }
+            let keep_messages = view.marks[at].1;
+            view.marks.truncate(at + 1);
+            view.ctx.messages.truncate(keep_messages);
+            view.ctx.entry_ids.truncate(at + 1);
+            let mut side = self.path_up_to(leaf, Some(common))?;
+            if side.first().map(|e| e.seq) != Some(common) {
+                return Ok(None);
+            }
+            side.remove(0);
+            side
+        };
+        for entry in &new_side {
+            // Entries after the checkpoint project on their own (no tails there).
+            project(entry, false, options, &mut view.ctx.messages)?;
+            view.ctx.entry_ids.push(entry.id().to_owned());
+            view.marks.push((entry.seq, view.ctx.messages.len()));
+        }
+        match options.settings_scope {
+            SettingsScope::Full => {
+                view.ctx.model = None;
+                view.ctx.thinking_level = grove_codec::jsstr::quote("off");
+                view.ctx.active_tool_names = None;
+                self.settings_from_pointers(node, &mut view.ctx)?;
+            }
+            SettingsScope::Branch => {
+                for entry in &new_side {
+                    apply_setting(entry, &mut view.ctx);
+                }
+            }
+        }
+        if !options.report_active_tools {
+            view.ctx.active_tool_names = None;
+        }
+        view.leaf = leaf;
+        view.unpersisted += 1;
+        Ok(Some(view))
+    }
+
+    /// Writes the view as the session's persisted view (a cache: no flush).
+    fn persist_view(&self, view: &View) -> Result<()> {
+        let mut segments: Vec<(u64, u64)> = Vec::new();
+        for &(seq, _) in &view.marks {
+            match segments.last_mut() {
+                Some((_, hi)) if *hi + 1 == seq => *hi = seq,
+                _ => segments.push((seq, seq)),
+            }
+        }
+        let rec = ViewRecord {
+            leaf: view.leaf,
+            checkpoint: view.checkpoint,
+            segments,
+        };
+        let mut batch = WriteBatch::new();
+        batch.put(keys::view(self.sid), record::encode(&rec));
+        self.inner.commit(batch, Durability::None)
+    }
+
+    /// Rebuilds the persisted view from its ranges (no path walk).
+    fn load_view(&self) -> Result<Option<View>> {
+        let Some(rec) = self.inner.get::<ViewRecord>(&keys::view(self.sid))? else {
+            return Ok(None);
+        };
+        let options = ContextOptions::grove();
+        let mut selected: Vec<Entry> = Vec::new();
+        for &(lo, hi) in &rec.segments {
+            if lo > hi {
+                return Err(GroveError::Corrupt("view segment out of order".into()));
+            }
+            selected.extend(self.read_range(lo, hi)?);
+        }
+        let node = self.node(rec.leaf)?;
+        let mut ctx = empty_context();
+        let mut marks = Vec::with_capacity(selected.len());
+        let compaction = |i: usize| {
+            selected
+                .get(i)
+                .is_some_and(|e| e.kind() == EntryKind::Compaction)
+        };
+        for (i, entry) in selected.iter().enumerate() {
+            // The tail rule of spec §5.4: the checkpoint first, and a compaction opening the
+            // kept range right after it.
+            let tail = options.retained_tail == RetainedTail::Use
+                && (i == 0 || (i == 1 && compaction(0)))
+                && compaction(i);
+            project(entry, tail, options, &mut ctx.messages)?;
+            ctx.entry_ids.push(entry.id().to_owned());
+            marks.push((entry.seq, ctx.messages.len()));
+        }
+        self.settings_from_pointers(&node, &mut ctx)?;
+        let depths: Vec<u64> = selected.iter().map(|e| e.node.depth).collect();
+        Ok(Some(View {
+            leaf: rec.leaf,
+            options,
+            checkpoint: rec.checkpoint,
+            prefix: prefix_len(&depths, rec.checkpoint.is_some()),
+            marks,
+            ctx,
+            unpersisted: 0,
+        }))
+    }
+
+    /// Records `lo..=hi` in ascending order, by one pair of range scans.
+    pub(crate) fn read_range(&self, lo: u64, hi: u64) -> Result<Vec<Entry>> {
+        let nodes = self
+            .inner
+            .kv
+            .scan(&keys::node(self.sid, lo), &keys::node(self.sid, hi + 1));
+        let lines = self
+            .inner
+            .kv
+            .scan(&keys::line(self.sid, lo), &keys::line(self.sid, hi + 1));
+        let mut out = Vec::with_capacity((hi - lo + 1) as usize);
+        for (n, l) in nodes.zip(lines) {
+            let (nk, nv) = n?;
+            let (_, lv) = l?;
+            let seq = keys::last_u64(&nk).ok_or_else(|| GroveError::Corrupt("node key".into()))?;
+            let node: NodeRecord =
+                record::decode(&nv).map_err(|e| GroveError::Corrupt(format!("node {seq}: {e}")))?;
+            let line = String::from_utf8(lv)
+                .map_err(|_| GroveError::Corrupt(format!("line {seq} is not UTF-8")))?;
+            out.push(Entry { seq, node, line });
+        }
+        if out.len() as u64 != hi - lo + 1 {
+            return Err(GroveError::Corrupt(format!(
+                "records {lo}..={hi} are incomplete"
+            )));
+        }
+        Ok(out)
+    }
+}
