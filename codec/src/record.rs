@@ -166,19 +166,41 @@ pub struct ViewRecord {
     pub segments: Vec<(u64, u64)>,
 }
 
-/// Encodes a record with the current format version.
+/// Length of the checksum trailer of every record.
+pub const CHECKSUM_LEN: usize = 8;
+
+fn checksum(bytes: &[u8]) -> [u8; CHECKSUM_LEN] {
+    let h = blake3::hash(bytes);
+    let mut out = [0u8; CHECKSUM_LEN];
+    out.copy_from_slice(&h.as_bytes()[..CHECKSUM_LEN]);
+    out
+}
+
+/// Encodes a record: `version ++ bincode body ++ first 8 bytes of blake3(version ++ body)`.
 pub fn encode<T: Encode>(value: &T) -> Vec<u8> {
     let mut out = vec![FormatVersion::CURRENT as u8];
     // Encoding into a Vec cannot fail for these plain data types.
     if let Ok(body) = bincode::encode_to_vec(value, bincode::config::standard()) {
         out.extend_from_slice(&body);
     }
+    let sum = checksum(&out);
+    out.extend_from_slice(&sum);
     out
 }
 
-/// Decodes a record, checking its format version and that every byte was used.
+/// Decodes a record, checking its checksum, its format version and that every byte was used.
 pub fn decode<T: Decode<()>>(bytes: &[u8]) -> Result<T, CodecError> {
-    let (&version, body) = bytes
+    if bytes.len() < 1 + CHECKSUM_LEN {
+        return Err(CodecError::CorruptRecord(format!(
+            "{} bytes is too short",
+            bytes.len()
+        )));
+    }
+    let (payload, sum) = bytes.split_at(bytes.len() - CHECKSUM_LEN);
+    if checksum(payload) != sum {
+        return Err(CodecError::CorruptRecord("checksum mismatch".to_owned()));
+    }
+    let (&version, body) = payload
         .split_first()
         .ok_or_else(|| CodecError::CorruptRecord("empty value".to_owned()))?;
     FormatVersion::from_byte(version)?;

@@ -76,6 +76,9 @@ pub enum GroveError {
     /// The operation needs something that is not configured (pi `invalid_state`).
     #[error("invalid state: {0}")]
     InvalidState(String),
+    /// A write or flush failed earlier; the store refuses writes until reopened.
+    #[error("store is poisoned: {0}; writes are refused, reads still work")]
+    Poisoned(String),
     /// A stored value failed to decode or an index disagrees with the log.
     #[error("corrupt store: {0}")]
     Corrupt(String),
@@ -116,7 +119,10 @@ impl GroveError {
             GroveError::BranchSummary(_) => "branch_summary",
             GroveError::Hook(_) => "hook",
             GroveError::InvalidState(_) => "invalid_state",
-            GroveError::Corrupt(_) | GroveError::Storage(_) | GroveError::Io { .. } => "storage",
+            GroveError::Corrupt(_)
+            | GroveError::Storage(_)
+            | GroveError::Io { .. }
+            | GroveError::Poisoned(_) => "storage",
         }
     }
 
@@ -138,6 +144,7 @@ impl GroveError {
             GroveError::Hook(_) => "Hook",
             GroveError::InvalidState(_) => "InvalidState",
             GroveError::Corrupt(_) => "Corrupt",
+            GroveError::Poisoned(_) => "Poisoned",
             GroveError::Storage(_) => "Storage",
             GroveError::Io { .. } => "Io",
         }

@@ -28,6 +28,7 @@ pub mod store;
 pub mod summary;
 pub mod tree;
 mod util;
+pub mod verify;
 mod view;
 mod walk;
 mod write;
@@ -48,6 +49,7 @@ pub use navigate::{
     HookDecision, HookSummary, NavigateEvent, NavigateHook, NavigateOptions, NavigateOutcome,
     Navigator,
 };
-pub use session::{AppendOptions, Entry, Session};
+pub use session::{AppendOptions, AppendOutcome, Entry, Session};
 pub use store::{Backend, CreateSession, Durability, SessionSummary, Store, StoreConfig};
 pub use tree::{Tree, TreeNode};
+pub use verify::{Problem, VerifyReport};

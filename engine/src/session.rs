@@ -62,6 +62,18 @@ impl Entry {
     }
 }
 
+/// The outcome of [`Session::append_if`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AppendOutcome {
+    /// The entry was appended; its id.
+    Appended(String),
+    /// The leaf had moved; nothing was written.
+    Conflict {
+        /// Where the leaf is now.
+        actual_leaf: Option<String>,
+    },
+}
+
 /// Per-call options of [`Session::append_with`].
 #[derive(Debug, Clone, Default)]
 pub struct AppendOptions {
@@ -295,6 +307,27 @@ impl Session {
         let id = txn.append(&entry, options.id, options.timestamp)?;
         txn.commit(options.durability.unwrap_or(self.inner.durability))?;
         Ok(id)
+    }
+
+    /// Optimistic append: appends only if the leaf is still `expected_leaf` (`None`: the root
+    /// position). When another writer moved the leaf meanwhile, nothing is written and the
+    /// outcome says where the leaf is now — a value, not an error.
+    pub fn append_if(&self, expected_leaf: Option<&str>, entry: NewEntry) -> Result<AppendOutcome> {
+        let lock = self.inner.session_lock(self.sid);
+        let _guard = lock.lock();
+        let mut txn = Txn::begin(self)?;
+        let actual = match txn.head.leaf {
+            None => None,
+            Some(seq) => Some(txn.node(seq)?.id),
+        };
+        if actual.as_deref() != expected_leaf {
+            return Ok(AppendOutcome::Conflict {
+                actual_leaf: actual,
+            });
+        }
+        let id = txn.append(&entry, None, None)?;
+        txn.commit(self.inner.durability)?;
+        Ok(AppendOutcome::Appended(id))
     }
 
     /// Appends several entries as a chain (each the child of the one before) in one atomic

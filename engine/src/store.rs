@@ -11,7 +11,7 @@ use parking_lot::Mutex;
 
 use crate::error::{GroveError, Result};
 use crate::keys;
-use crate::kv::{Kv, MemoryKv, SledKv, WriteBatch};
+use crate::kv::{self, Kv, MemoryKv, RedbKv, SledKv, WriteBatch};
 use crate::lease::Leases;
 use crate::session::Session;
 use crate::util;
@@ -25,6 +25,12 @@ pub enum Durability {
     /// the backend had not yet written it out (sled flushes in the background every 500 ms);
     /// a power loss may lose recent writes. Never a torn write.
     None,
+    /// Group commit: the call returns after a flush that covers the write, shared with every
+    /// writer waiting at the same time (one writer flushes for all; the others wait for it).
+    /// What survives is what `Sync` promises — a returned write survives a process kill and a
+    /// power loss — at a fraction of the flushes under concurrent writers. A writer waits at
+    /// most for the flush in progress plus one more.
+    Group,
     /// The backend is flushed before the call returns: the write survives a process kill and
     /// a power loss.
     #[default]
@@ -36,6 +42,8 @@ pub enum Durability {
 pub enum Backend {
     /// sled in the given directory (the embedded default).
     Sled(PathBuf),
+    /// redb in the given directory (its database file is `grove.redb` there).
+    Redb(PathBuf),
     /// A sled database in a temporary directory, removed on drop.
     SledTemporary,
     /// Memory only (tests).
@@ -63,6 +71,12 @@ impl StoreConfig {
     /// Sets the durability.
     pub fn durability(mut self, d: Durability) -> StoreConfig {
         self.durability = d;
+        self
+    }
+
+    /// Sets the backend.
+    pub fn backend(mut self, b: Backend) -> StoreConfig {
+        self.backend = b;
         self
     }
 }
@@ -108,6 +122,24 @@ pub(crate) struct Inner {
     session_locks: Mutex<HashMap<u64, Arc<Mutex<()>>>>,
     pub(crate) leases: Leases,
     pub(crate) views: Views,
+    poisoned: Mutex<Option<String>>,
+    group: GroupCommit,
+}
+
+/// Group-commit bookkeeping: how many writes were applied and how many are covered by a
+/// finished flush.
+#[derive(Default)]
+struct GroupCommit {
+    state: Mutex<GroupState>,
+    done: parking_lot::Condvar,
+}
+
+#[derive(Default)]
+struct GroupState {
+    applied: u64,
+    flushed: u64,
+    leader: bool,
+    failed: Option<String>,
 }
 
 impl Inner {
@@ -126,12 +158,74 @@ impl Inner {
     }
 
     /// Applies a batch and makes it as durable as `durability` says.
+    /// Applies a batch and makes it as durable as `durability` says. A failed write or flush
+    /// poisons the store: every later write is refused, reads go on.
     pub(crate) fn commit(&self, batch: WriteBatch, durability: Durability) -> Result<()> {
-        self.kv.apply(batch)?;
-        if durability == Durability::Sync {
-            self.kv.flush()?;
+        self.check_writable()?;
+        if let Err(e) = self.kv.apply(batch) {
+            return Err(self.poison(format!("write failed: {e}")));
         }
-        Ok(())
+        match durability {
+            Durability::None => Ok(()),
+            Durability::Sync => self.flush_or_poison(),
+            Durability::Group => self.group_flush(),
+        }
+    }
+
+    /// Refuses writes once the store is poisoned.
+    pub(crate) fn check_writable(&self) -> Result<()> {
+        match self.poisoned.lock().as_ref() {
+            Some(reason) => Err(GroveError::Poisoned(reason.clone())),
+            None => Ok(()),
+        }
+    }
+
+    fn poison(&self, reason: String) -> GroveError {
+        let mut p = self.poisoned.lock();
+        if p.is_none() {
+            *p = Some(reason.clone());
+        }
+        GroveError::Poisoned(reason)
+    }
+
+    fn flush_or_poison(&self) -> Result<()> {
+        self.kv
+            .flush()
+            .map_err(|e| self.poison(format!("flush failed: {e}")))
+    }
+
+    /// Leader-based group commit: the first waiter flushes for everyone applied so far.
+    fn group_flush(&self) -> Result<()> {
+        let mut state = self.group.state.lock();
+        state.applied += 1;
+        let mine = state.applied;
+        loop {
+            if state.flushed >= mine {
+                return Ok(());
+            }
+            if let Some(reason) = &state.failed {
+                return Err(GroveError::Poisoned(reason.clone()));
+            }
+            if state.leader {
+                self.group.done.wait(&mut state);
+                continue;
+            }
+            state.leader = true;
+            let target = state.applied;
+            drop(state);
+            let result = self.flush_or_poison();
+            state = self.group.state.lock();
+            state.leader = false;
+            match result {
+                Ok(()) => state.flushed = state.flushed.max(target),
+                Err(e) => {
+                    state.failed = Some(e.to_string());
+                    self.group.done.notify_all();
+                    return Err(e);
+                }
+            }
+            self.group.done.notify_all();
+        }
     }
 
     /// The writer lock of one session: writes to a session are serialized, writes to
@@ -171,6 +265,22 @@ pub struct Store {
 
 const FORMAT_MARKER: &[u8] = b"grove\x00\x01";
 
+/// Creates the store directory `path` if missing, and refuses one that holds another backend's
+/// database (opening it would start an empty store beside it).
+fn prepare_dir(path: &Path, backend: &str) -> Result<()> {
+    if let Some(found) = kv::existing_backend(path).filter(|found| *found != backend) {
+        return Err(GroveError::InvalidArgument(format!(
+            "{} holds a {found} store, not a {backend} store: open it with the {found} \
+             backend (`--backend {found}` on the command line)",
+            path.display()
+        )));
+    }
+    std::fs::create_dir_all(path).map_err(|source| GroveError::Io {
+        path: path.to_owned(),
+        source,
+    })
+}
+
 impl Store {
     /// Opens (or creates) the sled store in `path`.
     pub fn open(path: impl AsRef<Path>) -> Result<Store> {
@@ -197,11 +307,12 @@ impl Store {
     pub fn open_with(config: StoreConfig) -> Result<Store> {
         let kv: Box<dyn Kv> = match &config.backend {
             Backend::Sled(path) => {
-                std::fs::create_dir_all(path).map_err(|source| GroveError::Io {
-                    path: path.clone(),
-                    source,
-                })?;
+                prepare_dir(path, "sled")?;
                 Box::new(SledKv::open(path)?)
+            }
+            Backend::Redb(path) => {
+                prepare_dir(path, "redb")?;
+                Box::new(RedbKv::open(path, config.durability)?)
             }
             Backend::SledTemporary => Box::new(SledKv::temporary()?),
             Backend::Memory => Box::new(MemoryKv::new()),
@@ -218,6 +329,8 @@ impl Store {
             session_locks: Mutex::new(HashMap::new()),
             leases: Leases::default(),
             views: Views::default(),
+            poisoned: Mutex::new(None),
+            group: GroupCommit::default(),
         };
         let marker_key = keys::meta(keys::META_FORMAT);
         match inner.kv.get(&marker_key)? {
@@ -248,7 +361,18 @@ impl Store {
 
     /// Flushes every write so far to durable storage.
     pub fn flush(&self) -> Result<()> {
-        Ok(self.inner.kv.flush()?)
+        self.inner.check_writable()?;
+        self.inner.flush_or_poison()
+    }
+
+    /// Why the store refuses writes, if it does (a write or flush failed earlier).
+    pub fn poisoned(&self) -> Option<String> {
+        self.inner.poisoned.lock().clone()
+    }
+
+    /// The key-value backend, for tools that inspect or repair stores at the lowest level.
+    pub fn kv(&self) -> &dyn Kv {
+        &*self.inner.kv
     }
 
     /// Creates an empty session.

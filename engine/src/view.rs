@@ -23,7 +23,6 @@ use crate::error::{GroveError, Result};
 use crate::keys;
 use crate::kv::WriteBatch;
 use crate::session::{Entry, Session};
-use crate::store::Durability;
 
 /// How many sessions keep a view in memory.
 pub const VIEW_CACHE_SESSIONS: usize = 1024;
@@ -218,9 +217,14 @@ impl Session {
             checkpoint: view.checkpoint,
             segments,
         };
-        let mut batch = WriteBatch::new();
-        batch.put(keys::view(self.sid), record::encode(&rec));
-        self.inner.commit(batch, Durability::None)
+        // A cache write on the read path: skipped on a poisoned store, and its failure is not
+        // the reader's problem (the view is rebuilt next time).
+        if self.inner.check_writable().is_ok() {
+            let mut batch = WriteBatch::new();
+            batch.put(keys::view(self.sid), record::encode(&rec));
+            let _ = self.inner.kv.apply(batch);
+        }
+        Ok(())
     }
 
     /// Rebuilds the persisted view from its ranges (no path walk).

@@ -135,6 +135,16 @@ impl CommandError {
                 GroveError::DuplicateId(_) => "leave out the \"id\" field to get a fresh id",
                 GroveError::ExportIncompatible { .. } => "export with --flavor harness",
                 GroveError::Busy(_) => "another process is working on this session; try again",
+                GroveError::InvalidState(_) => {
+                    "give a summarizer (--summarizer-cmd CMD, or --openai-url URL --openai-model \
+                     M) or the summary text (--summary TEXT)"
+                }
+                GroveError::BranchSummary(_) => {
+                    "nothing was written; check the summarizer, or give the text with --summary"
+                }
+                GroveError::InvalidForkTarget(_) => {
+                    "--before needs a user message; --at forks at any entry"
+                }
                 GroveError::Storage(_) => {
                     "is another grove process using the store? (sled allows one process at a time)"
                 }

@@ -6,6 +6,7 @@
 
 mod commands;
 mod error;
+mod graph;
 mod output;
 
 use std::io::Write;
@@ -14,7 +15,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use crate::commands::{Command, Env};
+use crate::commands::{BackendArg, Command, DurabilityArg, Env};
 use crate::error::{CmdResult, CommandError, Report};
 
 /// grove: a store for branching AI-agent sessions, with pi session JSONL import and export.
@@ -28,6 +29,28 @@ struct Cli {
     /// example ~/.local/share/grove/store).
     #[arg(long, global = true, value_name = "DIR", env = "GROVE_STORE")]
     store: Option<PathBuf>,
+
+    /// The key-value backend of the store. A store directory holds one backend's database;
+    /// opening it with the other backend is an error.
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        default_value_t = BackendArg::Sled,
+        env = "GROVE_BACKEND"
+    )]
+    backend: BackendArg,
+
+    /// How durable each write is when it returns: `sync` flushes it to disk; `none` leaves it
+    /// to the backend and to the close at the end of the command (a crash may lose it).
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        default_value_t = DurabilityArg::Sync,
+        env = "GROVE_DURABILITY"
+    )]
+    durability: DurabilityArg,
 
     #[command(subcommand)]
     command: Command,
@@ -47,6 +70,8 @@ fn run(cli: Cli) -> CmdResult {
     let mut out = stdout.lock();
     let mut env = Env {
         store_dir,
+        backend: cli.backend,
+        durability: cli.durability,
         out: &mut out,
     };
     commands::run(cli.command, &mut env)?;

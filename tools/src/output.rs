@@ -1,9 +1,7 @@
 //! Shared pieces of human output: short entry ids, the type/role column, one-line previews
 //! of entries and messages.
 
-use std::collections::{BTreeSet, HashMap};
-
-use grove::{Result, Session};
+use grove::{Result, Session, Tree};
 use serde_json::Value;
 
 /// The shortest prefix length shown for an id.
@@ -14,45 +12,61 @@ const PREVIEW_CHARS: usize = 72;
 /// Shortest unique prefixes (at least [`MIN_SHORT`] characters) of a set of ids.
 #[derive(Debug, Default)]
 pub struct ShortIds {
-    short: HashMap<String, String>,
+    /// The ids, sorted and deduplicated.
+    ids: Vec<String>,
+    /// The byte length of each id's short form.
+    lens: Vec<usize>,
 }
 
 impl ShortIds {
     /// The short ids of every tree entry of the session (what `resolve_entry` matches).
     pub fn of_session(session: &Session) -> Result<ShortIds> {
-        let mut ids = BTreeSet::new();
+        let mut ids = Vec::new();
         for entry in session.entries() {
-            ids.insert(entry?.id().to_owned());
+            ids.push(entry?.id().to_owned());
         }
         Ok(ShortIds::new(ids))
     }
 
+    /// The short ids of the entries of a tree (the same ids as [`ShortIds::of_session`]:
+    /// a shadowed duplicate has the id of the entry that shadows it).
+    pub fn of_tree(tree: &Tree) -> ShortIds {
+        ShortIds::new(tree.nodes.iter().map(|n| n.id.clone()).collect())
+    }
+
     /// The short ids of a set of ids.
-    pub fn new(ids: BTreeSet<String>) -> ShortIds {
-        let sorted: Vec<Vec<char>> = ids.iter().map(|s| s.chars().collect()).collect();
-        let mut short = HashMap::with_capacity(sorted.len());
-        for (i, id) in sorted.iter().enumerate() {
-            let mut need = 0;
-            if i > 0 {
-                need = need.max(common_prefix(id, &sorted[i - 1]) + 1);
-            }
-            if let Some(next) = sorted.get(i + 1) {
-                need = need.max(common_prefix(id, next) + 1);
-            }
-            let len = need.max(MIN_SHORT).min(id.len());
-            short.insert(id.iter().collect(), id[..len].iter().collect());
-        }
-        ShortIds { short }
+    pub fn new(mut ids: Vec<String>) -> ShortIds {
+        ids.sort_unstable();
+        ids.dedup();
+        let lens = (0..ids.len())
+            .map(|i| {
+                let id = &ids[i];
+                let mut need = 0;
+                if let Some(before) = i.checked_sub(1).map(|b| &ids[b]) {
+                    need = need.max(common_prefix(id, before) + 1);
+                }
+                if let Some(next) = ids.get(i + 1) {
+                    need = need.max(common_prefix(id, next) + 1);
+                }
+                let chars = need.max(MIN_SHORT);
+                id.char_indices().nth(chars).map_or(id.len(), |(at, _)| at)
+            })
+            .collect();
+        ShortIds { ids, lens }
     }
 
     /// The short form of `id` (the id itself when it is not known).
     pub fn get<'a>(&'a self, id: &'a str) -> &'a str {
-        self.short.get(id).map_or(id, String::as_str)
+        match self.ids.binary_search_by(|probe| probe.as_str().cmp(id)) {
+            Ok(i) => &self.ids[i][..self.lens[i]],
+            Err(_) => id,
+        }
     }
 }
 
-fn common_prefix(a: &[char], b: &[char]) -> usize {
-    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+/// The number of leading characters `a` and `b` share.
+fn common_prefix(a: &str, b: &str) -> usize {
+    a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count()
 }
 
 /// The type column of an entry line: the role for messages, else the `type`.
@@ -183,4 +197,26 @@ pub fn clip(text: &str) -> String {
         }
     }
     out
+}
+
+/// A JSON object with its keys in the given order (`serde_json` here sorts map keys).
+pub fn ordered_object(pairs: &[(&str, Value)]) -> String {
+    let members: Vec<String> = pairs
+        .iter()
+        .map(|(k, v)| format!("{}:{v}", Value::String((*k).to_owned())))
+        .collect();
+    format!("{{{}}}", members.join(","))
+}
+
+/// `SHORTID KIND: PREVIEW` of an entry, or `root` for the root position.
+pub fn describe_entry(session: &Session, short: &ShortIds, id: Option<&str>) -> Result<String> {
+    let Some(id) = id else {
+        return Ok("root".to_owned());
+    };
+    let (kind, preview) = describe_line(&session.entry(id)?.line);
+    Ok(if preview.is_empty() {
+        format!("{} {kind}", short.get(id))
+    } else {
+        format!("{} {kind}: {preview}", short.get(id))
+    })
 }

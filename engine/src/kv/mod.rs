@@ -6,10 +6,26 @@
 //! loss. Nothing else: no transactions, no cross-batch ordering guarantees beyond that.
 
 mod memory;
+mod redb_kv;
 mod sled_kv;
 
+use std::path::Path;
+
 pub use memory::MemoryKv;
+pub use redb_kv::{RedbKv, REDB_FILE};
 pub use sled_kv::SledKv;
+
+/// The backend whose files the directory `dir` holds ("sled" or "redb"), if any: `grove.redb`
+/// is redb's database file; `conf` and `db` are sled's.
+pub fn existing_backend(dir: &Path) -> Option<&'static str> {
+    if dir.join(REDB_FILE).exists() {
+        Some("redb")
+    } else if dir.join("conf").exists() || dir.join("db").exists() {
+        Some("sled")
+    } else {
+        None
+    }
+}
 
 /// A failure of the backend.
 #[derive(Debug, thiserror::Error)]
@@ -18,6 +34,9 @@ pub enum KvError {
     /// sled reported an error.
     #[error("sled: {0}")]
     Sled(#[from] sled::Error),
+    /// redb reported an error.
+    #[error("redb: {0}")]
+    Redb(#[from] redb::Error),
     /// Preparing the store directory failed.
     #[error("{context}: {source}")]
     Io {
@@ -93,6 +112,6 @@ pub trait Kv: Send + Sync {
     fn apply(&self, batch: WriteBatch) -> Result<(), KvError>;
     /// Makes every applied batch durable.
     fn flush(&self) -> Result<(), KvError>;
-    /// A short name for reports ("sled", "memory").
+    /// A short name for reports ("sled", "redb", "memory").
     fn name(&self) -> &'static str;
 }

@@ -2,8 +2,15 @@
 //! `--json` outputs are compared with what the library computes from the same input.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod backend;
 mod errors;
+mod fork;
+mod label;
+mod navigate;
 mod read;
+mod summary_preview;
+mod tree;
+mod tutorial;
 mod write;
 
 use std::io::Write;

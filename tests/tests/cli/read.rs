@@ -147,7 +147,7 @@ fn human_output_marks_the_leaf_and_labels() {
     let leaf_line = tree.lines().find(|l| l.contains("@ a36c")).unwrap();
     assert!(leaf_line.contains("assistant B"), "{tree}");
     assert!(
-        tree.contains("plan A") && tree.contains("├─") && tree.contains("└─"),
+        tree.contains("│ ○ 73e6 user: plan A") && tree.contains("├─╮"),
         "{tree}"
     );
 
@@ -175,8 +175,9 @@ fn human_output_marks_the_leaf_and_labels() {
     );
 
     g.ok(&["import", fixture("edge-labels.jsonl").to_str().unwrap()]);
+    // The labelled entry is itself a label entry: shown with --all.
     assert!(g
-        .ok(&["tree", "labels"])
+        .ok(&["tree", "labels", "--all"])
         .contains("[label on a label entry]"));
 }
 

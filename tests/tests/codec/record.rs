@@ -4,9 +4,27 @@
 
 use grove_codec::record::{
     decode, encode, FormatVersion, HeadRecord, Jump, LabelRecord, LeafTarget, NodeRecord, Parent,
-    SessionRecord,
+    SessionRecord, CHECKSUM_LEN,
 };
 use grove_codec::{CodecError, EntryKind, Role};
+
+/// The payload of an encoded record (its checksum trailer removed, after checking it).
+fn payload(bytes: &[u8]) -> Vec<u8> {
+    let (body, sum) = bytes.split_at(bytes.len() - CHECKSUM_LEN);
+    assert_eq!(
+        sum,
+        &blake3::hash(body).as_bytes()[..CHECKSUM_LEN],
+        "checksum trailer"
+    );
+    body.to_vec()
+}
+
+/// A payload with a valid checksum trailer.
+fn seal(mut body: Vec<u8>) -> Vec<u8> {
+    let sum = blake3::hash(&body);
+    body.extend_from_slice(&sum.as_bytes()[..CHECKSUM_LEN]);
+    body
+}
 
 fn node() -> NodeRecord {
     NodeRecord {
@@ -76,7 +94,7 @@ fn node_record_golden_bytes() {
     want.extend([0x11; 32]); // content: 32 raw bytes, no length
     want.extend(0u8..32); // digest
     let bytes = encode(&node());
-    assert_eq!(bytes, want);
+    assert_eq!(payload(&bytes), want);
     assert_eq!(decode::<NodeRecord>(&bytes).unwrap(), node());
 }
 
@@ -115,7 +133,7 @@ fn parent_and_leaf_target_variant_bytes() {
         // thinking_at(6), tools_at
         let at = 1 + 3 + 1 + 1 + 1 + 1 + 3 + 2 + 1 + 6 + 1;
         assert_eq!(&bytes[at..at + enc.len()], enc, "{target:?}");
-        assert_eq!(bytes.len(), at + enc.len() + 1 + 64);
+        assert_eq!(bytes.len(), at + enc.len() + 1 + 64 + CHECKSUM_LEN);
         assert_eq!(decode::<NodeRecord>(&bytes).unwrap(), n);
     }
 }
@@ -129,7 +147,7 @@ fn head_session_and_label_golden_bytes() {
     want.push(0x00); // name_at: None
     want.extend([0x01, 24]); // last_timestamp: Some, length 24
     want.extend(b"2030-01-21T00:00:00.000Z");
-    assert_eq!(encode(&head()), want);
+    assert_eq!(payload(&encode(&head())), want);
 
     let mut want = vec![0x01, 3];
     want.extend(b"s-1");
@@ -137,12 +155,12 @@ fn head_session_and_label_golden_bytes() {
     want.extend(br#"{"type":"session"}"#);
     want.extend([1, b't', 3, b'/', 0xc3, 0xbc]);
     want.extend([0x00, 0x01, 1, b'p', 0x01, 0]);
-    assert_eq!(encode(&session()), want);
+    assert_eq!(payload(&encode(&session())), want);
 
     let mut want = vec![0x01, 6];
     want.extend(br#""mark""#);
     want.extend([0xfc, 0x00, 0x00, 0x01, 0x00]);
-    assert_eq!(encode(&label()), want);
+    assert_eq!(payload(&encode(&label())), want);
 }
 
 #[test]
@@ -187,8 +205,9 @@ fn every_record_round_trips() {
 #[test]
 fn unknown_format_versions_are_refused() {
     for version in [0u8, 2, 3, 0x7f, 0xff] {
-        let mut bytes = encode(&node());
-        bytes[0] = version;
+        let mut body = payload(&encode(&node()));
+        body[0] = version;
+        let bytes = seal(body);
         assert!(
             matches!(decode::<NodeRecord>(&bytes), Err(CodecError::UnknownFormatVersion(v)) if v == version),
             "version {version}"
@@ -239,8 +258,9 @@ fn truncated_values_are_corrupt() {
 
 #[test]
 fn trailing_bytes_are_corrupt() {
-    let mut bytes = encode(&label());
-    bytes.push(0);
+    let mut body = payload(&encode(&label()));
+    body.push(0);
+    let bytes = seal(body);
     match decode::<LabelRecord>(&bytes) {
         Err(CodecError::CorruptRecord(reason)) => {
             assert!(reason.contains("1 trailing"), "{reason}")
@@ -252,32 +272,36 @@ fn trailing_bytes_are_corrupt() {
 #[test]
 fn invalid_field_values_are_corrupt() {
     // Parent variant 5 does not exist.
-    let mut bytes = encode(&node());
+    let mut bytes = payload(&encode(&node()));
     assert_eq!(bytes[5], 0x01, "the parent variant");
     bytes[5] = 0x05;
+    let bytes = seal(bytes);
     assert!(matches!(
         decode::<NodeRecord>(&bytes),
         Err(CodecError::CorruptRecord(_))
     ));
     // A bool must be 0 or 1 (`shadowed` sits before the 64 digest bytes).
-    let mut bytes = encode(&node());
+    let mut bytes = payload(&encode(&node()));
     let at = bytes.len() - 65;
     assert_eq!(bytes[at], 0x01);
     bytes[at] = 0x02;
+    let bytes = seal(bytes);
     assert!(matches!(
         decode::<NodeRecord>(&bytes),
         Err(CodecError::CorruptRecord(_))
     ));
     // An Option tag must be 0 or 1.
-    let mut bytes = encode(&head());
+    let mut bytes = payload(&encode(&head()));
     bytes[10] = 0x07;
+    let bytes = seal(bytes);
     assert!(matches!(
         decode::<HeadRecord>(&bytes),
         Err(CodecError::CorruptRecord(_))
     ));
     // Strings must be UTF-8.
-    let mut bytes = encode(&label());
+    let mut bytes = payload(&encode(&label()));
     bytes[2] = 0xff;
+    let bytes = seal(bytes);
     assert!(matches!(
         decode::<LabelRecord>(&bytes),
         Err(CodecError::CorruptRecord(_))
@@ -329,4 +353,19 @@ fn parent_seq_follows_only_walkable_parents() {
     assert_eq!(Parent::Root.seq(), None);
     assert_eq!(Parent::Missing.seq(), None);
     assert_eq!(Parent::SelfRef.seq(), None);
+}
+
+#[test]
+fn any_flipped_byte_is_detected() {
+    let bytes = encode(&node());
+    for i in 0..bytes.len() {
+        for bit in [0x01u8, 0x80] {
+            let mut flipped = bytes.clone();
+            flipped[i] ^= bit;
+            assert!(
+                decode::<NodeRecord>(&flipped).is_err(),
+                "byte {i} bit {bit:#x}"
+            );
+        }
+    }
 }

@@ -4,13 +4,16 @@
 mod bad_input;
 mod basics;
 mod deep;
+mod durability;
 mod fork;
 mod keys;
 mod navigate;
 mod openai;
+mod redb;
 mod reopen;
 mod seed_questions;
 mod sled_guard;
+mod verify;
 mod views;
 
 use grove::{NewEntry, Session};

@@ -42,7 +42,8 @@ pub fn run(_args: Args, env: &mut Env<'_>) -> CmdResult {
 
     writeln!(env.out, "session {}", session.id())?;
     writeln!(env.out)?;
-    super::tree::render(&session, &session.tree()?, env.out)?;
+    let options = crate::graph::GraphOptions::for_stdout(false, false);
+    crate::graph::render(&session, &session.tree()?, options, env.out)?;
     writeln!(env.out)?;
     writeln!(env.out, "context at the leaf:")?;
     super::context::render(&session.build_context()?, env.out)

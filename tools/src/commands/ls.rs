@@ -71,7 +71,7 @@ pub fn run(args: Args, env: &mut Env<'_>) -> CmdResult {
 
 /// The ancestor session ids of `s`, nearest first, followed through the store; a parent
 /// the store does not hold ends the list, as does a cycle.
-fn lineage(s: &SessionSummary, by_id: &HashMap<&str, &SessionSummary>) -> Vec<String> {
+pub fn lineage(s: &SessionSummary, by_id: &HashMap<&str, &SessionSummary>) -> Vec<String> {
     let mut out = Vec::new();
     let mut seen: HashSet<&str> = HashSet::from([s.id.as_str()]);
     let mut next = s.parent_session_id.as_deref();

@@ -3,8 +3,8 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use clap::Subcommand;
-use grove::{GroveError, Session, Store};
+use clap::{Subcommand, ValueEnum};
+use grove::{Backend, Durability, GroveError, Session, Store, StoreConfig};
 
 use crate::error::{CmdResult, CommandError};
 
@@ -13,10 +13,15 @@ pub mod branch;
 pub mod context;
 pub mod demo;
 pub mod export;
+pub mod fork;
 pub mod goto;
 pub mod import;
+pub mod label;
 pub mod ls;
+pub mod name;
+pub mod navigate;
 pub mod path;
+pub mod summary_preview;
 pub mod tree;
 
 /// The subcommands.
@@ -29,23 +34,71 @@ pub enum Command {
     Branch(branch::Args),
     Path(path::Args),
     Context(context::Args),
+    SummaryPreview(summary_preview::Args),
     Append(append::Args),
     Goto(goto::Args),
+    Navigate(navigate::Args),
+    Label(label::Args),
+    Name(name::Args),
+    Fork(fork::Args),
     Demo(demo::Args),
 }
 
-/// What every command gets: where the store is, and stdout.
+/// The key-value backend of a store (`--backend`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BackendArg {
+    /// sled, the default.
+    Sled,
+    /// redb (the database file `grove.redb` in the store directory).
+    Redb,
+}
+
+/// The durability of every write (`--durability`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DurabilityArg {
+    /// Not flushed per write: written out by the backend in the background and when the store
+    /// is closed at the end of the command; a crash may lose the latest writes, never part of
+    /// one.
+    None,
+    /// Flushed before each write returns (the default).
+    Sync,
+}
+
+impl DurabilityArg {
+    /// The engine's durability level. (The engine's `Durability` is `#[non_exhaustive]`, so a
+    /// new level cannot break this match: add a variant here when one should be offered.)
+    pub fn durability(self) -> Durability {
+        match self {
+            DurabilityArg::None => Durability::None,
+            DurabilityArg::Sync => Durability::Sync,
+        }
+    }
+}
+
+/// What every command gets: where the store is, how to open it, and stdout.
 pub struct Env<'a> {
     /// The store directory.
     pub store_dir: PathBuf,
+    /// The backend the store is opened with.
+    pub backend: BackendArg,
+    /// The durability of every write.
+    pub durability: DurabilityArg,
     /// Standard output (locked).
     pub out: &'a mut dyn Write,
 }
 
 impl Env<'_> {
-    /// Opens the store (creating it when missing).
+    /// Opens the store (creating it when missing) with the chosen backend and durability.
     pub fn open_store(&self) -> CmdResult<Store> {
-        Ok(Store::open(&self.store_dir)?)
+        let dir = self.store_dir.clone();
+        let backend = match self.backend {
+            BackendArg::Sled => Backend::Sled(dir),
+            BackendArg::Redb => Backend::Redb(dir),
+        };
+        let config = StoreConfig::new(&self.store_dir)
+            .backend(backend)
+            .durability(self.durability.durability());
+        Ok(Store::open_with(config)?)
     }
 
     /// Opens the store and the session named by `spec` (an id or a unique id prefix).
@@ -66,8 +119,13 @@ pub fn run(command: Command, env: &mut Env<'_>) -> CmdResult {
         Command::Branch(a) => branch::run(a, env),
         Command::Path(a) => path::run(a, env),
         Command::Context(a) => context::run(a, env),
+        Command::SummaryPreview(a) => summary_preview::run(a, env),
         Command::Append(a) => append::run(a, env),
         Command::Goto(a) => goto::run(a, env),
+        Command::Navigate(a) => navigate::run(a, env),
+        Command::Label(a) => label::run(a, env),
+        Command::Name(a) => name::run(a, env),
+        Command::Fork(a) => fork::run(a, env),
         Command::Demo(a) => demo::run(a, env),
     }
 }

@@ -1,27 +1,38 @@
-//! `grove tree`: the session's tree, drawn or as nested JSON (both built without
-//! recursion, so depth is no limit).
+//! `grove tree`: the session's tree, drawn as a graph (see `graph.rs`) or as nested JSON
+//! (both built without recursion, so depth is no limit).
 
-use std::io::Write;
+use std::io::{BufWriter, Write};
 
-use grove::{Session, Tree};
+use grove::Tree;
 use serde_json::Value;
 
 use super::Env;
 use crate::error::CmdResult;
-use crate::output::{describe_line, ShortIds};
+use crate::graph::{self, GraphOptions};
 
-/// Show the tree of a session.
+/// Show the tree of a session as a graph, root first.
 ///
-/// One line per entry: short id, type or role, a preview, and the label in brackets. A chain
-/// of single children stays in one column; branch points indent their children. `@` marks
-/// the active leaf, `●` the entries on the path to it, `○` the others.
+/// One line per entry: a glyph, the short id, the role (messages) or type, a one-line
+/// preview and the label in brackets. `@` is the active leaf, `◆` (ASCII `o`) an entry on
+/// the path to it, `○` (ASCII `.`) any other entry; on a terminal the active path is also
+/// bold. The active path runs down the first column; at a branch point (`├─╮`) the other
+/// branches are drawn first, one column to the right, then the active path continues.
+///
+/// Bookkeeping entries (label, session_info, model, thinking-level and tools changes,
+/// custom) are hidden unless --all; their children hang from the nearest shown ancestor.
 ///
 /// With --json: an array of the roots, each {"id", "label"?, "children": [...]}, children in
-/// display order (by timestamp).
+/// display order (by timestamp), every entry included.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The session (id or unique id prefix).
     session: String,
+    /// Show bookkeeping entries too.
+    #[arg(long)]
+    all: bool,
+    /// Draw with ASCII characters only.
+    #[arg(long)]
+    ascii: bool,
     /// Print nested JSON instead of the drawing.
     #[arg(long)]
     json: bool,
@@ -30,11 +41,15 @@ pub struct Args {
 pub fn run(args: Args, env: &mut Env<'_>) -> CmdResult {
     let (_store, session) = env.open_session(&args.session)?;
     let tree = session.tree()?;
+    let mut out = BufWriter::new(&mut *env.out);
     if args.json {
-        write_tree_json(&tree, env.out)
+        write_tree_json(&tree, &mut out)?;
     } else {
-        render(&session, &tree, env.out)
+        let options = GraphOptions::for_stdout(args.ascii, args.all);
+        graph::render(&session, &tree, options, &mut out)?;
     }
+    out.flush()?;
+    Ok(())
 }
 
 /// A step of the JSON walk.
@@ -83,78 +98,4 @@ fn push_open(stack: &mut Vec<Step>, siblings: &[usize]) {
 
 fn json_string(s: &str) -> String {
     Value::String(s.to_owned()).to_string()
-}
-
-/// One pending line of the drawing.
-struct Item {
-    node: usize,
-    /// The columns drawn before the connector (one per enclosing branch point).
-    prefix: String,
-    /// `""` in a chain, `"├─"` or `"└─"` under a branch point.
-    connector: &'static str,
-}
-
-/// Draws the tree: chains in one column, branch points with `├─`/`└─` connectors.
-pub fn render(session: &Session, tree: &Tree, out: &mut dyn Write) -> CmdResult {
-    if tree.nodes.is_empty() {
-        writeln!(out, "(empty session)")?;
-        return Ok(());
-    }
-    let short = ShortIds::of_session(session)?;
-    let mut stack: Vec<Item> = Vec::new();
-    push_siblings(&mut stack, &tree.roots, "");
-    while let Some(item) = stack.pop() {
-        let node = &tree.nodes[item.node];
-        let marker = if node.is_leaf {
-            "@"
-        } else if node.on_active_path {
-            "●"
-        } else {
-            "○"
-        };
-        let (kind, preview) = describe_line(&node.line);
-        let label = node
-            .label
-            .as_ref()
-            .map(|l| format!(" [{l}]"))
-            .unwrap_or_default();
-        writeln!(
-            out,
-            "{}{}{} {} {}: {}{}",
-            item.prefix,
-            item.connector,
-            marker,
-            short.get(&node.id),
-            kind,
-            preview,
-            label
-        )?;
-        let inner = match item.connector {
-            "├─" => format!("{}│ ", item.prefix),
-            "└─" => format!("{}  ", item.prefix),
-            _ => item.prefix,
-        };
-        push_siblings(&mut stack, &node.children, &inner);
-    }
-    if session.leaf()?.is_none() {
-        writeln!(out, "@ root (the leaf is the root position)")?;
-    }
-    Ok(())
-}
-
-/// Pushes `children` so that the first is popped first; a single child continues the chain.
-fn push_siblings(stack: &mut Vec<Item>, children: &[usize], prefix: &str) {
-    let last = children.len().saturating_sub(1);
-    for (k, &c) in children.iter().enumerate().rev() {
-        let connector = match (children.len(), k == last) {
-            (1, _) => "",
-            (_, true) => "└─",
-            (_, false) => "├─",
-        };
-        stack.push(Item {
-            node: c,
-            prefix: prefix.to_owned(),
-            connector,
-        });
-    }
 }

@@ -1,0 +1,336 @@
+//! Fixtures (one generated session in all three stores) and the resume scenarios:
+//! a long linear session, and a huge bushy session against a small one with the same
+//! active path, followed by random moves on the huge one.
+
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use grove::{ImportOptions, Store, StoreConfig};
+
+use super::measure::{
+    dir_size, file_size, fmt_bytes, fmt_count, fmt_duration, fmt_ratio, measure, Stats,
+};
+use super::report::{Table, Target};
+use super::{ops, progress, Ctx};
+use crate::baseline::jsonl::JsonlStore;
+use crate::baseline::sqlite::SqliteStore;
+use crate::gen::{generate_to, GenSpec, GeneratedSession};
+use crate::payload::Payload;
+use crate::Result;
+
+/// One generated session in all three stores.
+pub(crate) struct Fixture {
+    pub label: String,
+    pub gen: GeneratedSession,
+    pub jsonl: PathBuf,
+    pub grove: PathBuf,
+    pub sqlite: PathBuf,
+    pub grove_import: Duration,
+    pub sqlite_import: Duration,
+    pub grove_bytes: u64,
+    pub sqlite_bytes: u64,
+}
+
+impl Fixture {
+    /// Generates `spec` to a file and imports it into a new grove store and SQLite file.
+    pub(crate) fn prepare(cx: &Ctx, name: &str, label: &str, spec: &GenSpec) -> Result<Fixture> {
+        progress(&format!("{label}: generating"));
+        let jsonl = cx.path(&format!("{name}.jsonl"));
+        let gen = generate_to(spec, &mut BufWriter::new(File::create(&jsonl)?))?;
+        progress(&format!(
+            "{label}: {} entries, {} leaf lines, active path {}, {}; importing",
+            fmt_count(gen.ids.len() as u64),
+            gen.leaf_records,
+            gen.active_path_len,
+            fmt_bytes(gen.bytes)
+        ));
+        let grove = cx.path(&format!("{name}.grove"));
+        let t = Instant::now();
+        {
+            let store =
+                Store::open_with(StoreConfig::new(&grove).durability(grove::Durability::None))?;
+            store.import_file(&jsonl, ImportOptions::default())?;
+            store.flush()?;
+        }
+        let grove_import = t.elapsed();
+        let sqlite = cx.path(&format!("{name}.sqlite"));
+        let bytes = std::fs::read(&jsonl)?;
+        let t = Instant::now();
+        {
+            let mut db = SqliteStore::open(&sqlite)?;
+            db.import(&bytes)?;
+            db.checkpoint()?;
+        }
+        let sqlite_import = t.elapsed();
+        let sqlite_bytes = ["", "-wal", "-shm"]
+            .iter()
+            .map(|s| file_size(&PathBuf::from(format!("{}{s}", sqlite.display()))))
+            .sum();
+        Ok(Fixture {
+            label: label.to_owned(),
+            grove_bytes: dir_size(&grove)?,
+            gen,
+            jsonl,
+            grove,
+            sqlite,
+            grove_import,
+            sqlite_import,
+            sqlite_bytes,
+        })
+    }
+
+    /// Removes the fixture's files.
+    pub(crate) fn remove(self) {
+        let _ = std::fs::remove_file(&self.jsonl);
+        let _ = std::fs::remove_dir_all(&self.grove);
+        for s in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{s}", self.sqlite.display()));
+        }
+    }
+}
+
+/// Cold resume timings of one fixture in the three stores.
+pub(crate) struct Resume {
+    pub grove: Stats,
+    pub sqlite: Stats,
+    pub jsonl: Stats,
+    pub messages: usize,
+}
+
+pub(crate) fn resume(cx: &mut Ctx, f: &Fixture) -> Result<Resume> {
+    let (runs, warmup) = (cx.sizes.runs, cx.sizes.warmup);
+    let id = f.gen.session_id.clone();
+    let (mut g, mut s, mut j) = (0, 0, 0);
+    progress(&format!("{}: resume grove", f.label));
+    let grove = measure(warmup, runs, || {
+        let t = Instant::now();
+        let store = Store::open(&f.grove)?;
+        let ctx = store.session(&id)?.build_context()?;
+        let d = t.elapsed();
+        g = ctx.messages.len();
+        Ok(d)
+    })?;
+    progress(&format!("{}: resume SQLite", f.label));
+    let sqlite = measure(warmup, runs, || {
+        let t = Instant::now();
+        let db = SqliteStore::open(&f.sqlite)?;
+        let ctx = db.build_context(&id)?;
+        let d = t.elapsed();
+        s = ctx.len();
+        Ok(d)
+    })?;
+    progress(&format!("{}: resume JSONL", f.label));
+    let jsonl = measure(warmup, runs, || {
+        let t = Instant::now();
+        let store = JsonlStore::open(&f.jsonl)?;
+        let n = store.build_context()?.len();
+        let d = t.elapsed();
+        j = n;
+        Ok(d)
+    })?;
+    cx.check(&format!("resume {}", f.label), g, s, j);
+    Ok(Resume {
+        grove,
+        sqlite,
+        jsonl,
+        messages: g,
+    })
+}
+
+fn resume_table(title: &str) -> Table {
+    Table::new(
+        title,
+        "A newly opened store or file each run: grove `Store::open` + `session` + \
+         `build_context`; SQLite connect + leaf + recursive path + selection; JSONL read + \
+         parse every line + id map + walk + selection.",
+        &[
+            "session",
+            "JSONL size",
+            "active path",
+            "messages",
+            "grove",
+            "SQLite",
+            "pi JSONL",
+            "grove / SQLite",
+            "grove / JSONL",
+        ],
+    )
+}
+
+fn resume_row(t: &mut Table, f: &Fixture, r: &Resume) {
+    t.row(vec![
+        f.label.clone(),
+        fmt_bytes(f.gen.bytes),
+        fmt_count(f.gen.active_path_len as u64),
+        fmt_count(r.messages as u64),
+        fmt_duration(r.grove.median),
+        fmt_duration(r.sqlite.median),
+        fmt_duration(r.jsonl.median),
+        fmt_ratio(r.grove.secs() / r.sqlite.secs()),
+        fmt_ratio(r.grove.secs() / r.jsonl.secs()),
+    ]);
+}
+
+/// What a fixture cost to import and weighs on disk.
+#[derive(Debug, Clone)]
+pub(crate) struct FixtureStats {
+    label: String,
+    jsonl_bytes: u64,
+    grove_bytes: u64,
+    sqlite_bytes: u64,
+    grove_import: Duration,
+    sqlite_import: Duration,
+}
+
+impl Fixture {
+    pub(crate) fn stats(&self) -> FixtureStats {
+        FixtureStats {
+            label: self.label.clone(),
+            jsonl_bytes: self.gen.bytes,
+            grove_bytes: self.grove_bytes,
+            sqlite_bytes: self.sqlite_bytes,
+            grove_import: self.grove_import,
+            sqlite_import: self.sqlite_import,
+        }
+    }
+}
+
+/// The bytes-on-disk and import tables of every fixture of the run.
+pub(crate) fn storage_tables(fixtures: &[FixtureStats]) -> (Table, Table) {
+    let mut bytes = Table::new(
+        "Bytes on disk",
+        "After import and flush (grove) or WAL checkpoint (SQLite).",
+        &[
+            "session",
+            "pi JSONL",
+            "grove",
+            "SQLite",
+            "grove / JSONL",
+            "SQLite / JSONL",
+        ],
+    );
+    let mut import = Table::new(
+        "Import (informative)",
+        "Import of the JSONL file: grove `import_file` (streaming, flushed); SQLite one \
+         transaction of inserts.",
+        &["session", "grove", "SQLite", "grove MB/s", "SQLite MB/s"],
+    );
+    for f in fixtures {
+        let mb = f.jsonl_bytes as f64 / 1e6;
+        bytes.row(vec![
+            f.label.clone(),
+            fmt_bytes(f.jsonl_bytes),
+            fmt_bytes(f.grove_bytes),
+            fmt_bytes(f.sqlite_bytes),
+            fmt_ratio(f.grove_bytes as f64 / f.jsonl_bytes as f64),
+            fmt_ratio(f.sqlite_bytes as f64 / f.jsonl_bytes as f64),
+        ]);
+        import.row(vec![
+            f.label.clone(),
+            fmt_duration(f.grove_import),
+            fmt_duration(f.sqlite_import),
+            format!("{:.0}", mb / f.grove_import.as_secs_f64()),
+            format!("{:.0}", mb / f.sqlite_import.as_secs_f64()),
+        ]);
+    }
+    (bytes, import)
+}
+
+fn bytes_target(f: &Fixture) -> Target {
+    let r = f.grove_bytes as f64 / f.gen.bytes as f64;
+    Target {
+        measurement: format!("bytes on disk, {}", f.label),
+        target: "≤ 2× the pi JSONL size".to_owned(),
+        result: format!("{} ({})", fmt_ratio(r), fmt_bytes(f.grove_bytes)),
+        met: r <= 2.0,
+    }
+}
+
+/// Resume of a long linear session with realistic payloads and compactions.
+pub(crate) fn resume_linear(cx: &mut Ctx) -> Result<()> {
+    let s = &cx.sizes;
+    let spec = GenSpec::linear(s.linear, 11)
+        .payload(Payload::Realistic)
+        .compaction_every(s.compaction_every);
+    let label = format!("linear {}, realistic", fmt_count(s.linear as u64));
+    let f = Fixture::prepare(cx, "linear", &label, &spec)?;
+    let r = resume(cx, &f)?;
+    let mut t = resume_table("Resume a long linear session: open + build_context (cold)");
+    resume_row(&mut t, &f, &r);
+    cx.tables.push(t);
+    let ratio = r.grove.secs() / r.jsonl.secs();
+    cx.targets.push(Target {
+        measurement: format!("resume, {label}"),
+        target: "≥ 10× faster than the pi JSONL store (grove / JSONL ≤ 0.1)".to_owned(),
+        result: format!(
+            "{} vs {}",
+            fmt_duration(r.grove.median),
+            fmt_duration(r.jsonl.median)
+        ),
+        met: ratio <= 0.1,
+    });
+    cx.fixtures.push(f.stats());
+    cx.targets.push(bytes_target(&f));
+    f.remove();
+    Ok(())
+}
+
+/// Resume of a huge bushy session against a small one with the same active path, then
+/// random moves on the huge one.
+pub(crate) fn resume_bushy(cx: &mut Ctx) -> Result<()> {
+    let s = cx.sizes.clone();
+    let big_spec = GenSpec::bushy(s.bushy, s.bushy_branches, 12).active_path(s.active_path);
+    let big_label = format!(
+        "bushy {}, {} branches",
+        fmt_count(s.bushy as u64),
+        fmt_count(s.bushy_branches as u64)
+    );
+    let big = Fixture::prepare(cx, "bushy", &big_label, &big_spec)?;
+    let path = big.gen.active_path_len.max(1);
+    let small_spec = GenSpec::bushy(s.small, (2 * s.small / path).max(1), 13).active_path(path);
+    let small_label = format!("bushy {}, same path", fmt_count(s.small as u64));
+    let small = Fixture::prepare(cx, "small", &small_label, &small_spec)?;
+    let rb = resume(cx, &big)?;
+    let rs = resume(cx, &small)?;
+    let mut t =
+        resume_table("Resume a huge bushy session vs a small one with the same active path (cold)");
+    resume_row(&mut t, &big, &rb);
+    resume_row(&mut t, &small, &rs);
+    let ratio = |a: &Stats, b: &Stats| a.secs() / b.secs();
+    t.row(vec![
+        "big / small".to_owned(),
+        String::new(),
+        String::new(),
+        String::new(),
+        fmt_ratio(ratio(&rb.grove, &rs.grove)),
+        fmt_ratio(ratio(&rb.sqlite, &rs.sqlite)),
+        fmt_ratio(ratio(&rb.jsonl, &rs.jsonl)),
+        String::new(),
+        String::new(),
+    ]);
+    cx.tables.push(t);
+    let r = ratio(&rb.grove, &rs.grove);
+    cx.targets.push(Target {
+        measurement: format!(
+            "resume, {big_label} (active path {}) vs {small_label} ({})",
+            big.gen.active_path_len, small.gen.active_path_len
+        ),
+        target: "≤ 2× (cost follows the path, not the session)".to_owned(),
+        result: format!(
+            "{} ({} vs {})",
+            fmt_ratio(r),
+            fmt_duration(rb.grove.median),
+            fmt_duration(rs.grove.median)
+        ),
+        met: r <= 2.0,
+    });
+    cx.fixtures.push(big.stats());
+    cx.fixtures.push(small.stats());
+    cx.targets.push(bytes_target(&big));
+    ops::moves(cx, &big)?;
+    big.remove();
+    small.remove();
+    Ok(())
+}

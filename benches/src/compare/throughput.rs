@@ -1,0 +1,323 @@
+//! Append throughput: grove `append` against raw sled inserts of the same bytes (and the
+//! baselines), and `append_many` in batches.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use grove::{AppendOptions, CreateSession, NewEntry};
+
+use super::measure::{fmt_count, fmt_rate, fmt_ratio, measure, Stats};
+use super::ops::{grove_writer, remove_sqlite};
+use super::report::{Table, Target};
+use super::{progress, Ctx};
+use crate::baseline::jsonl::JsonlStore;
+use crate::baseline::sqlite::SqliteStore;
+use crate::gen::{GenSpec, Generator, Record, CWD};
+use crate::payload::Payload;
+use crate::Result;
+
+/// The records of a linear spec as API entries and as lines.
+struct Workload {
+    label: String,
+    session_id: String,
+    header: String,
+    entries: Vec<(NewEntry, AppendOptions)>,
+    lines: Vec<String>,
+    bytes: u64,
+}
+
+impl Workload {
+    fn new(label: &str, spec: &GenSpec) -> Workload {
+        let mut generator = Generator::new(spec);
+        let session_id = generator.session_id().to_owned();
+        let header = generator.header().to_owned();
+        let mut entries = Vec::new();
+        let mut lines = Vec::new();
+        for record in &mut generator {
+            let line = record.line();
+            if let Record::Entry {
+                id,
+                timestamp,
+                entry,
+                ..
+            } = record
+            {
+                let options = AppendOptions {
+                    id: Some(id),
+                    timestamp: Some(timestamp),
+                    durability: None,
+                };
+                entries.push((entry, options));
+            }
+            lines.push(line);
+        }
+        let bytes = lines.iter().map(|l| l.len() as u64).sum();
+        Workload {
+            label: label.to_owned(),
+            session_id,
+            header,
+            entries,
+            lines,
+            bytes,
+        }
+    }
+
+    fn rate(&self, s: &Stats) -> String {
+        format!(
+            "{} ({:.1} MB/s)",
+            fmt_rate(self.lines.len() as f64 / s.secs()),
+            self.bytes as f64 / 1e6 / s.secs()
+        )
+    }
+}
+
+/// Fresh paths for each run.
+struct Scratch {
+    base: PathBuf,
+    n: usize,
+}
+
+impl Scratch {
+    fn next(&mut self, what: &str) -> PathBuf {
+        self.n += 1;
+        self.base.join(format!("{what}-{}", self.n))
+    }
+}
+
+fn create(store: &grove::Store, w: &Workload) -> Result<grove::Session> {
+    Ok(store.create_session(CreateSession {
+        id: Some(w.session_id.clone()),
+        cwd: CWD.to_owned(),
+        ..CreateSession::default()
+    })?)
+}
+
+/// Runs `body` against a fresh grove store, SQLite file, JSONL file and raw sled tree per
+/// run; each returns its own measured time.
+struct Runner<'a> {
+    w: &'a Workload,
+    scratch: Scratch,
+    runs: usize,
+}
+
+impl Runner<'_> {
+    fn grove(&mut self, body: impl Fn(&grove::Session) -> Result<()>) -> Result<Stats> {
+        let (w, scratch) = (self.w, &mut self.scratch);
+        measure(0, self.runs, || {
+            let dir = scratch.next("grove");
+            let d = {
+                let store = grove_writer(&dir)?;
+                let session = create(&store, w)?;
+                let t = Instant::now();
+                body(&session)?;
+                store.flush()?;
+                t.elapsed()
+            };
+            let _ = std::fs::remove_dir_all(&dir);
+            Ok(d)
+        })
+    }
+
+    fn sled(&mut self, body: impl Fn(&sled::Db) -> Result<()>) -> Result<Stats> {
+        let scratch = &mut self.scratch;
+        measure(0, self.runs, || {
+            let dir = scratch.next("sled");
+            let d = {
+                let db = sled::open(&dir)?;
+                let t = Instant::now();
+                body(&db)?;
+                db.flush()?;
+                t.elapsed()
+            };
+            let _ = std::fs::remove_dir_all(&dir);
+            Ok(d)
+        })
+    }
+
+    fn sqlite(&mut self, body: impl Fn(&mut SqliteStore) -> Result<()>) -> Result<Stats> {
+        let (w, scratch) = (self.w, &mut self.scratch);
+        measure(0, self.runs, || {
+            let path = scratch.next("sqlite");
+            let d = {
+                let mut db = SqliteStore::open(&path)?;
+                db.create_session(&w.session_id, &w.header)?;
+                let t = Instant::now();
+                body(&mut db)?;
+                t.elapsed()
+            };
+            remove_sqlite(&path);
+            Ok(d)
+        })
+    }
+
+    fn jsonl(&mut self, body: impl Fn(&mut JsonlStore) -> Result<()>) -> Result<Stats> {
+        let (w, scratch) = (self.w, &mut self.scratch);
+        measure(0, self.runs, || {
+            let path = scratch.next("jsonl");
+            std::fs::write(&path, format!("{}\n", w.header))?;
+            let d: Duration = {
+                let mut store = JsonlStore::open(&path)?;
+                let t = Instant::now();
+                body(&mut store)?;
+                t.elapsed()
+            };
+            let _ = std::fs::remove_file(&path);
+            Ok(d)
+        })
+    }
+}
+
+fn runner<'a>(cx: &Ctx, w: &'a Workload) -> Runner<'a> {
+    Runner {
+        w,
+        scratch: Scratch {
+            base: cx.work.clone(),
+            n: 0,
+        },
+        runs: cx.sizes.runs.min(3),
+    }
+}
+
+/// Single appends against raw sled inserts of the same bytes.
+pub(crate) fn append_throughput(cx: &mut Ctx) -> Result<()> {
+    let s = cx.sizes.clone();
+    let mut table = Table::new(
+        "Append throughput",
+        "Entries appended one call at a time to a new session, until a final flush. grove: \
+         `append_with` (the generated id and timestamp, so the stored lines are the \
+         generated bytes), `Durability::None`; raw sled: `insert(seq, line)` of the same \
+         lines, no flush per insert; SQLite: one transaction per append; JSONL: one `write` \
+         per line.",
+        &[
+            "payload",
+            "entries",
+            "grove append",
+            "raw sled insert",
+            "SQLite",
+            "pi JSONL",
+            "grove / raw sled",
+        ],
+    );
+    let workloads = [
+        Workload::new("small", &GenSpec::linear(s.appends, 31)),
+        Workload::new(
+            "realistic",
+            &GenSpec::linear(s.appends_realistic, 32).payload(Payload::Realistic),
+        ),
+    ];
+    for w in &workloads {
+        progress(&format!("append throughput, {} payload", w.label));
+        let mut r = runner(cx, w);
+        let grove = r.grove(|session| {
+            for (entry, options) in &w.entries {
+                session.append_with(entry.clone(), options.clone())?;
+            }
+            Ok(())
+        })?;
+        let raw = r.sled(|db| {
+            for (i, line) in w.lines.iter().enumerate() {
+                db.insert((i as u64).to_be_bytes(), line.as_bytes())?;
+            }
+            Ok(())
+        })?;
+        let sqlite = r.sqlite(|db| {
+            for line in &w.lines {
+                db.append_line(&w.session_id, line)?;
+            }
+            Ok(())
+        })?;
+        let jsonl = r.jsonl(|store| {
+            for line in &w.lines {
+                store.append_line(line)?;
+            }
+            Ok(())
+        })?;
+        let ratio = raw.secs() / grove.secs();
+        table.row(vec![
+            w.label.clone(),
+            fmt_count(w.lines.len() as u64),
+            w.rate(&grove),
+            w.rate(&raw),
+            w.rate(&sqlite),
+            w.rate(&jsonl),
+            fmt_ratio(ratio),
+        ]);
+        cx.targets.push(Target {
+            measurement: format!("append throughput, {} payload", w.label),
+            target: "≥ 0.5× raw sled inserts of the same bytes".to_owned(),
+            result: format!("{} ({})", fmt_ratio(ratio), w.rate(&grove)),
+            met: ratio >= 0.5,
+        });
+    }
+    cx.tables.push(table);
+    Ok(())
+}
+
+/// `append_many` in batches.
+pub(crate) fn append_many(cx: &mut Ctx) -> Result<()> {
+    let s = cx.sizes.clone();
+    let w = Workload::new("small", &GenSpec::linear(s.appends, 33));
+    let batch = s.batch.max(1);
+    progress(&format!("append_many, batches of {batch}"));
+    let entries: Vec<NewEntry> = w.entries.iter().map(|(e, _)| e.clone()).collect();
+    let mut r = runner(cx, &w);
+    let grove = r.grove(|session| {
+        for chunk in entries.chunks(batch) {
+            session.append_many(chunk)?;
+        }
+        Ok(())
+    })?;
+    let raw = r.sled(|db| {
+        for (c, chunk) in w.lines.chunks(batch).enumerate() {
+            let mut b = sled::Batch::default();
+            for (i, line) in chunk.iter().enumerate() {
+                b.insert(&((c * batch + i) as u64).to_be_bytes(), line.as_bytes());
+            }
+            db.apply_batch(b)?;
+        }
+        Ok(())
+    })?;
+    let sqlite = r.sqlite(|db| {
+        for chunk in w.lines.chunks(batch) {
+            db.append_lines(&w.session_id, chunk)?;
+        }
+        Ok(())
+    })?;
+    let jsonl = r.jsonl(|store| {
+        for chunk in w.lines.chunks(batch) {
+            store.append_lines(chunk)?;
+        }
+        Ok(())
+    })?;
+    let mut table = Table::new(
+        &format!("append_many throughput (batches of {batch})"),
+        "grove: `append_many` of each batch (one atomic batch, `Durability::None`); raw sled: \
+         one `apply_batch` per batch; SQLite: one transaction per batch; JSONL: one `write` \
+         per batch. Small payload.",
+        &[
+            "entries",
+            "grove append_many",
+            "raw sled batch",
+            "SQLite",
+            "pi JSONL",
+            "grove / raw sled",
+        ],
+    );
+    table.row(vec![
+        fmt_count(w.lines.len() as u64),
+        w.rate(&grove),
+        w.rate(&raw),
+        w.rate(&sqlite),
+        w.rate(&jsonl),
+        fmt_ratio(raw.secs() / grove.secs()),
+    ]);
+    cx.tables.push(table);
+    let rate = w.lines.len() as f64 / grove.secs();
+    cx.targets.push(Target {
+        measurement: format!("append_many entries/s (batches of {batch}, small payload)"),
+        target: "≥ 100,000 entries/s".to_owned(),
+        result: fmt_rate(rate),
+        met: rate >= 100_000.0,
+    });
+    Ok(())
+}

@@ -1,0 +1,480 @@
+//! Verification: recompute every digest chain and every index from the log, and report each
+//! disagreement with its session and entry. Every stored record carries a checksum, every
+//! line a content hash in its node, and every node is re-derived with the same fold as
+//! append, so a changed byte anywhere in a session's values is found.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use grove_codec::digest;
+use grove_codec::entry::Envelope;
+use grove_codec::header::Header;
+use grove_codec::record::{
+    self, HeadRecord, LabelRecord, LeafTarget, NodeRecord, Parent, SessionRecord, ViewRecord,
+};
+use grove_codec::EntryKind;
+
+use crate::error::Result;
+use crate::fold;
+use crate::keys;
+use crate::session::Session;
+use crate::store::Store;
+
+/// One problem found by verification.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    /// The session (id, or `sid N` when the id is unreadable).
+    pub session: String,
+    /// The entry, when the problem is about one.
+    pub entry: Option<String>,
+    /// What is wrong.
+    pub what: String,
+}
+
+impl std::fmt::Display for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.entry {
+            Some(e) => write!(f, "session {}, entry {}: {}", self.session, e, self.what),
+            None => write!(f, "session {}: {}", self.session, self.what),
+        }
+    }
+}
+
+/// The result of a verification.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct VerifyReport {
+    /// Sessions checked.
+    pub sessions: u64,
+    /// Records (entries and leaf records) checked.
+    pub records: u64,
+    /// Every problem found; empty when the store is sound.
+    pub problems: Vec<Problem>,
+}
+
+impl VerifyReport {
+    /// Whether nothing was found.
+    pub fn is_ok(&self) -> bool {
+        self.problems.is_empty()
+    }
+}
+
+impl Store {
+    /// Verifies every session of the store.
+    pub fn verify(&self) -> Result<VerifyReport> {
+        let mut report = VerifyReport::default();
+        let start = vec![keys::T_SESSION_ID];
+        let end = keys::prefix_end(&start);
+        let mut ids = Vec::new();
+        for pair in self.inner.kv.scan(&start, &end) {
+            let (k, v) = pair?;
+            let id = keys::string_suffix(&k, 1).unwrap_or_default();
+            match keys::u64_value(&v) {
+                Some(sid) => ids.push((id, sid)),
+                None => report.problems.push(Problem {
+                    session: id,
+                    entry: None,
+                    what: "session id index value is not a session number".into(),
+                }),
+            }
+        }
+        for (id, sid) in ids {
+            match self.inner.get::<SessionRecord>(&keys::session(sid)) {
+                Ok(Some(rec)) => {
+                    let session = Session::new(self.inner.clone(), sid, rec);
+                    verify_session(&session, &id, &mut report)?;
+                }
+                Ok(None) => report.problems.push(Problem {
+                    session: id,
+                    entry: None,
+                    what: format!(
+                        "session id index points at sid {sid}, which has no session record"
+                    ),
+                }),
+                Err(e) => report.problems.push(Problem {
+                    session: id,
+                    entry: None,
+                    what: e.to_string(),
+                }),
+            }
+            report.sessions += 1;
+        }
+        Ok(report)
+    }
+}
+
+impl Session {
+    /// Verifies this session.
+    pub fn verify(&self) -> Result<VerifyReport> {
+        let mut report = VerifyReport {
+            sessions: 1,
+            ..VerifyReport::default()
+        };
+        verify_session(self, self.id(), &mut report)?;
+        Ok(report)
+    }
+}
+
+struct Checker<'r> {
+    session: String,
+    report: &'r mut VerifyReport,
+}
+
+impl Checker<'_> {
+    fn fail(&mut self, entry: Option<&str>, what: impl Into<String>) {
+        self.report.problems.push(Problem {
+            session: self.session.clone(),
+            entry: entry.map(str::to_owned),
+            what: what.into(),
+        });
+    }
+}
+
+/// A record of the log as read back, with its parsed envelope.
+struct Row {
+    node: NodeRecord,
+    line: String,
+    env: Option<Envelope>,
+}
+
+fn verify_session(s: &Session, listed_as: &str, report: &mut VerifyReport) -> Result<()> {
+    let mut c = Checker {
+        session: listed_as.to_owned(),
+        report,
+    };
+    let rec = s.record();
+    if rec.id != listed_as {
+        c.fail(
+            None,
+            format!("session record id {} differs from its index key", rec.id),
+        );
+    }
+    match Header::parse(&rec.header) {
+        Ok(h) => {
+            if h.id != rec.id
+                || h.timestamp != rec.created
+                || h.cwd != rec.cwd
+                || h.parent_session != rec.parent_session
+            {
+                c.fail(None, "session record disagrees with its header line");
+            }
+        }
+        Err(e) => c.fail(None, format!("header line: {e}")),
+    }
+    let head = match s.inner.get::<HeadRecord>(&keys::head(s.sid)) {
+        Ok(Some(h)) => h,
+        Ok(None) => {
+            c.fail(None, "missing head");
+            return Ok(());
+        }
+        Err(e) => {
+            c.fail(None, e.to_string());
+            return Ok(());
+        }
+    };
+    if s.inner.kv.get(&keys::pending(s.sid))?.is_some() {
+        c.fail(None, "pending marker present on a published session");
+    }
+    // The log: nodes and lines for 0..next_seq.
+    let mut rows: Vec<Row> = Vec::with_capacity(head.next_seq as usize);
+    let nstart = keys::session_prefix(keys::T_NODE, s.sid);
+    let lstart = keys::session_prefix(keys::T_LINE, s.sid);
+    let mut nodes = s.inner.kv.scan(&nstart, &keys::prefix_end(&nstart));
+    let mut lines = s.inner.kv.scan(&lstart, &keys::prefix_end(&lstart));
+    for seq in 0..head.next_seq {
+        let (n, l) = (nodes.next().transpose()?, lines.next().transpose()?);
+        let (Some((nk, nv)), Some((lk, lv))) = (n, l) else {
+            c.fail(
+                None,
+                format!("log ends at {seq}, head says {}", head.next_seq),
+            );
+            return Ok(());
+        };
+        if keys::last_u64(&nk) != Some(seq) || keys::last_u64(&lk) != Some(seq) {
+            c.fail(None, format!("log record {seq} is missing"));
+            return Ok(());
+        }
+        let node = match record::decode::<NodeRecord>(&nv) {
+            Ok(n) => n,
+            Err(e) => {
+                c.fail(None, format!("node {seq}: {e}"));
+                return Ok(());
+            }
+        };
+        let line = String::from_utf8_lossy(&lv).into_owned();
+        if digest::content_hash(&lv) != node.content {
+            c.fail(
+                Some(&node.id),
+                format!("line {seq} does not match its content hash"),
+            );
+        }
+        let env = Envelope::parse(&line).ok();
+        match &env {
+            None => c.fail(Some(&node.id), format!("line {seq} is not a valid entry")),
+            Some(e) if e.id != node.id || e.kind.tag() != node.kind => c.fail(
+                Some(&node.id),
+                format!("node {seq} disagrees with its line (id or type)"),
+            ),
+            Some(_) => {}
+        }
+        rows.push(Row { node, line, env });
+    }
+    if nodes.next().is_some() || lines.next().is_some() {
+        c.fail(None, format!("records beyond next_seq {}", head.next_seq));
+    }
+    c.report.records += rows.len() as u64;
+    // Ids resolve to their last occurrence.
+    let mut last: HashMap<&str, u64> = HashMap::new();
+    for (seq, r) in rows.iter().enumerate() {
+        last.insert(r.node.id.as_str(), seq as u64);
+    }
+    let istart = keys::session_prefix(keys::T_ENTRY_ID, s.sid);
+    let mut indexed = 0usize;
+    for pair in s.inner.kv.scan(&istart, &keys::prefix_end(&istart)) {
+        let (k, v) = pair?;
+        indexed += 1;
+        let id = keys::string_suffix(&k, 9).unwrap_or_default();
+        if keys::u64_value(&v) != last.get(id.as_str()).copied() {
+            c.fail(Some(&id), "id index disagrees with the log");
+        }
+    }
+    if indexed != last.len() {
+        c.fail(
+            None,
+            format!("id index has {indexed} ids, the log {}", last.len()),
+        );
+    }
+    let is_leaf = |seq: u64| rows[seq as usize].node.kind == EntryKind::Leaf.tag();
+    // Every node against the fold of its parent.
+    let mut children: BTreeSet<(u64, u64)> = BTreeSet::new();
+    let mut leaf_records = BTreeSet::new();
+    let mut compactions = BTreeSet::new();
+    let mut labels: BTreeMap<String, LabelRecord> = BTreeMap::new();
+    let mut name_at = None;
+    let mut leaf: Option<u64> = None;
+    for (seq, r) in rows.iter().enumerate() {
+        let seq = seq as u64;
+        let Some(env) = &r.env else { continue };
+        let id = r.node.id.as_str();
+        if env.kind == EntryKind::Leaf {
+            leaf_records.insert(seq);
+            let target = match &env.target_id {
+                None => LeafTarget::Null,
+                Some(t) => last
+                    .get(t.as_str())
+                    .filter(|&&t| !is_leaf(t))
+                    .map_or(LeafTarget::Missing, |&t| LeafTarget::Seq(t)),
+            };
+            let previous = r.node.parent.seq();
+            let expected_prev = env.parent_id.as_deref().and_then(|p| last.get(p).copied());
+            if previous != expected_prev {
+                c.fail(
+                    Some(id),
+                    "leaf record's previous leaf disagrees with its line",
+                );
+            }
+            if fold::leaf_node(id, previous, target, r.node.content) != r.node {
+                c.fail(Some(id), "leaf record disagrees with its line");
+            }
+            leaf = match target {
+                LeafTarget::Seq(t) => Some(t),
+                _ => None,
+            };
+            continue;
+        }
+        leaf = last.get(id).copied();
+        let expected_parent = match &env.parent_id {
+            None => Parent::Root,
+            Some(p) if p == id => Parent::SelfRef,
+            Some(p) => match last.get(p.as_str()) {
+                None => Parent::Missing,
+                Some(&ps) => Parent::Seq(ps),
+            },
+        };
+        let parent_ok = match (expected_parent, r.node.parent) {
+            (Parent::Seq(a), Parent::Cycle(b)) => a == b,
+            (a, b) => a == b,
+        };
+        if !parent_ok {
+            c.fail(
+                Some(id),
+                format!(
+                    "parent {:?} disagrees with parentId (expected {expected_parent:?})",
+                    r.node.parent
+                ),
+            );
+        }
+        let parent_node = match r.node.parent {
+            Parent::Seq(p) if p < rows.len() as u64 => Some(&rows[p as usize].node),
+            _ => None,
+        };
+        let jump_node = parent_node
+            .and_then(|p| p.jump)
+            .and_then(|j| rows.get(j.seq as usize))
+            .map(|r| &r.node);
+        let kind = EntryKind::from_tag(r.node.kind).unwrap_or(EntryKind::Unknown);
+        let mut expected = fold::derive_node(
+            seq,
+            id,
+            kind,
+            r.node.parent,
+            parent_node,
+            jump_node,
+            r.node.content,
+        );
+        expected.shadowed = last.get(id) != Some(&seq);
+        if expected != r.node {
+            c.fail(
+                Some(id),
+                "node disagrees with the fold of its parent (digest chain or derived fields)",
+            );
+        }
+        if !expected.shadowed {
+            let pseq = match r.node.parent {
+                Parent::Seq(p) => p,
+                _ => keys::ROOT,
+            };
+            children.insert((pseq, seq));
+        }
+        match kind {
+            EntryKind::Compaction => {
+                compactions.insert(seq);
+            }
+            EntryKind::SessionInfo => name_at = Some(seq),
+            EntryKind::Label => {
+                if let Some(t) = &env.target_id {
+                    let mut batch = crate::kv::WriteBatch::new();
+                    s.label_update(&mut batch, &r.line, t, seq);
+                    for (_, v) in batch.into_ops() {
+                        match v.and_then(|v| record::decode::<LabelRecord>(&v).ok()) {
+                            Some(l) => {
+                                labels.insert(t.clone(), l);
+                            }
+                            None => {
+                                labels.remove(t);
+                            }
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    compare_set(
+        &mut c,
+        s,
+        keys::T_CHILD,
+        "children index",
+        |k| {
+            let p = u64::from_be_bytes(k.get(9..17)?.try_into().ok()?);
+            Some((p, keys::last_u64(k)?))
+        },
+        &children,
+    )?;
+    compare_set(
+        &mut c,
+        s,
+        keys::T_LEAF_HISTORY,
+        "leaf history",
+        keys::last_u64,
+        &leaf_records,
+    )?;
+    compare_set(
+        &mut c,
+        s,
+        keys::T_COMPACTION,
+        "compaction index",
+        keys::last_u64,
+        &compactions,
+    )?;
+    let lstart = keys::session_prefix(keys::T_LABEL, s.sid);
+    let mut stored = BTreeMap::new();
+    for pair in s.inner.kv.scan(&lstart, &keys::prefix_end(&lstart)) {
+        let (k, v) = pair?;
+        let target = keys::string_suffix(&k, 9).unwrap_or_default();
+        match record::decode::<LabelRecord>(&v) {
+            Ok(l) => {
+                stored.insert(target, l);
+            }
+            Err(e) => c.fail(None, format!("label of {target}: {e}")),
+        }
+    }
+    if stored != labels {
+        c.fail(None, "label index disagrees with the label entries");
+    }
+    let entries = rows
+        .iter()
+        .filter(|r| r.node.kind != EntryKind::Leaf.tag())
+        .count() as u64;
+    let last_ts = rows
+        .last()
+        .and_then(|r| r.env.as_ref())
+        .map(|e| e.timestamp.clone());
+    if head.entries != entries
+        || head.name_at != name_at
+        || head.leaf != leaf
+        || head
+            .last_timestamp
+            .as_ref()
+            .is_some_and(|t| Some(t) != last_ts.as_ref())
+    {
+        c.fail(
+            None,
+            "head disagrees with the log (entry count, name, leaf or timestamp)",
+        );
+    }
+    if let Some(t) = head.leaf {
+        if t >= head.next_seq || is_leaf(t) {
+            c.fail(None, "the leaf is not an entry");
+        }
+    }
+    match s.inner.get::<ViewRecord>(&keys::view(s.sid)) {
+        Ok(None) => {}
+        Ok(Some(v)) => {
+            let sound = v.leaf < head.next_seq && !is_leaf(v.leaf) && {
+                let marks: Vec<u64> = s
+                    .fold_context(v.leaf, crate::ContextOptions::grove())
+                    .map(|(_, m)| m.into_iter().map(|(seq, _)| seq).collect())
+                    .unwrap_or_default();
+                let listed: Vec<u64> = v.segments.iter().flat_map(|&(lo, hi)| lo..=hi).collect();
+                marks == listed && rows[v.leaf as usize].node.checkpoint == v.checkpoint
+            };
+            if !sound {
+                c.fail(None, "persisted view disagrees with the log");
+            }
+        }
+        Err(e) => c.fail(None, format!("persisted view: {e}")),
+    }
+    Ok(())
+}
+
+fn compare_set<T: Ord + Copy + std::fmt::Debug>(
+    c: &mut Checker<'_>,
+    s: &Session,
+    table: u8,
+    name: &str,
+    parse: impl Fn(&[u8]) -> Option<T>,
+    expected: &BTreeSet<T>,
+) -> Result<()> {
+    let start = keys::session_prefix(table, s.sid);
+    let mut found = BTreeSet::new();
+    for pair in s.inner.kv.scan(&start, &keys::prefix_end(&start)) {
+        let (k, v) = pair?;
+        if !v.is_empty() {
+            c.fail(None, format!("{name} row has a value"));
+        }
+        match parse(&k) {
+            Some(x) => {
+                found.insert(x);
+            }
+            None => c.fail(None, format!("{name} key is malformed")),
+        }
+    }
+    if &found != expected {
+        let missing = expected.difference(&found).count();
+        let extra = found.difference(expected).count();
+        c.fail(
+            None,
+            format!("{name}: {missing} rows missing, {extra} unexpected"),
+        );
+    }
+    Ok(())
+}
