@@ -95,7 +95,7 @@ fn group_commit_acknowledges_after_a_shared_flush() {
         200
     );
     assert!(
-        used >= 1 && used < 200,
+        (1..200).contains(&used),
         "{used} flushes for 200 group-committed appends"
     );
 }

@@ -280,11 +280,10 @@ fn check_against_memory(kv: &dyn Kv) {
         let mut batch = WriteBatch::new();
         for _ in 0..(rng.next() % 8) {
             let key = rng.key();
-            if rng.next() % 3 == 0 {
-                batch.delete(key);
-            } else {
-                let value = format!("v{round}").into_bytes();
-                batch.put(key, value);
+            // One operation in three is a delete.
+            match rng.next() % 3 {
+                0 => batch.delete(key),
+                _ => batch.put(key, format!("v{round}").into_bytes()),
             }
         }
         reference.apply(batch.clone()).unwrap();
