@@ -21,8 +21,19 @@ impl SledKv {
     /// Opens (or creates) the sled database in `dir`.
     pub fn open(dir: &Path) -> Result<SledKv, KvError> {
         remove_stale_snapshots(dir)?;
-        let db = sled::Config::new().path(dir).open()?;
-        Ok(SledKv { db })
+        // sled releases its file lock from a background thread shortly after the last handle
+        // of a database is dropped; a reopen in the same process may race it. Retry briefly.
+        let mut attempts = 0;
+        loop {
+            match sled::Config::new().path(dir).open() {
+                Ok(db) => return Ok(SledKv { db }),
+                Err(e) if attempts < 100 && is_lock_busy(&e) => {
+                    attempts += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
     }
 
     /// A temporary database, deleted when dropped.
@@ -30,6 +41,10 @@ impl SledKv {
         let db = sled::Config::new().temporary(true).open()?;
         Ok(SledKv { db })
     }
+}
+
+fn is_lock_busy(e: &sled::Error) -> bool {
+    matches!(e, sled::Error::Io(io) if io.to_string().contains("could not acquire lock"))
 }
 
 /// Removes `snap.*.generating` files left by a process killed while sled wrote a snapshot.

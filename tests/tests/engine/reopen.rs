@@ -79,3 +79,22 @@ fn imported_fixture_answers_the_same_after_reopen() {
     s.export(grove::Flavor::Harness, &mut out).unwrap();
     assert_eq!(out, std::fs::read(&file).unwrap());
 }
+
+/// Regression (found by the model-based test): sled releases its file lock from a background
+/// thread after the last handle is dropped, so an immediate reopen in the same process failed
+/// with "could not acquire lock".
+#[test]
+fn reopening_immediately_after_drop_in_the_same_process_works() {
+    let dir = tempfile::tempdir().unwrap();
+    for round in 0..20 {
+        let store = Store::open(dir.path()).unwrap();
+        let s = match store.sessions().unwrap().first() {
+            Some(row) => store.session(&row.id).unwrap(),
+            None => store.create_session(CreateSession::default()).unwrap(),
+        };
+        s.append(super::user(&format!("round {round}"))).unwrap();
+    }
+    let store = Store::open(dir.path()).unwrap();
+    let id = store.sessions().unwrap()[0].id.clone();
+    assert_eq!(store.session(&id).unwrap().entries().count(), 20);
+}
