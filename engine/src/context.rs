@@ -123,10 +123,11 @@ pub struct ModelRef {
 /// What the model sees at a leaf.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Context {
-    /// The messages, each as JSON object text (shared: cloning a context is cheap).
-    pub messages: Vec<Arc<str>>,
+    /// The messages, each as JSON object text. Shared with the session's view: cloning a
+    /// context copies no message, and the view grows in place while no caller holds it.
+    pub messages: Arc<Vec<Arc<str>>>,
     /// Ids of the selected entries (`buildContextEntries`), inert ones included.
-    pub entry_ids: Vec<String>,
+    pub entry_ids: Arc<Vec<String>>,
     /// The model, or `None`.
     pub model: Option<ModelRef>,
     /// The thinking level as raw JSON (`"off"` by default).
@@ -136,6 +137,11 @@ pub struct Context {
 }
 
 impl Context {
+    /// The context at the root position: no messages, default settings.
+    pub fn empty() -> Context {
+        empty_context()
+    }
+
     /// pi's shape: `{"messages":[…],"model":{"provider","modelId"}|null,"thinkingLevel":…,
     /// "activeToolNames":[…]|null}`.
     pub fn to_json(&self) -> String {
@@ -218,8 +224,13 @@ impl Session {
         let mut ctx = empty_context();
         let mut marks = Vec::with_capacity(selected.len());
         for (i, entry) in selected.iter().enumerate() {
-            project(entry, tail_at.contains(&i), options, &mut ctx.messages)?;
-            ctx.entry_ids.push(entry.id().to_owned());
+            project(
+                entry,
+                tail_at.contains(&i),
+                options,
+                Arc::make_mut(&mut ctx.messages),
+            )?;
+            Arc::make_mut(&mut ctx.entry_ids).push(entry.id().to_owned());
             marks.push((entry.seq, ctx.messages.len()));
         }
         match options.settings_scope {
@@ -295,8 +306,8 @@ impl Session {
 /// A context with no messages and default settings.
 pub(crate) fn empty_context() -> Context {
     Context {
-        messages: Vec::new(),
-        entry_ids: Vec::new(),
+        messages: Arc::default(),
+        entry_ids: Arc::default(),
         model: None,
         thinking_level: quote("off"),
         active_tool_names: None,

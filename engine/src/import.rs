@@ -291,11 +291,7 @@ impl Store {
             } else {
                 entries += 1;
                 node.shadowed = id_map.get(r.id.as_str()) != Some(&seq);
-                if !node.shadowed {
-                    let pseq = match node.parent {
-                        Parent::Seq(p) => p,
-                        _ => keys::ROOT,
-                    };
+                if let Some(pseq) = keys::child_row(&node, seq) {
                     batch.put(keys::child(sid, pseq, seq), Vec::new());
                 }
                 match r.kind {

@@ -125,6 +125,21 @@ pub fn child(sid: u64, parent: u64, child: u64) -> Vec<u8> {
     k
 }
 
+/// The children-index row an entry needs, as its parent (or [`ROOT`]): none for shadowed
+/// entries, and none for an entry that continues its parent's run (parent `seq − 1`), which
+/// is the parent's implicit first child.
+pub fn child_row(node: &grove_codec::record::NodeRecord, seq: u64) -> Option<u64> {
+    use grove_codec::record::Parent;
+    if node.shadowed {
+        return None;
+    }
+    match node.parent {
+        Parent::Seq(p) if p + 1 == seq => None,
+        Parent::Seq(p) => Some(p),
+        _ => Some(ROOT),
+    }
+}
+
 /// `[0x13][sid][parent]`: the prefix of a parent's children.
 pub fn children_of(sid: u64, parent: u64) -> Vec<u8> {
     tag_u64_u64(T_CHILD, sid, parent)

@@ -273,17 +273,28 @@ impl Session {
     }
 
     pub(crate) fn children_seqs(&self, pseq: u64) -> Result<Vec<u64>> {
+        let mut out = Vec::new();
+        // The implicit first child: the next record, when it continues this entry's run.
+        if pseq != keys::ROOT {
+            if let Some(next) = self
+                .inner
+                .get::<NodeRecord>(&keys::node(self.sid, pseq + 1))?
+            {
+                if next.kind != EntryKind::Leaf.tag()
+                    && keys::child_row(&next, pseq + 1).is_none()
+                    && next.parent == grove_codec::record::Parent::Seq(pseq)
+                {
+                    out.push(pseq + 1);
+                }
+            }
+        }
         let start = keys::children_of(self.sid, pseq);
         let end = keys::prefix_end(&start);
-        self.inner
-            .kv
-            .scan(&start, &end)
-            .map(|p| {
-                p.map_err(GroveError::from).and_then(|(k, _)| {
-                    keys::last_u64(&k).ok_or_else(|| GroveError::Corrupt("child key".into()))
-                })
-            })
-            .collect()
+        for pair in self.inner.kv.scan(&start, &end) {
+            let (k, _) = pair?;
+            out.push(keys::last_u64(&k).ok_or_else(|| GroveError::Corrupt("child key".into()))?);
+        }
+        Ok(out)
     }
 
     /// The active leaf's id (`None`: the root position).

@@ -327,11 +327,7 @@ fn verify_session(s: &Session, listed_as: &str, report: &mut VerifyReport) -> Re
                 "node disagrees with the fold of its parent (digest chain or derived fields)",
             );
         }
-        if !expected.shadowed {
-            let pseq = match r.node.parent {
-                Parent::Seq(p) => p,
-                _ => keys::ROOT,
-            };
+        if let Some(pseq) = keys::child_row(&expected, seq) {
             children.insert((pseq, seq));
         }
         match kind {

@@ -10,6 +10,7 @@
 //! Views live in a bounded in-memory cache, one per session.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use grove_codec::record::{self, NodeRecord, Parent, ViewRecord};
 use grove_codec::EntryKind;
@@ -167,8 +168,8 @@ impl Session {
             }
             let keep_messages = view.marks[at].1;
             view.marks.truncate(at + 1);
-            view.ctx.messages.truncate(keep_messages);
-            view.ctx.entry_ids.truncate(at + 1);
+            Arc::make_mut(&mut view.ctx.messages).truncate(keep_messages);
+            Arc::make_mut(&mut view.ctx.entry_ids).truncate(at + 1);
             let mut side = self.path_up_to(leaf, Some(common))?;
             if side.first().map(|e| e.seq) != Some(common) {
                 return Ok(None);
@@ -178,8 +179,8 @@ impl Session {
         };
         for entry in &new_side {
             // Entries after the checkpoint project on their own (no tails there).
-            project(entry, false, options, &mut view.ctx.messages)?;
-            view.ctx.entry_ids.push(entry.id().to_owned());
+            project(entry, false, options, Arc::make_mut(&mut view.ctx.messages))?;
+            Arc::make_mut(&mut view.ctx.entry_ids).push(entry.id().to_owned());
             view.marks.push((entry.seq, view.ctx.messages.len()));
         }
         match options.settings_scope {
@@ -254,8 +255,8 @@ impl Session {
             let tail = options.retained_tail == RetainedTail::Use
                 && (i == 0 || (i == 1 && compaction(0)))
                 && compaction(i);
-            project(entry, tail, options, &mut ctx.messages)?;
-            ctx.entry_ids.push(entry.id().to_owned());
+            project(entry, tail, options, Arc::make_mut(&mut ctx.messages))?;
+            Arc::make_mut(&mut ctx.entry_ids).push(entry.id().to_owned());
             marks.push((entry.seq, ctx.messages.len()));
         }
         self.settings_from_pointers(&node, &mut ctx)?;

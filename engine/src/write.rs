@@ -165,8 +165,9 @@ impl<'s> Txn<'s> {
             parent_jump.as_ref(),
             digest::content_hash(line.as_bytes()),
         );
-        let pseq = parent.as_ref().map_or(keys::ROOT, |(s, _)| *s);
-        self.batch.put(keys::child(sid, pseq, seq), Vec::new());
+        if let Some(pseq) = keys::child_row(&node, seq) {
+            self.batch.put(keys::child(sid, pseq, seq), Vec::new());
+        }
         self.put_record(seq, &id, line, node);
         self.head.entries += 1;
         self.head.leaf = Some(seq);

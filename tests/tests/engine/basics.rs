@@ -273,3 +273,25 @@ fn entry_prefixes_resolve_uniquely() {
         Err(GroveError::EntryNotFound(_))
     ));
 }
+
+#[test]
+fn children_include_the_implicit_run_child_but_never_leaf_records() {
+    let store = Store::in_memory().unwrap();
+    let s = store.create_session(CreateSession::default()).unwrap();
+    let a = s.append(user("a")).unwrap();
+    // A leaf record right after `a` whose previous leaf is `a` must not count as a child.
+    s.move_to(Some(&a)).unwrap();
+    assert!(s.children(Some(&a)).unwrap().is_empty());
+    let b = s.append(user("b")).unwrap();
+    let c = s.append(user("c")).unwrap();
+    assert_eq!(ids(s.children(Some(&a)).unwrap()), [b.clone()]);
+    assert_eq!(
+        ids(s.children(Some(&b)).unwrap()),
+        [c.clone()],
+        "implicit: c continues b's run"
+    );
+    s.move_to(Some(&b)).unwrap();
+    let d = s.append(user("d")).unwrap();
+    assert_eq!(ids(s.children(Some(&b)).unwrap()), [c, d]);
+    assert!(store.verify().unwrap().is_ok());
+}

@@ -66,13 +66,7 @@ pub fn run(args: Args, env: &mut Env<'_>) -> CmdResult {
 
 /// The context at the root position.
 fn empty_context() -> Context {
-    Context {
-        messages: Vec::new(),
-        entry_ids: Vec::new(),
-        model: None,
-        thinking_level: "\"off\"".to_owned(),
-        active_tool_names: None,
-    }
+    Context::empty()
 }
 
 /// The settings line, then one `role: preview` line per message.
@@ -101,7 +95,7 @@ pub fn render(ctx: &Context, out: &mut dyn Write) -> CmdResult {
             .unwrap_or_else(|_| t.clone()),
     };
     writeln!(out, "model: {model}  thinking: {thinking}  tools: {tools}")?;
-    for m in &ctx.messages {
+    for m in ctx.messages.iter() {
         match serde_json::from_str::<Value>(m) {
             Ok(v) => writeln!(out, "{}: {}", role_of(&v), message_preview(&v))?,
             Err(_) => writeln!(out, "?: {}", crate::output::clip(m))?,
