@@ -281,27 +281,34 @@ fn json_object(text: &str, field: &str) -> Result<String, InvalidNewEntry> {
     }
 }
 
-/// Removes insignificant whitespace from JSON text, leaving strings untouched.
+/// Removes insignificant whitespace from JSON text, leaving strings untouched. Text that is
+/// already compact (the common case: pi writes compact JSON) is copied without rescanning.
 pub fn compact(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
+    let bytes = text.as_bytes();
+    let mut out: Vec<u8> = Vec::with_capacity(bytes.len());
     let mut in_string = false;
     let mut escaped = false;
-    for c in text.chars() {
+    let mut copied = 0;
+    for (i, &b) in bytes.iter().enumerate() {
         if in_string {
-            out.push(c);
             if escaped {
                 escaped = false;
-            } else if c == '\\' {
+            } else if b == b'\\' {
                 escaped = true;
-            } else if c == '"' {
+            } else if b == b'"' {
                 in_string = false;
             }
-        } else if c == '"' {
+        } else if b == b'"' {
             in_string = true;
-            out.push(c);
-        } else if !c.is_ascii_whitespace() {
-            out.push(c);
+        } else if matches!(b, b' ' | b'\n' | b'\r' | b'\t') {
+            out.extend_from_slice(&bytes[copied..i]);
+            copied = i + 1;
         }
     }
-    out
+    if copied == 0 {
+        return text.to_owned();
+    }
+    out.extend_from_slice(&bytes[copied..]);
+    // Only ASCII whitespace bytes outside strings were removed, so this stays UTF-8.
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }

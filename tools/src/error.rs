@@ -54,6 +54,9 @@ pub enum CommandError {
     /// Writing to stdout failed; a closed pipe ends the command quietly.
     #[error("writing output: {0}")]
     Stdout(io::Error),
+    /// `grove verify` found problems (listed on stdout).
+    #[error("verification found {0} problem(s)")]
+    VerifyFailed(usize),
 }
 
 impl From<io::Error> for CommandError {
@@ -81,6 +84,7 @@ impl CommandError {
             CommandError::File { .. } => "Io",
             CommandError::NoDataDir => "NoDataDir",
             CommandError::Stdout(_) => "Io",
+            CommandError::VerifyFailed(_) => "VerifyFailed",
         }
     }
 
@@ -94,6 +98,7 @@ impl CommandError {
             | CommandError::File { .. }
             | CommandError::NoDataDir
             | CommandError::Stdout(_) => EXIT_USER,
+            CommandError::VerifyFailed(_) => EXIT_STORAGE,
         }
     }
 
@@ -115,6 +120,9 @@ impl CommandError {
             CommandError::InvalidInput { hint, .. } => return hint.clone(),
             CommandError::InFile { source, .. } => return source.hint(),
             CommandError::NoDataDir => "pass --store DIR or set GROVE_STORE",
+            CommandError::VerifyFailed(_) => {
+                "the problems are listed above; export the sessions that verify and re-import them"
+            }
             CommandError::File { .. } | CommandError::Stdout(_) => return None,
             CommandError::Grove(e) => match e {
                 GroveError::SessionNotFound(_) => "run `grove ls` to list the sessions",
@@ -149,6 +157,9 @@ impl CommandError {
                     "is another grove process using the store? (sled allows one process at a time)"
                 }
                 GroveError::Corrupt(_) => "the store is damaged or of an unknown format",
+                GroveError::Poisoned(_) => {
+                    "a write or flush failed; check the disk, then run the command again"
+                }
                 _ => return None,
             },
         };

@@ -11,6 +11,7 @@ mod read;
 mod summary_preview;
 mod tree;
 mod tutorial;
+mod verify;
 mod write;
 
 use std::io::Write;

@@ -23,6 +23,7 @@ pub mod navigate;
 pub mod path;
 pub mod summary_preview;
 pub mod tree;
+pub mod verify;
 
 /// The subcommands.
 #[derive(Debug, Subcommand)]
@@ -41,6 +42,7 @@ pub enum Command {
     Label(label::Args),
     Name(name::Args),
     Fork(fork::Args),
+    Verify(verify::Args),
     Demo(demo::Args),
 }
 
@@ -60,6 +62,9 @@ pub enum DurabilityArg {
     /// is closed at the end of the command; a crash may lose the latest writes, never part of
     /// one.
     None,
+    /// Group commit: each write returns after a flush that covers it, shared with the writes
+    /// of other threads waiting at the same time (as durable as `sync`).
+    Group,
     /// Flushed before each write returns (the default).
     Sync,
 }
@@ -70,6 +75,7 @@ impl DurabilityArg {
     pub fn durability(self) -> Durability {
         match self {
             DurabilityArg::None => Durability::None,
+            DurabilityArg::Group => Durability::Group,
             DurabilityArg::Sync => Durability::Sync,
         }
     }
@@ -126,6 +132,7 @@ pub fn run(command: Command, env: &mut Env<'_>) -> CmdResult {
         Command::Label(a) => label::run(a, env),
         Command::Name(a) => name::run(a, env),
         Command::Fork(a) => fork::run(a, env),
+        Command::Verify(a) => verify::run(a, env),
         Command::Demo(a) => demo::run(a, env),
     }
 }
