@@ -15,6 +15,7 @@ pub mod compare;
 pub mod gen;
 pub mod load;
 pub mod payload;
+pub mod spec;
 
 pub use gen::{generate, generate_to, GenSpec, GeneratedSession, Generator, Record};
 pub use load::{build_via_api, import, import_report};

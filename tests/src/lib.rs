@@ -2,6 +2,8 @@
 //! comparer that cope with what pi writes (lone UTF-16 surrogates, JavaScript number forms).
 #![forbid(unsafe_code)]
 
+pub mod crash;
+
 pub mod oracle {
     //! Discovery of the pi-oracle fixtures (tests/fixtures/pi-oracle, see its README).
 

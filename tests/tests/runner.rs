@@ -3,6 +3,7 @@
 
 mod cli;
 mod codec;
+mod crash;
 mod engine;
 mod oracle;
 mod oracle_ops;

@@ -9,7 +9,7 @@
 //! Options: `--quick`, `--out FILE`, `--workdir DIR`, `--runs N`, `--only a,b` (scenarios:
 //! resume, bushy, depth, append, append_many).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use grove_benches::compare::{self, Options, SCENARIOS};
@@ -18,7 +18,8 @@ const USAGE: &str = "usage: compare [--quick] [--out FILE] [--workdir DIR] [--ru
                      [--only resume,bushy,depth,append,append_many]";
 
 fn parse(args: &[String]) -> Result<Options, String> {
-    let root = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/.."));
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = manifest.parent().unwrap_or(manifest).to_path_buf();
     let mut options = Options {
         quick: false,
         out: PathBuf::new(),

@@ -18,6 +18,9 @@ pub struct Machine {
     pub date: String,
     /// `git rev-parse --short HEAD`, with `+dirty` when the tree has changes.
     pub commit: String,
+    /// The 1, 5 and 15 minute load averages when the report was made (other work on the
+    /// machine makes numbers noisy).
+    pub load: String,
 }
 
 fn command(program: &str, args: &[&str]) -> Option<String> {
@@ -60,7 +63,11 @@ impl Machine {
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as i64);
+        let load = std::fs::read_to_string("/proc/loadavg").map_or("unknown".to_owned(), |l| {
+            l.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
+        });
         Machine {
+            load,
             cores,
             memory,
             cpu,

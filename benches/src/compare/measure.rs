@@ -72,6 +72,31 @@ pub fn dir_size(dir: &Path) -> Result<u64> {
     Ok(total)
 }
 
+/// Waits until sled has released the file lock of the database in `dir`. sled lets go of it
+/// from a background thread after the last handle is dropped, while its last writes finish;
+/// waiting keeps that work out of the next measurement and lets the next open succeed.
+pub fn wait_for_release(dir: &Path) -> Result<()> {
+    let db = dir.join("db");
+    let start = std::time::Instant::now();
+    loop {
+        let file = match std::fs::OpenOptions::new().read(true).write(true).open(&db) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(e.into()),
+        };
+        match file.try_lock() {
+            Ok(()) => return Ok(()),
+            Err(std::fs::TryLockError::WouldBlock) => {}
+            Err(std::fs::TryLockError::Error(e)) => return Err(e.into()),
+        }
+        drop(file);
+        if start.elapsed() > Duration::from_secs(300) {
+            return Err(format!("{}: sled still holds its lock after 300 s", db.display()).into());
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 /// The size of a file, 0 when absent.
 pub fn file_size(path: &Path) -> u64 {
     std::fs::metadata(path).map_or(0, |m| m.len())

@@ -9,7 +9,7 @@ use grove_codec::writer::leaf_line;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::measure::{fmt_count, fmt_duration, fmt_ratio, measure, Stats};
+use super::measure::{fmt_count, fmt_duration, fmt_ratio, measure, wait_for_release, Stats};
 use super::report::{Table, Target};
 use super::resume::Fixture;
 use super::{progress, Ctx};
@@ -76,6 +76,7 @@ pub(crate) fn moves(cx: &mut Ctx, f: &Fixture) -> Result<()> {
             Ok(d)
         })?
     };
+    wait_for_release(&f.grove)?;
     progress(&format!("{}: moves, SQLite", f.label));
     let sqlite = {
         let mut db = SqliteStore::open(&f.sqlite)?;
@@ -173,6 +174,7 @@ fn append_then_context(cx: &mut Ctx, f: &Fixture) -> Result<[Stats; 3]> {
             Ok(d)
         })?
     };
+    wait_for_release(&f.grove)?;
     progress(&format!("{}: append + build_context, SQLite", f.label));
     let entry = user_entry();
     let sqlite = {

@@ -108,7 +108,8 @@ impl Report {
         let _ = writeln!(
             out,
             "| run | {} |\n|---|---|\n| date (UTC) | {} |\n| sizes | {} |\n| wall time | {} |\n\
-             | commit | {} |\n| CPU | {} |\n| cores | {} |\n| memory | {} |\n| rustc | {} |\n",
+             | commit | {} |\n| CPU | {} |\n| cores | {} |\n| memory | {} |\n| rustc | {} |\n\
+             | load average at the end (1, 5, 15 min) | {} |\n",
             if self.quick { "quick" } else { "full" },
             m.date,
             if self.quick {
@@ -121,7 +122,8 @@ impl Report {
             m.cpu,
             m.cores,
             m.memory,
-            m.rustc
+            m.rustc,
+            m.load
         );
         let _ = writeln!(out, "## Targets\n");
         let _ = writeln!(
@@ -159,9 +161,10 @@ impl Report {
              ones 200 B–4 KB user messages, 200 B–20 KB assistant texts, 200 B–100 KB tool \
              results (log-uniform) and a 1.5 % chance of an 8–100 KB base64 image; linear and \
              deep sessions have a compaction every {} entries keeping 2–6 entries before it.\n\
-             - Times are medians: of {} measured runs after {} warm-up run(s) for resume and \
-             throughput, of {} operations after {} warm-up for append + build_context, and of {} \
-             moves after 10 warm-up moves; min and max are shown where useful.\n\
+             - Times are medians: of {} measured runs after {} warm-up run(s) for resume, of {} \
+             runs (each on a fresh store, no warm-up) for throughput, of {} operations after {} \
+             warm-up for append + build_context, and of {} moves after 10 warm-up moves; min and \
+             max are shown where useful.\n\
              - *Cold* (resume) means a newly opened store or file in the same process: sled is \
              reopened, SQLite reconnects, the JSONL file is read and parsed again; the OS page \
              cache stays warm.\n\
@@ -179,7 +182,13 @@ impl Report {
              messages.\n\
              - Bytes on disk: the sum of the file sizes of grove's store directory after a \
              flush, and of SQLite's database after a WAL checkpoint, against the JSONL file.\n",
-            s.compaction_every, s.runs, s.warmup, s.op_runs, s.warmup, s.moves
+            s.compaction_every,
+            s.runs,
+            s.warmup,
+            s.runs.min(3),
+            s.op_runs,
+            s.warmup,
+            s.moves
         );
         out
     }

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use grove::{AppendOptions, CreateSession, NewEntry};
 
-use super::measure::{fmt_count, fmt_rate, fmt_ratio, measure, Stats};
+use super::measure::{fmt_count, fmt_rate, fmt_ratio, measure, wait_for_release, Stats};
 use super::ops::{grove_writer, remove_sqlite};
 use super::report::{Table, Target};
 use super::{progress, Ctx};
@@ -113,6 +113,7 @@ impl Runner<'_> {
                 store.flush()?;
                 t.elapsed()
             };
+            wait_for_release(&dir)?;
             let _ = std::fs::remove_dir_all(&dir);
             Ok(d)
         })
@@ -129,6 +130,7 @@ impl Runner<'_> {
                 db.flush()?;
                 t.elapsed()
             };
+            wait_for_release(&dir)?;
             let _ = std::fs::remove_dir_all(&dir);
             Ok(d)
         })

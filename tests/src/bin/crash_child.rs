@@ -86,6 +86,7 @@ struct Ctx {
     seed: u64,
     deadline: Instant,
     import_file: Option<PathBuf>,
+    appends: Option<AppendPlan>,
 }
 
 impl Ctx {
@@ -208,14 +209,17 @@ fn move_leaf(s: &Session, target: Option<String>) -> Result<(), String> {
     })
 }
 
-/// The served context must equal the one built from scratch (views are written without
-/// flush, so a kill leaves them in any state).
-fn check_context(s: &Session) -> Result<(), String> {
-    let served = s
-        .build_context()
-        .map_err(|e| format!("context of {}: {e}", s.id()))?;
+/// The served context at `leaf` (`None`: the active leaf; only for single-writer sessions)
+/// must equal the one built from scratch (views are written without flush, so a kill
+/// leaves them in any state).
+fn check_context(s: &Session, leaf: Option<&str>) -> Result<(), String> {
+    let served = match leaf {
+        None => s.build_context(),
+        Some(_) => s.build_context_with(leaf, grove::ContextOptions::grove()),
+    }
+    .map_err(|e| format!("context of {}: {e}", s.id()))?;
     let scratch = s
-        .build_context_from_scratch(None, grove::ContextOptions::grove())
+        .build_context_from_scratch(leaf, grove::ContextOptions::grove())
         .map_err(|e| format!("context of {}: {e}", s.id()))?;
     if served != scratch {
         return Err(format!(
@@ -226,6 +230,9 @@ fn check_context(s: &Session) -> Result<(), String> {
     Ok(())
 }
 
+/// A thread's work loop: the context and the thread number.
+type Worker = fn(&Ctx, usize) -> Result<(), String>;
+
 fn run(args: &Args) -> Result<(), String> {
     emit(&Event::Starting)?;
     let started = Instant::now();
@@ -234,17 +241,17 @@ fn run(args: &Args) -> Result<(), String> {
     emit(&Event::Opened {
         ms: started.elapsed().as_millis() as u64,
     })?;
-    let ctx = Ctx {
+    let mut ctx = Ctx {
         store,
         cycle: args.cycle,
         seed: args.seed,
         deadline: Instant::now() + Duration::from_secs(args.max_seconds),
         import_file: args.import_file.clone(),
+        appends: None,
     };
-    let (threads, work): (usize, fn(&Ctx, usize) -> Result<(), String>) = match args.mode.as_str()
-    {
+    let (threads, work): (usize, Worker) = match args.mode.as_str() {
         "append" => {
-            prepare_appends(&ctx)?;
+            ctx.appends = Some(plan_appends(&ctx)?);
             (4, append_worker)
         }
         "move" => (3, move_worker),
@@ -270,50 +277,55 @@ const AP_LIVE: usize = 3;
 const AP_RETIRE_AT: u64 = 3000;
 const AP_KEEP_RETIRED: usize = 2;
 
-/// Makes sure there are `AP_LIVE` sessions below the retirement size.
-fn prepare_appends(ctx: &Ctx) -> Result<(), String> {
+/// The plan of an append cycle, made once before the threads start: the sessions to append
+/// to (creating new ones up to `AP_LIVE`) and the retired ones to delete.
+struct AppendPlan {
+    live: Vec<Session>,
+    doomed: Vec<String>,
+}
+
+fn plan_appends(ctx: &Ctx) -> Result<AppendPlan, String> {
     let all = ctx.sessions_with("ap-")?;
-    let mut live = all.iter().filter(|(_, n)| *n < AP_RETIRE_AT).count();
+    let mut live: Vec<Session> = all
+        .iter()
+        .filter(|(_, n)| *n < AP_RETIRE_AT)
+        .map(|(id, _)| ctx.open(id))
+        .collect::<Result<_, _>>()?;
     let mut k = 0;
-    while live < AP_LIVE {
-        ctx.create(&format!("ap-c{:06}-n{k}", ctx.cycle))?;
-        live += 1;
+    while live.len() < AP_LIVE {
+        live.push(ctx.create(&format!("ap-c{:06}-n{k}", ctx.cycle))?);
         k += 1;
     }
-    Ok(())
+    let retired: Vec<String> = all
+        .into_iter()
+        .filter(|(_, n)| *n >= AP_RETIRE_AT)
+        .map(|(id, _)| id)
+        .collect();
+    let doomed = retired[..retired.len().saturating_sub(AP_KEEP_RETIRED)].to_vec();
+    Ok(AppendPlan { live, doomed })
 }
 
 /// Appends to the live `ap-` sessions, several threads on the same sessions; thread 0 also
 /// deletes retired sessions beyond `AP_KEEP_RETIRED`, at a random moment.
 fn append_worker(ctx: &Ctx, t: usize) -> Result<(), String> {
     let mut rng = Rng::new(ctx.seed ^ ((t as u64 + 1) << 32));
-    let all = ctx.sessions_with("ap-")?;
-    let live: Vec<Session> = all
-        .iter()
-        .filter(|(_, n)| *n < AP_RETIRE_AT)
-        .map(|(id, _)| ctx.open(id))
-        .collect::<Result<_, _>>()?;
-    let retired: Vec<&String> = all
-        .iter()
-        .filter(|(_, n)| *n >= AP_RETIRE_AT)
-        .map(|(id, _)| id)
-        .collect();
-    let doomed = &retired[..retired.len().saturating_sub(AP_KEEP_RETIRED)];
+    let plan = ctx.appends.as_ref().ok_or("no append plan")?;
     let delete_at = rng.below(20);
     let mut n: u64 = 0;
     while ctx.running() {
         if t == 0 && n == delete_at {
-            for id in doomed {
+            for id in &plan.doomed {
                 ctx.delete(id)?;
             }
         }
-        let Some(s) = rng.pick(&live) else {
+        let Some(s) = rng.pick(&plan.live) else {
             return Err("no live ap- session".into());
         };
-        append(s, format!("c{:06}t{t}n{n}", ctx.cycle), &mut rng)?;
+        let id = format!("c{:06}t{t}n{n}", ctx.cycle);
+        append(s, id.clone(), &mut rng)?;
         n += 1;
         if rng.chance(4) {
-            check_context(s)?;
+            check_context(s, Some(&id))?;
         }
     }
     Ok(())
@@ -368,7 +380,7 @@ fn move_worker(ctx: &Ctx, t: usize) -> Result<(), String> {
             };
             move_leaf(&current, target)?;
         } else {
-            check_context(&current)?;
+            check_context(&current, None)?;
         }
         n += 1;
     }
@@ -492,12 +504,18 @@ fn fork(ctx: &Ctx, source: &Session, id: &str, rng: &mut Rng) -> Result<(), Stri
             match choice {
                 2 => {
                     options.position = ForkPosition::At;
-                    (lines_of(source.branch(Some(&entry)).map_err(err)?), Some(entry))
+                    (
+                        lines_of(source.branch(Some(&entry)).map_err(err)?),
+                        Some(entry),
+                    )
                 }
                 3 => {
                     options.position = ForkPosition::At;
                     options.mode = ForkMode::Rechained;
-                    (lines_of(source.path_to_root(Some(&entry)).map_err(err)?), Some(entry))
+                    (
+                        lines_of(source.path_to_root(Some(&entry)).map_err(err)?),
+                        Some(entry),
+                    )
                 }
                 _ => {
                     let e = source.entry(&entry).map_err(err)?;
@@ -509,7 +527,10 @@ fn fork(ctx: &Ctx, source: &Session, id: &str, rng: &mut Rng) -> Result<(), Stri
                         }
                     } else {
                         options.position = ForkPosition::At;
-                        (lines_of(source.branch(Some(&entry)).map_err(err)?), Some(entry))
+                        (
+                            lines_of(source.branch(Some(&entry)).map_err(err)?),
+                            Some(entry),
+                        )
                     }
                 }
             }

@@ -239,7 +239,10 @@ impl Expect {
                         len,
                         line,
                     } => {
-                        if open_appends.remove(&(session.clone(), id.clone())).is_none() {
+                        if open_appends
+                            .remove(&(session.clone(), id.clone()))
+                            .is_none()
+                        {
                             return Err(format!("append ack of {session}/{id} without its intent"));
                         }
                         x.acked_appends
@@ -315,8 +318,7 @@ impl Expect {
                 x.created_interrupted.insert(session, kind);
             }
             x.deleted_interrupted.extend(open_deletes);
-            x.appends_interrupted
-                .extend(open_appends.into_keys());
+            x.appends_interrupted.extend(open_appends.into_keys());
         }
         Ok(x)
     }
@@ -536,11 +538,9 @@ pub fn check_store(
         if problems.len() == before {
             match session.verify() {
                 Ok(r) if r.is_ok() => {}
-                Ok(r) => problems.extend(
-                    r.problems
-                        .iter()
-                        .map(|p| format!("Session::verify: {p}")),
-                ),
+                Ok(r) => {
+                    problems.extend(r.problems.iter().map(|p| format!("Session::verify: {p}")))
+                }
                 Err(e) => problems.push(format!("session {id}: Session::verify failed: {e}")),
             }
         }
@@ -559,7 +559,11 @@ pub fn check_store(
             ));
             continue;
         };
-        match log.iter().rev().find(|e| e.id() == id && !e.is_leaf_record()) {
+        match log
+            .iter()
+            .rev()
+            .find(|e| e.id() == id && !e.is_leaf_record())
+        {
             None => problems.push(format!(
                 "acknowledged entry {session}/{id} is missing (line {line})"
             )),
@@ -607,10 +611,12 @@ pub fn check_store(
                 ids.len(),
                 ids.first().map_or("-", String::as_str)
             )),
-            Some(lines) if LogHash::of(lines).hex() != *hash => problems.push(format!(
+            Some(lines) if LogHash::of(lines.iter().copied()).hex() != *hash => {
+                problems.push(format!(
                 "acknowledged batch in {session} (first id {}) has other lines than acknowledged",
                 ids.first().map_or("-", String::as_str)
-            )),
+            ))
+            }
             Some(_) => stats.acked_batches += 1,
         }
     }
@@ -843,11 +849,18 @@ fn inspect(session: &Session, from: u64, problems: &mut Vec<String>) -> Option<I
     for e in &log {
         let content = digest::content_hash(e.line.as_bytes());
         if content != e.node.content {
-            fail(format!("record {} ({}): line does not match its content hash", e.seq, e.id()));
+            fail(format!(
+                "record {} ({}): line does not match its content hash",
+                e.seq,
+                e.id()
+            ));
         }
         if e.is_leaf_record() {
             if e.node.digest != e.node.content {
-                fail(format!("leaf record {}: digest is not its content hash", e.seq));
+                fail(format!(
+                    "leaf record {}: digest is not its content hash",
+                    e.seq
+                ));
             }
             continue;
         }
@@ -863,7 +876,12 @@ fn inspect(session: &Session, from: u64, problems: &mut Vec<String>) -> Option<I
                         ));
                     }
                     if e.node.depth != pe.node.depth + 1 {
-                        fail(format!("entry {}: depth {} under depth {}", e.id(), e.node.depth, pe.node.depth));
+                        fail(format!(
+                            "entry {}: depth {} under depth {}",
+                            e.id(),
+                            e.node.depth,
+                            pe.node.depth
+                        ));
                     }
                     pe.node.digest
                 }
@@ -875,7 +893,11 @@ fn inspect(session: &Session, from: u64, problems: &mut Vec<String>) -> Option<I
             _ => ROOT_PARENT,
         };
         if digest::chain(&parent_digest, &content) != e.node.digest {
-            fail(format!("entry {} (seq {}): digest chain does not verify", e.id(), e.seq));
+            fail(format!(
+                "entry {} (seq {}): digest chain does not verify",
+                e.id(),
+                e.seq
+            ));
         }
         if !e.node.shadowed {
             let key = match e.node.parent {
@@ -885,7 +907,10 @@ fn inspect(session: &Session, from: u64, problems: &mut Vec<String>) -> Option<I
             expected_children.entry(key).or_default().insert(e.seq);
         }
         if e.node.shadowed == (last_of.get(e.id()) == Some(&e.seq)) {
-            fail(format!("entry {}: shadowed flag disagrees with the log", e.id()));
+            fail(format!(
+                "entry {}: shadowed flag disagrees with the log",
+                e.id()
+            ));
         }
     }
 
@@ -969,7 +994,10 @@ fn inspect(session: &Session, from: u64, problems: &mut Vec<String>) -> Option<I
     match session.branch(None) {
         Ok(b) => {
             if b.last().map(|e| e.id().to_owned()) != leaf {
-                fail(format!("branch(None) ends at {:?}, not at the leaf {leaf:?}", b.last().map(Entry::id)));
+                fail(format!(
+                    "branch(None) ends at {:?}, not at the leaf {leaf:?}",
+                    b.last().map(Entry::id)
+                ));
             }
         }
         Err(err) => fail(format!("branch(None) fails: {err}")),
@@ -987,7 +1015,10 @@ fn inspect(session: &Session, from: u64, problems: &mut Vec<String>) -> Option<I
             }
             for w in p.windows(2) {
                 if w[1].parent_id().as_deref() != Some(w[0].id()) {
-                    fail(format!("path_to_root(None) is not a chain at {}", w[1].id()));
+                    fail(format!(
+                        "path_to_root(None) is not a chain at {}",
+                        w[1].id()
+                    ));
                     break;
                 }
             }

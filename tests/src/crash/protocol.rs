@@ -482,9 +482,26 @@ pub fn assistant_message(text: &str) -> Result<String, String> {
 /// Random printable text of `len` characters (words of lowercase letters, some non-ASCII).
 pub fn random_text(rng: &mut Rng, len: usize) -> String {
     const WORDS: &[&str] = &[
-        "grove", "branch", "leaf", "fork", "sled", "crash", "kill", "entry", "tree", "agent",
-        "context", "import", "journal", "recover", "ünïcode", "日本", "🌳", "\"quoted\"",
-        "back\\slash", "tab\there",
+        "grove",
+        "branch",
+        "leaf",
+        "fork",
+        "sled",
+        "crash",
+        "kill",
+        "entry",
+        "tree",
+        "agent",
+        "context",
+        "import",
+        "journal",
+        "recover",
+        "ünïcode",
+        "日本",
+        "🌳",
+        "\"quoted\"",
+        "back\\slash",
+        "tab\there",
     ];
     let mut out = String::with_capacity(len + 16);
     while out.chars().count() < len {
