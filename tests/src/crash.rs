@@ -99,6 +99,8 @@ pub struct Config {
     pub evidence_dir: PathBuf,
     /// Print one line per cycle to stderr.
     pub progress: bool,
+    /// The key-value backend of the store: `sled` or `redb`.
+    pub backend: String,
 }
 
 impl Config {
@@ -115,6 +117,7 @@ impl Config {
             full_check_every: 10,
             evidence_dir: std::env::temp_dir(),
             progress: false,
+            backend: "sled".to_owned(),
         }
     }
 }
@@ -310,6 +313,7 @@ fn spawn_and_kill(
     let mut cmd = Command::new(&config.child);
     cmd.arg("--store")
         .arg(&config.store_dir)
+        .args(["--backend", &config.backend])
         .args(["--mode", mode.name()])
         .args(["--cycle", &cycle.to_string()])
         .args(["--seed", &seed.to_string()])
@@ -590,9 +594,23 @@ fn ack_kind(e: &Event) -> Option<&'static str> {
     })
 }
 
-fn open_store(dir: &Path) -> Result<Store, String> {
-    Store::open_with(StoreConfig::new(dir).durability(Durability::Sync))
-        .map_err(|e| format!("the store does not reopen: {e}"))
+fn open_store(dir: &Path, backend: &str) -> Result<Store, String> {
+    open_backend(dir, backend).map_err(|e| format!("the store does not reopen: {e}"))
+}
+
+/// Opens the store in `dir` with sync durability on the named backend (`sled` or `redb`).
+pub fn open_backend(dir: &Path, backend: &str) -> Result<Store, String> {
+    let b = match backend {
+        "sled" => grove::Backend::Sled(dir.to_owned()),
+        "redb" => grove::Backend::Redb(dir.to_owned()),
+        other => return Err(format!("unknown backend {other} (sled or redb)")),
+    };
+    Store::open_with(
+        StoreConfig::new(dir)
+            .backend(b)
+            .durability(Durability::Sync),
+    )
+    .map_err(|e| e.to_string())
 }
 
 /// Runs the harness as configured.
@@ -627,7 +645,7 @@ pub fn run_cycles_with(config: &Config) -> Result<Report, String> {
     };
     // What is there before the first kill (a reused directory may hold earlier runs).
     let mut baseline: Baseline = {
-        let store = open_store(&config.store_dir)?;
+        let store = open_store(&config.store_dir, &config.backend)?;
         let outcome = check::check_store(&store, &Baseline::new(), &[], &import_body, true);
         if !outcome.problems.is_empty() {
             return Err(format!(
@@ -777,7 +795,7 @@ pub fn run_cycles_with(config: &Config) -> Result<Report, String> {
         let full = last || checks_done.is_multiple_of(config.full_check_every.max(1));
         let check_started = Instant::now();
         let (problems, stats, next) = {
-            let store = match open_store(&config.store_dir) {
+            let store = match open_store(&config.store_dir, &config.backend) {
                 Ok(s) => s,
                 Err(e) => {
                     let dir = keep_evidence(config, &import_file, &e, &outputs)?;

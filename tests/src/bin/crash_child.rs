@@ -6,7 +6,7 @@
 //!
 //! ```text
 //! grove-crash-child --store DIR --mode append|move|fork|import --cycle N --seed S
-//!                   [--threads T] [--import-file FILE] [--max-seconds S]
+//!                   [--threads T] [--import-file FILE] [--max-seconds S] [--backend sled|redb]
 //! ```
 #![forbid(unsafe_code)]
 
@@ -31,6 +31,7 @@ struct Args {
     threads: Option<usize>,
     import_file: Option<PathBuf>,
     max_seconds: u64,
+    backend: String,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -42,6 +43,7 @@ fn parse_args() -> Result<Args, String> {
         threads: None,
         import_file: None,
         max_seconds: 30,
+        backend: "sled".to_owned(),
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -55,6 +57,7 @@ fn parse_args() -> Result<Args, String> {
             "--threads" => args.threads = Some(num(&value)? as usize),
             "--import-file" => args.import_file = Some(PathBuf::from(value)),
             "--max-seconds" => args.max_seconds = num(&value)?,
+            "--backend" => args.backend = value,
             _ => return Err(format!("unknown flag {flag}")),
         }
     }
@@ -236,7 +239,7 @@ type Worker = fn(&Ctx, usize) -> Result<(), String>;
 fn run(args: &Args) -> Result<(), String> {
     emit(&Event::Starting)?;
     let started = Instant::now();
-    let store = Store::open_with(StoreConfig::new(&args.store).durability(Durability::Sync))
+    let store = grove_tests::crash::open_backend(&args.store, &args.backend)
         .map_err(|e| format!("open {}: {e}", args.store.display()))?;
     emit(&Event::Opened {
         ms: started.elapsed().as_millis() as u64,

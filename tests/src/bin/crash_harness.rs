@@ -23,6 +23,7 @@ fn run() -> Result<(), String> {
     let mut import_lines: Option<usize> = None;
     let mut skip: Option<u64> = None;
     let mut full_every: Option<u32> = None;
+    let mut backend = "sled".to_owned();
     let mut progress = true;
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -47,6 +48,7 @@ fn run() -> Result<(), String> {
             "--import-lines" => import_lines = Some(num(&value)? as usize),
             "--skip-check-percent" => skip = Some(num(&value)?.min(100)),
             "--full-check-every" => full_every = Some(num(&value)? as u32),
+            "--backend" => backend = value,
             _ => return Err(format!("unknown flag {flag} (--help)")),
         }
     }
@@ -70,6 +72,7 @@ fn run() -> Result<(), String> {
     };
     let mut config = Config::new(&store_dir, cycles, seed, mode, child);
     config.progress = progress;
+    config.backend = backend;
     if let Some(n) = import_lines {
         config.import_lines = n;
     }

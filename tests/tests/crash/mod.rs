@@ -33,9 +33,8 @@ fn env_u64(name: &str) -> Option<u64> {
     std::env::var(name).ok().and_then(|v| v.parse().ok())
 }
 
-#[test]
-fn crash_cycles_across_modes_keep_every_acknowledged_write() {
-    let cycles = env_u64("GROVE_CRASH_CYCLES").unwrap_or(50) as u32;
+fn crash_cycles(backend: &str, default_cycles: u64) {
+    let cycles = env_u64("GROVE_CRASH_CYCLES").unwrap_or(default_cycles) as u32;
     let seed = env_u64("GROVE_CRASH_SEED").unwrap_or_else(|| {
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -50,17 +49,32 @@ fn crash_cycles_across_modes_keep_every_acknowledged_write() {
         Mode::All,
         child_bin().to_owned(),
     );
+    config.backend = backend.to_owned();
     // Debug builds import slower; a smaller file still spans several write batches.
     config.import_lines = 4000;
     match run_cycles_with(&config) {
         Ok(report) => {
-            println!("{report}\nseed {seed}");
+            println!("{backend}: {report}\nseed {seed}");
             assert_eq!(report.cycles, cycles);
             assert!(report.checks >= 1);
             assert_eq!(report.per_mode.len(), 4.min(cycles as usize));
         }
-        Err(e) => panic!("crash harness failed (seed {seed}, GROVE_CRASH_SEED reruns it):\n{e}"),
+        Err(e) => panic!(
+            "crash harness on {backend} failed (seed {seed}, GROVE_CRASH_SEED reruns it):\n{e}"
+        ),
     }
+}
+
+/// sled, the default backend: 50 kill cycles across appends, moves, forks and imports.
+#[test]
+fn crash_cycles_across_modes_keep_every_acknowledged_write() {
+    crash_cycles("sled", 50);
+}
+
+/// The same harness on the redb backend.
+#[test]
+fn crash_cycles_on_redb_keep_every_acknowledged_write() {
+    crash_cycles("redb", 50);
 }
 
 /// A store with one append-family session and what a child would have printed for it.
