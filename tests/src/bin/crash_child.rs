@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 
 use grove::codec::{EntryKind, Role};
 use grove::{
-    AppendOptions, CreateSession, Durability, ForkMode, ForkOptions, ForkPosition, ImportOptions,
-    NewEntry, Session, Store, StoreConfig,
+    AppendOptions, CreateSession, ForkMode, ForkOptions, ForkPosition, ImportOptions, NewEntry,
+    Session, Store,
 };
 use grove_tests::crash::protocol::{
     assistant_message, emit, header_line, random_text, user_message, Event, LogHash, Rng,
