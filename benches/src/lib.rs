@@ -8,9 +8,14 @@
 //!   does.
 //! - [`compare`]: the comparison harness behind `cargo run --release -p grove-benches --bin
 //!   compare`, which writes docs/benchmarks.md.
+//!
+//! The baselines and the harness need SQLite (bundled) and sit behind the default feature
+//! `baselines`; the `grove` tool uses the generator alone, without it.
 #![forbid(unsafe_code)]
 
+#[cfg(feature = "baselines")]
 pub mod baseline;
+#[cfg(feature = "baselines")]
 pub mod compare;
 pub mod gen;
 pub mod load;

@@ -140,9 +140,9 @@ pub(crate) fn moves(cx: &mut Ctx, f: &Fixture) -> Result<()> {
     cx.tables.push(table);
     cx.targets.push(Target {
         measurement: format!("move_to + build_context, {}", f.label),
-        target: "median ≤ 10 ms".to_owned(),
+        target: "median ≤ 1 ms".to_owned(),
         result: fmt_duration(grove.median),
-        met: grove.secs() <= 0.010,
+        met: grove.secs() <= 0.001,
     });
     Ok(())
 }

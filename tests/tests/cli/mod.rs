@@ -5,6 +5,7 @@
 mod backend;
 mod errors;
 mod fork;
+mod gen;
 mod label;
 mod navigate;
 mod read;

@@ -14,6 +14,7 @@ pub mod context;
 pub mod demo;
 pub mod export;
 pub mod fork;
+pub mod gen;
 pub mod goto;
 pub mod import;
 pub mod label;
@@ -43,6 +44,7 @@ pub enum Command {
     Name(name::Args),
     Fork(fork::Args),
     Verify(verify::Args),
+    Gen(gen::Args),
     Demo(demo::Args),
 }
 
@@ -133,6 +135,7 @@ pub fn run(command: Command, env: &mut Env<'_>) -> CmdResult {
         Command::Name(a) => name::run(a, env),
         Command::Fork(a) => fork::run(a, env),
         Command::Verify(a) => verify::run(a, env),
+        Command::Gen(a) => gen::run(a, env),
         Command::Demo(a) => demo::run(a, env),
     }
 }
