@@ -29,7 +29,7 @@ pub mod summary;
 pub mod tree;
 mod util;
 pub mod verify;
-mod view;
+pub mod view;
 mod walk;
 mod write;
 

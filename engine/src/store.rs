@@ -57,7 +57,13 @@ pub struct StoreConfig {
     pub backend: Backend,
     /// The default durability of writes.
     pub durability: Durability,
+    /// The backend's page cache, in bytes (default [`DEFAULT_CACHE_BYTES`]). With the view
+    /// cache ([`crate::view::VIEW_CACHE_SESSIONS`] sessions) it bounds the memory of a store.
+    pub cache_bytes: u64,
 }
+
+/// The default page-cache size of a store: 256 MiB.
+pub const DEFAULT_CACHE_BYTES: u64 = 256 << 20;
 
 impl StoreConfig {
     /// sled at `path` with sync durability.
@@ -65,7 +71,14 @@ impl StoreConfig {
         StoreConfig {
             backend: Backend::Sled(path.into()),
             durability: Durability::default(),
+            cache_bytes: DEFAULT_CACHE_BYTES,
         }
+    }
+
+    /// Sets the page-cache size in bytes.
+    pub fn cache_bytes(mut self, bytes: u64) -> StoreConfig {
+        self.cache_bytes = bytes;
+        self
     }
 
     /// Sets the durability.
@@ -292,6 +305,7 @@ impl Store {
         Store::open_with(StoreConfig {
             backend: Backend::SledTemporary,
             durability: Durability::None,
+            cache_bytes: DEFAULT_CACHE_BYTES,
         })
     }
 
@@ -300,6 +314,7 @@ impl Store {
         Store::open_with(StoreConfig {
             backend: Backend::Memory,
             durability: Durability::None,
+            cache_bytes: DEFAULT_CACHE_BYTES,
         })
     }
 
@@ -308,11 +323,11 @@ impl Store {
         let kv: Box<dyn Kv> = match &config.backend {
             Backend::Sled(path) => {
                 prepare_dir(path, "sled")?;
-                Box::new(SledKv::open(path)?)
+                Box::new(SledKv::open(path, config.cache_bytes)?)
             }
             Backend::Redb(path) => {
                 prepare_dir(path, "redb")?;
-                Box::new(RedbKv::open(path, config.durability)?)
+                Box::new(RedbKv::open(path, config.durability, config.cache_bytes)?)
             }
             Backend::SledTemporary => Box::new(SledKv::temporary()?),
             Backend::Memory => Box::new(MemoryKv::new()),

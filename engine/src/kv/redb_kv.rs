@@ -43,18 +43,25 @@ fn err(e: impl Into<redb::Error>) -> KvError {
 
 impl RedbKv {
     /// Opens (or creates) the database `grove.redb` in the directory `dir`, which must exist.
-    pub fn open(dir: &Path, durability: Durability) -> Result<RedbKv, KvError> {
-        RedbKv::open_file(&dir.join(REDB_FILE), durability)
+    pub fn open(dir: &Path, durability: Durability, cache_bytes: u64) -> Result<RedbKv, KvError> {
+        RedbKv::open_file(&dir.join(REDB_FILE), durability, cache_bytes)
     }
 
     /// Opens (or creates) the redb database file `path`.
-    pub fn open_file(path: &Path, durability: Durability) -> Result<RedbKv, KvError> {
+    pub fn open_file(
+        path: &Path,
+        durability: Durability,
+        cache_bytes: u64,
+    ) -> Result<RedbKv, KvError> {
         // Written as a match without a wildcard: a new durability level must be decided here.
         let durable_commits = match durability {
             Durability::None | Durability::Group => false,
             Durability::Sync => true,
         };
-        let db = redb::Database::create(path).map_err(err)?;
+        let db = redb::Builder::new()
+            .set_cache_size(usize::try_from(cache_bytes).unwrap_or(usize::MAX))
+            .create(path)
+            .map_err(err)?;
         let kv = RedbKv {
             db,
             durable_commits,

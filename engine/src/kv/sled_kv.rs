@@ -19,13 +19,17 @@ pub struct SledKv {
 
 impl SledKv {
     /// Opens (or creates) the sled database in `dir`.
-    pub fn open(dir: &Path) -> Result<SledKv, KvError> {
+    pub fn open(dir: &Path, cache_bytes: u64) -> Result<SledKv, KvError> {
         remove_stale_snapshots(dir)?;
         // sled releases its file lock from a background thread shortly after the last handle
         // of a database is dropped; a reopen in the same process may race it. Retry briefly.
         let mut attempts = 0;
         loop {
-            match sled::Config::new().path(dir).open() {
+            match sled::Config::new()
+                .path(dir)
+                .cache_capacity(cache_bytes)
+                .open()
+            {
                 Ok(db) => return Ok(SledKv { db }),
                 Err(e) if attempts < 100 && is_lock_busy(&e) => {
                     attempts += 1;

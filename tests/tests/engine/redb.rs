@@ -317,7 +317,7 @@ fn kv_contract_matches_memory_on_sled_and_redb() {
     check_against_memory(&sled);
     for durability in [Durability::None, Durability::Sync] {
         let dir = tempfile::tempdir().unwrap();
-        let redb = RedbKv::open(dir.path(), durability).unwrap();
+        let redb = RedbKv::open(dir.path(), durability, grove::store::DEFAULT_CACHE_BYTES).unwrap();
         check_against_memory(&redb);
     }
 }
@@ -325,7 +325,12 @@ fn kv_contract_matches_memory_on_sled_and_redb() {
 #[test]
 fn redb_scans_stream_large_ranges_and_tolerate_writes_meanwhile() {
     let dir = tempfile::tempdir().unwrap();
-    let kv = RedbKv::open(dir.path(), Durability::None).unwrap();
+    let kv = RedbKv::open(
+        dir.path(),
+        Durability::None,
+        grove::store::DEFAULT_CACHE_BYTES,
+    )
+    .unwrap();
     let n: u32 = 20_000;
     let mut batch = WriteBatch::new();
     for i in 0..n {
