@@ -120,31 +120,10 @@ impl Store {
             Ok(report) => Ok(report),
             Err(e) => {
                 // Nothing was published: remove the rows written so far.
-                let _ = self.delete_unpublished(sid);
+                let _ = self.purge(sid);
                 Err(e)
             }
         }
-    }
-
-    fn delete_unpublished(&self, sid: u64) -> Result<()> {
-        for tag in keys::SESSION_TABLES {
-            let start = keys::session_prefix(tag, sid);
-            let end = keys::prefix_end(&start);
-            loop {
-                let mut batch = WriteBatch::new();
-                for pair in self.inner.kv.scan(&start, &end).take(10_000) {
-                    batch.delete(pair?.0);
-                }
-                if batch.is_empty() {
-                    break;
-                }
-                self.inner.commit(batch, Durability::None)?;
-            }
-        }
-        let mut batch = WriteBatch::new();
-        batch.delete(keys::session(sid));
-        batch.delete(keys::pending(sid));
-        self.inner.commit(batch, Durability::None)
     }
 
     fn import_body<R: BufRead>(

@@ -526,8 +526,9 @@ impl Store {
         self.purge(sid)
     }
 
-    /// Removes every row of an unpublished session.
-    fn purge(&self, sid: u64) -> Result<()> {
+    /// Removes every row of an unpublished session (the pending marker last, so a crash
+    /// midway leaves it to the next open).
+    pub(crate) fn purge(&self, sid: u64) -> Result<()> {
         let lock = self.inner.session_lock(sid);
         let _guard = lock.lock();
         for tag in keys::SESSION_TABLES {
