@@ -22,7 +22,8 @@ impl SledKv {
     pub fn open(dir: &Path, cache_bytes: u64) -> Result<SledKv, KvError> {
         remove_stale_snapshots(dir)?;
         // sled releases its file lock from a background thread shortly after the last handle
-        // of a database is dropped; a reopen in the same process may race it. Retry briefly.
+        // of a database is dropped; a reopen in the same process may race it. Retry for up to
+        // 10 s (a loaded machine can take seconds to release it).
         let mut attempts = 0;
         loop {
             match sled::Config::new()
@@ -31,7 +32,7 @@ impl SledKv {
                 .open()
             {
                 Ok(db) => return Ok(SledKv { db }),
-                Err(e) if attempts < 100 && is_lock_busy(&e) => {
+                Err(e) if attempts < 500 && is_lock_busy(&e) => {
                     attempts += 1;
                     std::thread::sleep(std::time::Duration::from_millis(20));
                 }
