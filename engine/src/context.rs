@@ -210,12 +210,12 @@ impl Session {
     }
 
     /// The from-scratch fold: the context and, per selected entry, its sequence number and
-    /// the number of messages once it is projected.
+    /// the number of messages once it is projected, and its depth.
     pub(crate) fn fold_context(
         &self,
         leaf: u64,
         options: ContextOptions,
-    ) -> Result<(Context, Vec<(u64, usize)>)> {
+    ) -> Result<(Context, Vec<(u64, usize)>, Vec<u64>)> {
         let path = match options.selection_path {
             SelectionPath::Full => self.selection_path_full(leaf, options.retained_tail)?,
             SelectionPath::Branch => self.branch_seq(leaf)?,
@@ -223,6 +223,7 @@ impl Session {
         let (selected, tail_at) = select(&path, options.retained_tail);
         let mut ctx = empty_context();
         let mut marks = Vec::with_capacity(selected.len());
+        let depths = selected.iter().map(|e| e.node.depth).collect();
         for (i, entry) in selected.iter().enumerate() {
             project(
                 entry,
@@ -248,7 +249,7 @@ impl Session {
         if !options.report_active_tools {
             ctx.active_tool_names = None;
         }
-        Ok((ctx, marks))
+        Ok((ctx, marks, depths))
     }
 
     /// The part of `path_to_root(leaf)` that selection can use (spec §5.2): everything when

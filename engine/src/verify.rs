@@ -428,7 +428,7 @@ fn verify_session(s: &Session, listed_as: &str, report: &mut VerifyReport) -> Re
             let sound = v.leaf < head.next_seq && !is_leaf(v.leaf) && {
                 let marks: Vec<u64> = s
                     .fold_context(v.leaf, crate::ContextOptions::grove())
-                    .map(|(_, m)| m.into_iter().map(|(seq, _)| seq).collect())
+                    .map(|(_, m, _)| m.into_iter().map(|(seq, _)| seq).collect())
                     .unwrap_or_default();
                 let listed: Vec<u64> = v.segments.iter().flat_map(|&(lo, hi)| lo..=hi).collect();
                 marks == listed && rows[v.leaf as usize].node.checkpoint == v.checkpoint

@@ -115,11 +115,7 @@ impl Session {
     }
 
     fn fresh_view(&self, leaf: u64, node: &NodeRecord, options: ContextOptions) -> Result<View> {
-        let (ctx, marks) = self.fold_context(leaf, options)?;
-        let depths = marks
-            .iter()
-            .map(|&(s, _)| self.node(s).map(|n| n.depth))
-            .collect::<Result<Vec<u64>>>()?;
+        let (ctx, marks, depths) = self.fold_context(leaf, options)?;
         let view = View {
             leaf,
             options,
