@@ -111,6 +111,10 @@ impl Default for ContextOptions {
     }
 }
 
+/// A from-scratch context with its selection marks `(seq, messages so far)` and the depth of
+/// each selected entry.
+pub(crate) type Fold = (Context, Vec<(u64, usize)>, Vec<u64>);
+
 /// The model setting: each field is raw JSON, absent when the entry lacked it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ModelRef {
@@ -211,11 +215,7 @@ impl Session {
 
     /// The from-scratch fold: the context and, per selected entry, its sequence number and
     /// the number of messages once it is projected, and its depth.
-    pub(crate) fn fold_context(
-        &self,
-        leaf: u64,
-        options: ContextOptions,
-    ) -> Result<(Context, Vec<(u64, usize)>, Vec<u64>)> {
+    pub(crate) fn fold_context(&self, leaf: u64, options: ContextOptions) -> Result<Fold> {
         let path = match options.selection_path {
             SelectionPath::Full => self.selection_path_full(leaf, options.retained_tail)?,
             SelectionPath::Branch => self.branch_seq(leaf)?,
