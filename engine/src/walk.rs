@@ -16,8 +16,13 @@ pub(crate) struct Ancestors<'a> {
     session: &'a Session,
     next: Option<u64>,
     run: Option<(Scan<'a>, Scan<'a>)>,
+    /// A short run still to read by point lookups: `(lo, next seq down)`.
+    short: Option<(u64, u64)>,
     last_parent: Option<u64>,
 }
+
+/// Runs at least this long (below their top entry) are read with range scans.
+const SCAN_FROM: u64 = 8;
 
 impl<'a> Ancestors<'a> {
     pub(crate) fn new(session: &'a Session, start: u64) -> Ancestors<'a> {
@@ -25,28 +30,62 @@ impl<'a> Ancestors<'a> {
             session,
             next: Some(start),
             run: None,
+            short: None,
             last_parent: None,
         }
     }
 
-    fn open_run(&mut self, top: u64) -> Result<()> {
+    /// Starts the run that ends at `top`. Short runs (common in bushy sessions) are read by
+    /// point lookups, which cost less than opening two range iterators; the entry at `top`
+    /// itself is returned at once, since its node had to be read to find the run.
+    fn open_run(&mut self, top: u64) -> Result<Entry> {
         let node: NodeRecord = self.session.node(top)?;
         let lo = node.run_start.min(top);
-        let sid = self.session.sid;
-        let kv = &self.session.inner.kv;
-        let nodes = kv.scan_rev(&keys::node(sid, lo), &keys::node(sid, top + 1));
-        let lines = kv.scan_rev(&keys::line(sid, lo), &keys::line(sid, top + 1));
-        self.run = Some((nodes, lines));
-        Ok(())
+        let line = self.session.line(top)?;
+        if top - lo >= SCAN_FROM {
+            let sid = self.session.sid;
+            let kv = &self.session.inner.kv;
+            let nodes = kv.scan_rev(&keys::node(sid, lo), &keys::node(sid, top));
+            let lines = kv.scan_rev(&keys::line(sid, lo), &keys::line(sid, top));
+            self.run = Some((nodes, lines));
+            self.next = None;
+        } else {
+            self.run = None;
+            self.next = None;
+            self.short = (lo < top).then(|| (lo, top - 1));
+        }
+        self.last_parent = node.parent.seq();
+        if lo == top {
+            self.next = node.parent.seq();
+            self.last_parent = None;
+        }
+        Ok(Entry {
+            seq: top,
+            node,
+            line,
+        })
     }
 
     fn step(&mut self) -> Result<Option<Entry>> {
         loop {
+            if let Some((lo, seq)) = self.short {
+                let entry = self.session.entry_at(seq)?;
+                if self.last_parent != Some(seq) {
+                    return Err(GroveError::Corrupt(format!("run broken at entry {seq}")));
+                }
+                self.short = (seq > lo).then(|| (lo, seq - 1));
+                self.last_parent = entry.node.parent.seq();
+                if seq == lo {
+                    self.next = entry.node.parent.seq();
+                    self.last_parent = None;
+                }
+                return Ok(Some(entry));
+            }
             if self.run.is_none() {
                 let Some(top) = self.next.take() else {
                     return Ok(None);
                 };
-                self.open_run(top)?;
+                return self.open_run(top).map(Some);
             }
             let Some((nodes, lines)) = self.run.as_mut() else {
                 return Ok(None);
@@ -98,6 +137,7 @@ impl Iterator for Ancestors<'_> {
             Err(e) => {
                 self.next = None;
                 self.run = None;
+                self.short = None;
                 Some(Err(e))
             }
         }
