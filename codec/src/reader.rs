@@ -222,14 +222,10 @@ impl<R: BufRead> JsonlReader<R> {
         let (text, migrated) = match self.migrator.as_mut() {
             None => (text.to_owned(), false),
             Some(m) => {
-                // Only lines that are JSON objects take part in the migration.
-                Envelope::parse(text).or_else(|reason| {
-                    if reason.starts_with("invalid JSON") || reason.contains("not a JSON object") {
-                        Err(reason)
-                    } else {
-                        Ok(placeholder())
-                    }
-                })?;
+                // Only lines that are JSON objects take part in the migration; the others
+                // fail here as they would without it (invalid JSON may be a torn tail).
+                serde_json::from_str::<serde::de::IgnoredAny>(text)
+                    .map_err(|e| format!("invalid JSON: {e}"))?;
                 let fresh = &mut self.fresh_id;
                 let migrated = m
                     .entry(text, &mut **fresh)
@@ -262,17 +258,6 @@ impl<R: BufRead> JsonlReader<R> {
             offset,
             terminated,
         })
-    }
-}
-
-fn placeholder() -> Envelope {
-    Envelope {
-        kind: crate::entry::EntryKind::Unknown,
-        type_name: String::new(),
-        id: String::new(),
-        parent_id: None,
-        timestamp: String::new(),
-        target_id: None,
     }
 }
 
