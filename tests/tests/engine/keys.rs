@@ -30,6 +30,8 @@ fn key_layouts_match_docs_format_md() {
     assert_eq!(keys::leaf_history(1, 7)[0], 0x14);
     assert_eq!(keys::label(1, "t"), [0x15, 0, 0, 0, 0, 0, 0, 0, 1, b't']);
     assert_eq!(keys::compaction(1, 7)[0], 0x16);
+    assert_eq!(keys::view(2), [0x17, 0, 0, 0, 0, 0, 0, 0, 2]);
+    assert_eq!(keys::meta(b"next_sid"), b"\x00next_sid");
 }
 
 #[test]
