@@ -32,8 +32,9 @@ pub struct TreeNode {
     pub is_leaf: bool,
     /// Label, session_info, custom and settings entries (hidden by default in UIs).
     pub bookkeeping: bool,
-    /// The entry's stored line.
-    pub line: String,
+    /// The entry's position in the session log: [`Session::entry_at`] reads its line. (The
+    /// tree holds no lines, so a tree of a million entries stays small.)
+    pub seq: u64,
 }
 
 /// A session's tree.
@@ -97,7 +98,7 @@ impl Session {
                 on_active_path: active.contains(&entry.seq),
                 is_leaf: leaf == Some(entry.seq),
                 bookkeeping: entry.kind().is_bookkeeping(),
-                line: entry.line,
+                seq: entry.seq,
             });
         }
         for (i, parent) in parent_seq.iter().enumerate() {

@@ -240,7 +240,7 @@ pub fn render(
         if bold {
             line.push_str(BOLD);
         }
-        let (kind, preview) = describe_line(&node.line);
+        let (kind, preview) = describe_line(&session.entry_at(node.seq)?.line);
         line.push_str(short.get(&node.id));
         line.push(' ');
         line.push_str(&kind);
