@@ -1,27 +1,12 @@
 //! Cold open: `Store::open` + `session` + `build_context` of a store on disk, closed again
 //! each iteration. Sizes scale with GROVE_BENCH_SCALE.
 
-use std::fmt::Debug;
-use std::time::Duration;
+mod common;
 
+use common::{config, ok};
 use criterion::{criterion_group, criterion_main, Criterion};
 use grove::{Durability, Store, StoreConfig};
 use grove_benches::{generate, scaled, GenSpec};
-
-fn ok<T, E: Debug>(r: Result<T, E>) -> T {
-    match r {
-        Ok(v) => v,
-        Err(e) => panic!("{e:?}"),
-    }
-}
-
-fn config() -> Criterion {
-    Criterion::default()
-        .sample_size(20)
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(5))
-        .without_plots()
-}
 
 fn open(c: &mut Criterion) {
     let mut group = c.benchmark_group("open");
@@ -54,7 +39,7 @@ fn open(c: &mut Criterion) {
 
 criterion_group! {
     name = benches;
-    config = config();
+    config = config(5);
     targets = open
 }
 criterion_main!(benches);

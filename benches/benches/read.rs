@@ -1,29 +1,14 @@
 //! Read paths and moves: branch, build_context after an append and after a move, move_to,
 //! the common ancestor of two leaves. Sizes scale with GROVE_BENCH_SCALE.
 
-use std::fmt::Debug;
-use std::time::Duration;
+mod common;
 
+use common::{config, ok};
 use criterion::{criterion_group, criterion_main, Criterion};
 use grove::{NewEntry, Session, Store};
 use grove_benches::{generate, scaled, GenSpec, GeneratedSession};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-
-fn ok<T, E: Debug>(r: Result<T, E>) -> T {
-    match r {
-        Ok(v) => v,
-        Err(e) => panic!("{e:?}"),
-    }
-}
-
-fn config() -> Criterion {
-    Criterion::default()
-        .sample_size(20)
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(3))
-        .without_plots()
-}
 
 fn load(spec: &GenSpec) -> (Store, Session, GeneratedSession) {
     let generated = generate(spec);
@@ -96,7 +81,7 @@ fn common_ancestor(c: &mut Criterion) {
 
 criterion_group! {
     name = benches;
-    config = config();
+    config = config(3);
     targets = branch, build_context, move_to, common_ancestor
 }
 criterion_main!(benches);

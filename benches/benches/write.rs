@@ -1,27 +1,13 @@
 //! Write paths: append, append_many, import, fork. Sizes scale with GROVE_BENCH_SCALE.
 
-use std::fmt::Debug;
-use std::io::Cursor;
-use std::time::Duration;
+mod common;
 
+use std::io::Cursor;
+
+use common::{config, ok};
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use grove::{ForkMode, ForkOptions, ForkPosition, ImportOptions, Store};
 use grove_benches::{entries_of, generate, scaled, GenSpec, Payload};
-
-fn ok<T, E: Debug>(r: Result<T, E>) -> T {
-    match r {
-        Ok(v) => v,
-        Err(e) => panic!("{e:?}"),
-    }
-}
-
-fn config() -> Criterion {
-    Criterion::default()
-        .sample_size(20)
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(3))
-        .without_plots()
-}
 
 fn append(c: &mut Criterion) {
     let mut group = c.benchmark_group("append");
@@ -107,7 +93,7 @@ fn fork(c: &mut Criterion) {
 
 criterion_group! {
     name = benches;
-    config = config();
+    config = config(3);
     targets = append, append_many, import, fork
 }
 criterion_main!(benches);

@@ -143,7 +143,12 @@ impl Session {
         }
         // The new side: entries from just below the common ancestor down to the leaf.
         let new_side: Vec<Entry> = if node.parent == Parent::Seq(view.leaf) {
-            vec![self.entry_at(leaf)?]
+            // The node was read already; only the line is missing.
+            vec![Entry {
+                seq: leaf,
+                node: node.clone(),
+                line: self.line(leaf)?,
+            }]
         } else {
             if self.in_cycle_tree(leaf)? || self.in_cycle_tree(view.leaf)? {
                 return Ok(None);
