@@ -188,6 +188,40 @@ pub fn encode<T: Encode>(value: &T) -> Vec<u8> {
     out
 }
 
+/// Packs a log row: an entry's (or leaf record's) node record and its line in one value,
+/// `[node record length: u32 BE] ++ node record ++ line bytes` (docs/format.md, "Log rows").
+/// The node record carries its own checksum; the line is covered by the node's `content`
+/// hash.
+pub fn encode_log(node: &NodeRecord, line: &[u8]) -> Vec<u8> {
+    let node = encode(node);
+    let mut out = Vec::with_capacity(4 + node.len() + line.len());
+    // A node record is a few hundred bytes at most, far below u32::MAX.
+    out.extend_from_slice(&u32::try_from(node.len()).unwrap_or(u32::MAX).to_be_bytes());
+    out.extend_from_slice(&node);
+    out.extend_from_slice(line);
+    out
+}
+
+/// Splits a log row into its encoded node record and its line bytes.
+pub fn split_log(bytes: &[u8]) -> Result<(&[u8], &[u8]), CodecError> {
+    let (len, rest) = bytes
+        .split_first_chunk::<4>()
+        .ok_or_else(|| CodecError::CorruptRecord("log row shorter than its length".to_owned()))?;
+    let len = u32::from_be_bytes(*len) as usize;
+    if len > rest.len() {
+        return Err(CodecError::CorruptRecord(format!(
+            "log row node length {len} exceeds the row ({} bytes)",
+            rest.len()
+        )));
+    }
+    Ok(rest.split_at(len))
+}
+
+/// Decodes the node record of a log row (the line is not touched).
+pub fn decode_log_node(bytes: &[u8]) -> Result<NodeRecord, CodecError> {
+    decode(split_log(bytes)?.0)
+}
+
 /// Decodes a record, checking its checksum, its format version and that every byte was used.
 pub fn decode<T: Decode<()>>(bytes: &[u8]) -> Result<T, CodecError> {
     if bytes.len() < 1 + CHECKSUM_LEN {

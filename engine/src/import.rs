@@ -138,15 +138,16 @@ impl Store {
             file: file.clone(),
             reason,
         };
-        // Pass 1: stream lines into the log.
+        // Pass 1: read every line; the lines go to an anonymous spool file until their node
+        // records are known (a log row packs both), so memory holds only the small metadata.
         let mut records: Vec<Pending> = Vec::new();
         let mut last_timestamp: Option<String> = None;
         let mut batch = WriteBatch::new();
+        let mut spool = Spool::new()?;
         while let Some(line) = reader
             .next_line()
             .map_err(|e| GroveError::from_codec(e, file.clone()))?
         {
-            let seq = records.len() as u64;
             let env = line.envelope;
             let label = (env.kind == EntryKind::Label)
                 .then(|| label_value(&line.text))
@@ -160,12 +161,9 @@ impl Store {
                 content: digest::content_hash(line.text.as_bytes()),
             });
             last_timestamp = Some(env.timestamp);
-            batch.put(keys::line(sid, seq), line.text.into_bytes());
-            if batch.size() > BATCH_BYTES {
-                self.inner
-                    .commit(std::mem::take(&mut batch), Durability::None)?;
-            }
+            spool.push(line.text.as_bytes())?;
         }
+        let mut spool = spool.rewind()?;
         // Pass 2: resolve ids as pi does (the last occurrence wins).
         let mut id_map: HashMap<&str, u64> = HashMap::with_capacity(records.len());
         let mut duplicate_ids = Vec::new();
@@ -288,7 +286,8 @@ impl Store {
                     _ => {}
                 }
             }
-            batch.put(keys::node(sid, seq), record::encode(&node));
+            let line = spool.next_line()?;
+            batch.put(keys::log(sid, seq), record::encode_log(&node, &line));
             if batch.size() > BATCH_BYTES {
                 self.inner
                     .commit(std::mem::take(&mut batch), Durability::None)?;
@@ -420,4 +419,65 @@ fn derive_all(records: &[Pending], parents: &mut [Parent]) -> Vec<NodeRecord> {
         }
     }
     nodes.into_iter().flatten().collect()
+}
+
+/// The lines of an import between pass 1 and the writing of their log rows: an anonymous
+/// temporary file of length-prefixed lines, read back in order.
+struct Spool {
+    file: std::io::BufWriter<std::fs::File>,
+}
+
+/// A spool being read back.
+struct SpoolReader {
+    file: std::io::BufReader<std::fs::File>,
+}
+
+fn spool_error(source: std::io::Error) -> GroveError {
+    GroveError::Storage(crate::kv::KvError::Io {
+        context: "import spool file".to_owned(),
+        source,
+    })
+}
+
+impl Spool {
+    fn new() -> Result<Spool> {
+        let file = tempfile::tempfile().map_err(spool_error)?;
+        Ok(Spool {
+            file: std::io::BufWriter::with_capacity(1 << 20, file),
+        })
+    }
+
+    fn push(&mut self, line: &[u8]) -> Result<()> {
+        use std::io::Write;
+        let len = line.len() as u64;
+        self.file
+            .write_all(&len.to_le_bytes())
+            .map_err(spool_error)?;
+        self.file.write_all(line).map_err(spool_error)
+    }
+
+    fn rewind(self) -> Result<SpoolReader> {
+        use std::io::Seek;
+        let mut file = self
+            .file
+            .into_inner()
+            .map_err(|e| spool_error(e.into_error()))?;
+        file.rewind().map_err(spool_error)?;
+        Ok(SpoolReader {
+            file: std::io::BufReader::with_capacity(1 << 20, file),
+        })
+    }
+}
+
+impl SpoolReader {
+    fn next_line(&mut self) -> Result<Vec<u8>> {
+        use std::io::Read;
+        let mut len = [0u8; 8];
+        self.file.read_exact(&mut len).map_err(spool_error)?;
+        let len = usize::try_from(u64::from_le_bytes(len))
+            .map_err(|_| spool_error(std::io::Error::other("spooled line length overflows")))?;
+        let mut line = vec![0u8; len];
+        self.file.read_exact(&mut line).map_err(spool_error)?;
+        Ok(line)
+    }
 }

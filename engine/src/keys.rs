@@ -14,10 +14,9 @@ pub const T_HEAD: u8 = 0x02;
 pub const T_SESSION_ID: u8 = 0x03;
 /// Import in progress: `[0x04][sid]` → empty. Removed when the import publishes.
 pub const T_PENDING: u8 = 0x04;
-/// Log line bytes: `[0x10][sid][seq]`.
-pub const T_LINE: u8 = 0x10;
-/// Node record: `[0x11][sid][seq]`.
-pub const T_NODE: u8 = 0x11;
+/// Log row (node record and line bytes, packed): `[0x10][sid][seq]`. Tag `0x11` is unused
+/// (it held node records before format 2).
+pub const T_LOG: u8 = 0x10;
 /// Entry id index: `[0x12][sid] ++ entry id` → seq.
 pub const T_ENTRY_ID: u8 = 0x12;
 /// Children index: `[0x13][sid][parent seq | ROOT][child seq]` → empty.
@@ -36,11 +35,10 @@ pub const T_VIEW: u8 = 0x17;
 pub const ROOT: u64 = u64::MAX;
 
 /// Every per-session table, for deletion and verification.
-pub const SESSION_TABLES: [u8; 10] = [
+pub const SESSION_TABLES: [u8; 9] = [
     T_HEAD,
     T_PENDING,
-    T_LINE,
-    T_NODE,
+    T_LOG,
     T_ENTRY_ID,
     T_CHILD,
     T_LEAF_HISTORY,
@@ -104,13 +102,8 @@ pub fn pending(sid: u64) -> Vec<u8> {
 }
 
 /// `[0x10][sid][seq]`.
-pub fn line(sid: u64, seq: u64) -> Vec<u8> {
-    tag_u64_u64(T_LINE, sid, seq)
-}
-
-/// `[0x11][sid][seq]`.
-pub fn node(sid: u64, seq: u64) -> Vec<u8> {
-    tag_u64_u64(T_NODE, sid, seq)
+pub fn log(sid: u64, seq: u64) -> Vec<u8> {
+    tag_u64_u64(T_LOG, sid, seq)
 }
 
 /// `[0x12][sid] ++ id`.

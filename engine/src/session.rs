@@ -1,7 +1,7 @@
 //! A session handle: reads of the log and the tree, and the two primitive writes
-//! (append an entry, record a leaf move). Each write is one atomic batch under the
-//! session's writer lock: entry bytes and index rows first, the head (leaf) in the same
-//! batch, so a reader never sees an index without its entry.
+//! (append an entry, record a leaf move), under the session's writer lock. The log row is
+//! written before the index rows and the head that point at it (see `crate::write`), so a
+//! reader never sees an index without its entry.
 
 use std::sync::Arc;
 
@@ -110,6 +110,20 @@ impl Session {
         }
     }
 
+    /// A handle on a stored session, after completing a commit a crash interrupted (a log
+    /// row at the head's `next_seq`; see [`crate::write::roll_forward`]). Costs one point
+    /// read when there is nothing to complete.
+    pub(crate) fn open(inner: Arc<Inner>, sid: u64, record: SessionRecord) -> Result<Session> {
+        let session = Session::new(inner, sid, record);
+        let next = session.head()?.next_seq;
+        if session.inner.kv.get(&keys::log(sid, next))?.is_some() {
+            let lock = session.inner.session_lock(sid);
+            let mut tip = lock.lock();
+            crate::write::roll_forward(&session, &mut tip)?;
+        }
+        Ok(session)
+    }
+
     /// The session id.
     pub fn id(&self) -> &str {
         &self.record.id
@@ -125,29 +139,35 @@ impl Session {
         self.inner.require(&keys::head(self.sid))
     }
 
+    /// The raw log row at `seq`, or `Corrupt` when it is missing.
+    fn row(&self, seq: u64) -> Result<Vec<u8>> {
+        self.inner
+            .kv
+            .get(&keys::log(self.sid, seq))?
+            .ok_or_else(|| GroveError::Corrupt(format!("missing log record {seq}")))
+    }
+
     /// The node record at `seq`.
     pub(crate) fn node(&self, seq: u64) -> Result<NodeRecord> {
-        self.inner.require(&keys::node(self.sid, seq))
+        decode_node(seq, &self.row(seq)?)
+    }
+
+    /// The node record at `seq`, if that log row exists.
+    pub(crate) fn node_if_present(&self, seq: u64) -> Result<Option<NodeRecord>> {
+        match self.inner.kv.get(&keys::log(self.sid, seq))? {
+            None => Ok(None),
+            Some(row) => decode_node(seq, &row).map(Some),
+        }
     }
 
     /// The stored line at `seq`.
     pub(crate) fn line(&self, seq: u64) -> Result<String> {
-        let bytes = self
-            .inner
-            .kv
-            .get(&keys::line(self.sid, seq))?
-            .ok_or_else(|| GroveError::Corrupt(format!("missing line {seq}")))?;
-        String::from_utf8(bytes)
-            .map_err(|_| GroveError::Corrupt(format!("line {seq} is not UTF-8")))
+        Ok(decode_row(seq, self.row(seq)?)?.line)
     }
 
     /// The record at `seq`.
     pub fn entry_at(&self, seq: u64) -> Result<Entry> {
-        Ok(Entry {
-            seq,
-            node: self.node(seq)?,
-            line: self.line(seq)?,
-        })
+        decode_row(seq, self.row(seq)?)
     }
 
     /// The sequence number the id resolves to (last occurrence), entry or leaf record.
@@ -231,27 +251,12 @@ impl Session {
 
     /// Every record of the log in order: entries and leaf records.
     pub fn log(&self) -> impl Iterator<Item = Result<Entry>> + '_ {
-        let start = keys::session_prefix(keys::T_NODE, self.sid);
+        let start = keys::session_prefix(keys::T_LOG, self.sid);
         let end = keys::prefix_end(&start);
-        let lstart = keys::session_prefix(keys::T_LINE, self.sid);
-        let lend = keys::prefix_end(&lstart);
-        let nodes = self.inner.kv.scan(&start, &end);
-        let lines = self.inner.kv.scan(&lstart, &lend);
-        nodes.zip(lines).map(|(n, l)| {
-            let (nk, nv) = n?;
-            let (lk, lv) = l?;
-            let seq = keys::last_u64(&nk).ok_or_else(|| GroveError::Corrupt("node key".into()))?;
-            if keys::last_u64(&lk) != Some(seq) {
-                return Err(GroveError::Corrupt(format!(
-                    "log line and node {seq} disagree"
-                )));
-            }
-            let node: NodeRecord =
-                record::decode(&nv).map_err(|e| GroveError::Corrupt(format!("node {seq}: {e}")))?;
-            let line = String::from_utf8(lv)
-                .map_err(|_| GroveError::Corrupt(format!("line {seq} is not UTF-8")))?;
-            Ok(Entry { seq, node, line })
-        })
+        self.inner
+            .kv
+            .scan(&start, &end)
+            .map(|pair| decode_pair(pair?))
     }
 
     /// The tree entries in log order (leaf records left out; shadowed duplicates kept).
@@ -276,10 +281,7 @@ impl Session {
         let mut out = Vec::new();
         // The implicit first child: the next record, when it continues this entry's run.
         if pseq != keys::ROOT {
-            if let Some(next) = self
-                .inner
-                .get::<NodeRecord>(&keys::node(self.sid, pseq + 1))?
-            {
+            if let Some(next) = self.node_if_present(pseq + 1)? {
                 if next.kind != EntryKind::Leaf.tag()
                     && keys::child_row(&next, pseq + 1).is_none()
                     && next.parent == grove_codec::record::Parent::Seq(pseq)
@@ -313,10 +315,13 @@ impl Session {
     /// [`Session::append`] with per-call options.
     pub fn append_with(&self, entry: NewEntry, options: AppendOptions) -> Result<String> {
         let lock = self.inner.session_lock(self.sid);
-        let _guard = lock.lock();
-        let mut txn = Txn::begin(self)?;
+        let mut tip = lock.lock();
+        let mut txn = Txn::begin(self, &tip)?;
         let id = txn.append(&entry, options.id, options.timestamp)?;
-        txn.commit(options.durability.unwrap_or(self.inner.durability))?;
+        txn.commit(
+            options.durability.unwrap_or(self.inner.durability),
+            &mut tip,
+        )?;
         Ok(id)
     }
 
@@ -325,8 +330,8 @@ impl Session {
     /// outcome says where the leaf is now — a value, not an error.
     pub fn append_if(&self, expected_leaf: Option<&str>, entry: NewEntry) -> Result<AppendOutcome> {
         let lock = self.inner.session_lock(self.sid);
-        let _guard = lock.lock();
-        let mut txn = Txn::begin(self)?;
+        let mut tip = lock.lock();
+        let mut txn = Txn::begin(self, &tip)?;
         let actual = match txn.head.leaf {
             None => None,
             Some(seq) => Some(txn.node(seq)?.id),
@@ -337,7 +342,7 @@ impl Session {
             });
         }
         let id = txn.append(&entry, None, None)?;
-        txn.commit(self.inner.durability)?;
+        txn.commit(self.inner.durability, &mut tip)?;
         Ok(AppendOutcome::Appended(id))
     }
 
@@ -345,13 +350,13 @@ impl Session {
     /// batch. Returns their ids.
     pub fn append_many(&self, entries: &[NewEntry]) -> Result<Vec<String>> {
         let lock = self.inner.session_lock(self.sid);
-        let _guard = lock.lock();
-        let mut txn = Txn::begin(self)?;
+        let mut tip = lock.lock();
+        let mut txn = Txn::begin(self, &tip)?;
         let ids = entries
             .iter()
             .map(|e| txn.append(e, None, None))
             .collect::<Result<Vec<_>>>()?;
-        txn.commit(self.inner.durability)?;
+        txn.commit(self.inner.durability, &mut tip)?;
         Ok(ids)
     }
 
@@ -393,8 +398,8 @@ impl Session {
         durability: Option<Durability>,
     ) -> Result<Option<String>> {
         let lock = self.inner.session_lock(self.sid);
-        let _guard = lock.lock();
-        let mut txn = Txn::begin(self)?;
+        let mut tip = lock.lock();
+        let mut txn = Txn::begin(self, &tip)?;
         let target_seq = match target {
             None => None,
             Some(id) => Some(txn.require_entry(id)?),
@@ -404,7 +409,7 @@ impl Session {
             None => None,
             Some(entry) => Some(txn.append(entry, None, None)?),
         };
-        txn.commit(durability.unwrap_or(self.inner.durability))?;
+        txn.commit(durability.unwrap_or(self.inner.durability), &mut tip)?;
         Ok(summary_id)
     }
 
@@ -425,4 +430,26 @@ impl Session {
         }
         Ok(out)
     }
+}
+
+/// Decodes the node record of the log row at `seq`.
+pub(crate) fn decode_node(seq: u64, row: &[u8]) -> Result<NodeRecord> {
+    record::decode_log_node(row).map_err(|e| GroveError::Corrupt(format!("log record {seq}: {e}")))
+}
+
+/// Decodes the log row at `seq` into its node record and line.
+pub(crate) fn decode_row(seq: u64, row: Vec<u8>) -> Result<Entry> {
+    let (node, line) = record::split_log(&row)
+        .map_err(|e| GroveError::Corrupt(format!("log record {seq}: {e}")))?;
+    let node =
+        record::decode(node).map_err(|e| GroveError::Corrupt(format!("log record {seq}: {e}")))?;
+    let line = String::from_utf8(line.to_vec())
+        .map_err(|_| GroveError::Corrupt(format!("line {seq} is not UTF-8")))?;
+    Ok(Entry { seq, node, line })
+}
+
+/// Decodes a scanned log row (key and value).
+pub(crate) fn decode_pair((key, row): crate::kv::Pair) -> Result<Entry> {
+    let seq = keys::last_u64(&key).ok_or_else(|| GroveError::Corrupt("log key".into()))?;
+    decode_row(seq, row)
 }

@@ -1,12 +1,13 @@
 //! The store: opening a backend, the session catalogue, and the write path shared by every
-//! operation (one atomic batch per operation, flushed per the store's [`Durability`]).
+//! operation (ordered single writes or one atomic batch per operation, flushed per the
+//! store's [`Durability`]).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use grove_codec::header::Header;
-use grove_codec::record::{self, HeadRecord, SessionRecord};
+use grove_codec::record::{self, HeadRecord, NodeRecord, SessionRecord};
 use parking_lot::Mutex;
 
 use crate::error::{GroveError, Result};
@@ -132,7 +133,7 @@ pub(crate) struct Inner {
     pub(crate) kv: Box<dyn Kv>,
     pub(crate) durability: Durability,
     catalogue: Mutex<()>,
-    session_locks: Mutex<HashMap<u64, Arc<Mutex<()>>>>,
+    session_locks: Mutex<HashMap<u64, Arc<Mutex<Tip>>>>,
     pub(crate) leases: Leases,
     pub(crate) views: Views,
     poisoned: Mutex<Option<String>>,
@@ -170,12 +171,27 @@ impl Inner {
             .ok_or_else(|| GroveError::Corrupt(format!("missing key {}", util::hex(key))))
     }
 
-    /// Applies a batch and makes it as durable as `durability` says.
-    /// Applies a batch and makes it as durable as `durability` says. A failed write or flush
-    /// poisons the store: every later write is refused, reads go on.
+    /// Applies a batch atomically and makes it as durable as `durability` says. A failed
+    /// write or flush poisons the store: every later write is refused, reads go on.
     pub(crate) fn commit(&self, batch: WriteBatch, durability: Durability) -> Result<()> {
+        self.commit_ops(batch, false, durability)
+    }
+
+    /// [`Inner::commit`], or with `ordered`, the operations as ordered single writes
+    /// ([`Kv::apply_ordered`]): the commit protocol of one-record transactions.
+    pub(crate) fn commit_ops(
+        &self,
+        ops: WriteBatch,
+        ordered: bool,
+        durability: Durability,
+    ) -> Result<()> {
         self.check_writable()?;
-        if let Err(e) = self.kv.apply(batch) {
+        let applied = if ordered {
+            self.kv.apply_ordered(ops)
+        } else {
+            self.kv.apply(ops)
+        };
+        if let Err(e) = applied {
             return Err(self.poison(format!("write failed: {e}")));
         }
         match durability {
@@ -243,8 +259,15 @@ impl Inner {
 
     /// The writer lock of one session: writes to a session are serialized, writes to
     /// different sessions are not.
-    pub(crate) fn session_lock(&self, sid: u64) -> Arc<Mutex<()>> {
-        self.session_locks.lock().entry(sid).or_default().clone()
+    /// The writer lock of session `sid`, which also guards its [`Tip`]. Locks nobody holds
+    /// are dropped once more than [`SESSION_LOCKS_KEPT`] sessions have one, so memory stays
+    /// bounded when a process writes many sessions.
+    pub(crate) fn session_lock(&self, sid: u64) -> Arc<Mutex<Tip>> {
+        let mut locks = self.session_locks.lock();
+        if locks.len() >= SESSION_LOCKS_KEPT && !locks.contains_key(&sid) {
+            locks.retain(|_, lock| Arc::strong_count(lock) > 1);
+        }
+        locks.entry(sid).or_default().clone()
     }
 
     pub(crate) fn sid_of(&self, id: &str) -> Result<Option<u64>> {
@@ -276,7 +299,21 @@ pub struct Store {
     pub(crate) inner: Arc<Inner>,
 }
 
-const FORMAT_MARKER: &[u8] = b"grove\x00\x01";
+/// Writer locks (with their [`Tip`]s) kept for sessions nobody is writing.
+const SESSION_LOCKS_KEPT: usize = 4096;
+
+/// What a session's writer remembers between its transactions, under the writer lock: the
+/// head and the leaf's node record as last committed, so that an append does not read them
+/// back. Empty until the first transaction; emptied by anything else that writes the head.
+#[derive(Debug, Default)]
+pub(crate) struct Tip {
+    /// The head as last committed.
+    pub(crate) head: Option<HeadRecord>,
+    /// The leaf's sequence number and node record as last committed.
+    pub(crate) leaf: Option<(u64, NodeRecord)>,
+}
+
+const FORMAT_MARKER: &[u8] = b"grove\x00\x02";
 
 /// Creates the store directory `path` if missing, and refuses one that holds another backend's
 /// database (opening it would start an empty store beside it).
@@ -458,14 +495,14 @@ impl Store {
             .sid_of(id)?
             .ok_or_else(|| GroveError::SessionNotFound(id.to_owned()))?;
         let record: SessionRecord = self.inner.require(&keys::session(sid))?;
-        Ok(Session::new(self.inner.clone(), sid, record))
+        Session::open(self.inner.clone(), sid, record)
     }
 
     /// Opens the session whose id is `prefix` or starts with it (unique prefixes only).
     pub fn find_session(&self, prefix: &str) -> Result<Session> {
         if let Some(sid) = self.inner.sid_of(prefix)? {
             let record: SessionRecord = self.inner.require(&keys::session(sid))?;
-            return Ok(Session::new(self.inner.clone(), sid, record));
+            return Session::open(self.inner.clone(), sid, record);
         }
         let start = keys::session_id(prefix);
         let end = keys::prefix_end(&start);
@@ -495,7 +532,8 @@ impl Store {
             let sid = keys::u64_value(&v)
                 .ok_or_else(|| GroveError::Corrupt("session id index value".to_owned()))?;
             let rec: SessionRecord = self.inner.require(&keys::session(sid))?;
-            let head: HeadRecord = self.inner.require(&keys::head(sid))?;
+            // Opening completes an interrupted commit, so the entry count is current.
+            let head = Session::open(self.inner.clone(), sid, rec.clone())?.head()?;
             out.push(SessionSummary {
                 id: rec.id,
                 created: rec.created,
@@ -530,7 +568,8 @@ impl Store {
     /// midway leaves it to the next open).
     pub(crate) fn purge(&self, sid: u64) -> Result<()> {
         let lock = self.inner.session_lock(sid);
-        let _guard = lock.lock();
+        let mut tip = lock.lock();
+        *tip = Tip::default();
         for tag in keys::SESSION_TABLES {
             if tag == keys::T_PENDING {
                 continue;

@@ -79,7 +79,17 @@ impl Store {
         for (id, sid) in ids {
             match self.inner.get::<SessionRecord>(&keys::session(sid)) {
                 Ok(Some(rec)) => {
-                    let session = Session::new(self.inner.clone(), sid, rec);
+                    let session = match Session::open(self.inner.clone(), sid, rec.clone()) {
+                        Ok(s) => s,
+                        Err(e) => {
+                            report.problems.push(Problem {
+                                session: id.clone(),
+                                entry: None,
+                                what: format!("completing an interrupted commit: {e}"),
+                            });
+                            Session::new(self.inner.clone(), sid, rec)
+                        }
+                    };
                     verify_session(&session, &id, &mut report)?;
                 }
                 Ok(None) => report.problems.push(Problem {
@@ -173,34 +183,38 @@ fn verify_session(s: &Session, listed_as: &str, report: &mut VerifyReport) -> Re
     if s.inner.kv.get(&keys::pending(s.sid))?.is_some() {
         c.fail(None, "pending marker present on a published session");
     }
-    // The log: nodes and lines for 0..next_seq.
+    // The log: one row (node record and line) for each of 0..next_seq.
     let mut rows: Vec<Row> = Vec::with_capacity(head.next_seq as usize);
-    let nstart = keys::session_prefix(keys::T_NODE, s.sid);
-    let lstart = keys::session_prefix(keys::T_LINE, s.sid);
-    let mut nodes = s.inner.kv.scan(&nstart, &keys::prefix_end(&nstart));
-    let mut lines = s.inner.kv.scan(&lstart, &keys::prefix_end(&lstart));
+    let start = keys::session_prefix(keys::T_LOG, s.sid);
+    let mut log = s.inner.kv.scan(&start, &keys::prefix_end(&start));
     for seq in 0..head.next_seq {
-        let (n, l) = (nodes.next().transpose()?, lines.next().transpose()?);
-        let (Some((nk, nv)), Some((lk, lv))) = (n, l) else {
+        let Some((key, value)) = log.next().transpose()? else {
             c.fail(
                 None,
                 format!("log ends at {seq}, head says {}", head.next_seq),
             );
             return Ok(());
         };
-        if keys::last_u64(&nk) != Some(seq) || keys::last_u64(&lk) != Some(seq) {
+        if keys::last_u64(&key) != Some(seq) {
             c.fail(None, format!("log record {seq} is missing"));
             return Ok(());
         }
-        let node = match record::decode::<NodeRecord>(&nv) {
+        let (nv, lv) = match record::split_log(&value) {
+            Ok(parts) => parts,
+            Err(e) => {
+                c.fail(None, format!("log record {seq}: {e}"));
+                return Ok(());
+            }
+        };
+        let node = match record::decode::<NodeRecord>(nv) {
             Ok(n) => n,
             Err(e) => {
                 c.fail(None, format!("node {seq}: {e}"));
                 return Ok(());
             }
         };
-        let line = String::from_utf8_lossy(&lv).into_owned();
-        if digest::content_hash(&lv) != node.content {
+        let line = String::from_utf8_lossy(lv).into_owned();
+        if digest::content_hash(lv) != node.content {
             c.fail(
                 Some(&node.id),
                 format!("line {seq} does not match its content hash"),
@@ -217,7 +231,7 @@ fn verify_session(s: &Session, listed_as: &str, report: &mut VerifyReport) -> Re
         }
         rows.push(Row { node, line, env });
     }
-    if nodes.next().is_some() || lines.next().is_some() {
+    if log.next().is_some() {
         c.fail(None, format!("records beyond next_seq {}", head.next_seq));
     }
     c.report.records += rows.len() as u64;

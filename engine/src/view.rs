@@ -273,26 +273,15 @@ impl Session {
         }))
     }
 
-    /// Records `lo..=hi` in ascending order, by one pair of range scans.
+    /// Records `lo..=hi` in ascending order, by one range scan.
     pub(crate) fn read_range(&self, lo: u64, hi: u64) -> Result<Vec<Entry>> {
-        let nodes = self
+        let rows = self
             .inner
             .kv
-            .scan(&keys::node(self.sid, lo), &keys::node(self.sid, hi + 1));
-        let lines = self
-            .inner
-            .kv
-            .scan(&keys::line(self.sid, lo), &keys::line(self.sid, hi + 1));
+            .scan(&keys::log(self.sid, lo), &keys::log(self.sid, hi + 1));
         let mut out = Vec::with_capacity((hi - lo + 1) as usize);
-        for (n, l) in nodes.zip(lines) {
-            let (nk, nv) = n?;
-            let (_, lv) = l?;
-            let seq = keys::last_u64(&nk).ok_or_else(|| GroveError::Corrupt("node key".into()))?;
-            let node: NodeRecord =
-                record::decode(&nv).map_err(|e| GroveError::Corrupt(format!("node {seq}: {e}")))?;
-            let line = String::from_utf8(lv)
-                .map_err(|_| GroveError::Corrupt(format!("line {seq} is not UTF-8")))?;
-            out.push(Entry { seq, node, line });
+        for pair in rows {
+            out.push(crate::session::decode_pair(pair?)?);
         }
         if out.len() as u64 != hi - lo + 1 {
             return Err(GroveError::Corrupt(format!(

@@ -3,19 +3,19 @@
 //! of an entry are read as a few backward range scans — one per branch point on the path —
 //! instead of one point lookup per entry.
 
-use grove_codec::record::{self, NodeRecord};
+use grove_codec::record::NodeRecord;
 
 use crate::error::{GroveError, Result};
 use crate::keys;
 use crate::kv::Scan;
-use crate::session::{Entry, Session};
+use crate::session::{decode_pair, Entry, Session};
 
 /// The ancestors of an entry, itself first, up to its root. Parent cycles are followed: a
 /// caller that walks past a `Parent::Cycle` link must watch for revisits.
 pub(crate) struct Ancestors<'a> {
     session: &'a Session,
     next: Option<u64>,
-    run: Option<(Scan<'a>, Scan<'a>)>,
+    run: Option<Scan<'a>>,
     /// A short run still to read by point lookups: `(lo, next seq down)`.
     short: Option<(u64, u64)>,
     last_parent: Option<u64>,
@@ -36,18 +36,16 @@ impl<'a> Ancestors<'a> {
     }
 
     /// Starts the run that ends at `top`. Short runs (common in bushy sessions) are read by
-    /// point lookups, which cost less than opening two range iterators; the entry at `top`
+    /// point lookups, which cost less than opening a range iterator; the entry at `top`
     /// itself is returned at once, since its node had to be read to find the run.
     fn open_run(&mut self, top: u64) -> Result<Entry> {
-        let node: NodeRecord = self.session.node(top)?;
+        let entry = self.session.entry_at(top)?;
+        let node: &NodeRecord = &entry.node;
         let lo = node.run_start.min(top);
-        let line = self.session.line(top)?;
         if top - lo >= SCAN_FROM {
             let sid = self.session.sid;
             let kv = &self.session.inner.kv;
-            let nodes = kv.scan_rev(&keys::node(sid, lo), &keys::node(sid, top));
-            let lines = kv.scan_rev(&keys::line(sid, lo), &keys::line(sid, top));
-            self.run = Some((nodes, lines));
+            self.run = Some(kv.scan_rev(&keys::log(sid, lo), &keys::log(sid, top)));
             self.next = None;
         } else {
             self.run = None;
@@ -59,11 +57,7 @@ impl<'a> Ancestors<'a> {
             self.next = node.parent.seq();
             self.last_parent = None;
         }
-        Ok(Entry {
-            seq: top,
-            node,
-            line,
-        })
+        Ok(entry)
     }
 
     fn step(&mut self) -> Result<Option<Entry>> {
@@ -87,18 +81,13 @@ impl<'a> Ancestors<'a> {
                 };
                 return self.open_run(top).map(Some);
             }
-            let Some((nodes, lines)) = self.run.as_mut() else {
+            let Some(run) = self.run.as_mut() else {
                 return Ok(None);
             };
-            match (nodes.next(), lines.next()) {
-                (Some(n), Some(l)) => {
-                    let (nk, nv) = n?;
-                    let (lk, lv) = l?;
-                    let seq = keys::last_u64(&nk)
-                        .ok_or_else(|| GroveError::Corrupt("node key".into()))?;
-                    if keys::last_u64(&lk) != Some(seq) {
-                        return Err(GroveError::Corrupt(format!("line and node {seq} disagree")));
-                    }
+            match run.next() {
+                Some(pair) => {
+                    let entry = decode_pair(pair?)?;
+                    let seq = entry.seq;
                     if let Some(expected) = self.last_parent {
                         if expected != seq {
                             return Err(GroveError::Corrupt(format!(
@@ -106,10 +95,7 @@ impl<'a> Ancestors<'a> {
                             )));
                         }
                     }
-                    let node: NodeRecord = record::decode(&nv)
-                        .map_err(|e| GroveError::Corrupt(format!("node {seq}: {e}")))?;
-                    let line = String::from_utf8(lv)
-                        .map_err(|_| GroveError::Corrupt(format!("line {seq} is not UTF-8")))?;
+                    let node = &entry.node;
                     self.last_parent = node.parent.seq();
                     if seq == node.run_start || node.parent.seq() != seq.checked_sub(1) {
                         // The run ends here; continue at the parent, if any.
@@ -117,7 +103,7 @@ impl<'a> Ancestors<'a> {
                         self.next = node.parent.seq();
                         self.last_parent = None;
                     }
-                    return Ok(Some(Entry { seq, node, line }));
+                    return Ok(Some(entry));
                 }
                 _ => {
                     self.run = None;

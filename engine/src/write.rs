@@ -1,7 +1,14 @@
 //! The write path. A [`Txn`] stages the records of one operation (an append, a leaf move, a
 //! move with its branch summary, a batch of appends) over an overlay of what it has staged so
-//! far, then commits them as one atomic batch together with the new head. Callers hold the
-//! session's writer lock for the whole transaction.
+//! far, then commits them together with the new head. Callers hold the session's writer lock
+//! for the whole transaction.
+//!
+//! The log is the commit point (docs/design.md, "Commit protocol"). A transaction of one
+//! record is written as ordered single writes — the log row first, then the index rows it
+//! implies, then the head — which the backend recovers as a prefix after a crash; a log row
+//! found at the head's `next_seq` is therefore committed, and [`roll_forward`] rewrites the
+//! index rows and head it implies when the session is next opened. A transaction of several
+//! records (`append_many`, a move with its branch summary) is one atomic batch.
 
 use std::collections::HashMap;
 
@@ -16,24 +23,37 @@ use crate::fold;
 use crate::keys;
 use crate::kv::WriteBatch;
 use crate::session::Session;
-use crate::store::Durability;
+use crate::store::{Durability, Tip};
 use crate::util;
 
 /// One operation's staged writes.
 pub(crate) struct Txn<'s> {
     session: &'s Session,
     pub(crate) head: HeadRecord,
+    /// Staged log rows, in sequence order.
+    log: Vec<(Vec<u8>, Vec<u8>)>,
+    /// Staged index rows.
     batch: WriteBatch,
     nodes: HashMap<u64, NodeRecord>,
     ids: HashMap<String, u64>,
+    /// The leaf's node as the writer's [`Tip`] remembered it.
+    cached_leaf: Option<(u64, NodeRecord)>,
 }
 
 impl<'s> Txn<'s> {
-    /// Starts a transaction on the session's current head.
-    pub(crate) fn begin(session: &'s Session) -> Result<Txn<'s>> {
+    /// Starts a transaction on the session's current head (from the writer's `tip` when it
+    /// has one).
+    pub(crate) fn begin(session: &'s Session, tip: &Tip) -> Result<Txn<'s>> {
+        let head = match &tip.head {
+            Some(h) => h.clone(),
+            None => session.head()?,
+        };
+        let cached_leaf = tip.leaf.clone().filter(|(s, _)| Some(*s) == head.leaf);
         Ok(Txn {
             session,
-            head: session.head()?,
+            head,
+            cached_leaf,
+            log: Vec::new(),
             batch: WriteBatch::new(),
             nodes: HashMap::new(),
             ids: HashMap::new(),
@@ -41,9 +61,12 @@ impl<'s> Txn<'s> {
     }
 
     pub(crate) fn node(&self, seq: u64) -> Result<NodeRecord> {
-        match self.nodes.get(&seq) {
-            Some(n) => Ok(n.clone()),
-            None => self.session.node(seq),
+        if let Some(n) = self.nodes.get(&seq) {
+            return Ok(n.clone());
+        }
+        match &self.cached_leaf {
+            Some((s, n)) if *s == seq => Ok(n.clone()),
+            _ => self.session.node(seq),
         }
     }
 
@@ -84,15 +107,24 @@ impl<'s> Txn<'s> {
         t
     }
 
-    fn put_record(&mut self, seq: u64, id: &str, line: String, node: NodeRecord) {
+    /// Stages the log row of a new record and everything it implies (index rows, head).
+    fn put_record(&mut self, seq: u64, line: String, node: NodeRecord, env: &Envelope) {
         let sid = self.session.sid;
-        self.batch.put(keys::line(sid, seq), line.into_bytes());
-        self.batch.put(keys::node(sid, seq), record::encode(&node));
-        self.batch
-            .put(keys::entry_id(sid, id), seq.to_be_bytes().to_vec());
+        self.log.push((
+            keys::log(sid, seq),
+            record::encode_log(&node, line.as_bytes()),
+        ));
+        index_record(
+            self.session,
+            &mut self.batch,
+            &mut self.head,
+            seq,
+            &node,
+            &line,
+            env,
+        );
+        self.ids.insert(node.id.clone(), seq);
         self.nodes.insert(seq, node);
-        self.ids.insert(id.to_owned(), seq);
-        self.head.next_seq += 1;
     }
 
     /// Stages an entry as a child of the (staged) leaf; it becomes the leaf.
@@ -138,17 +170,8 @@ impl<'s> Txn<'s> {
             _ => {}
         }
         let seq = self.head.next_seq;
-        let sid = self.session.sid;
-        match envelope.kind {
-            EntryKind::Label => {
-                let target = envelope.target_id.clone().unwrap_or_default();
-                self.require_entry(&target)?;
-                self.session
-                    .label_update(&mut self.batch, &line, &target, seq);
-            }
-            EntryKind::SessionInfo => self.head.name_at = Some(seq),
-            EntryKind::Compaction => self.batch.put(keys::compaction(sid, seq), Vec::new()),
-            _ => {}
+        if envelope.kind == EntryKind::Label {
+            self.require_entry(envelope.target_id.as_deref().unwrap_or_default())?;
         }
         let parent_jump = match parent.as_ref().and_then(|(_, n)| n.jump) {
             Some(j) => Some(self.node(j.seq)?),
@@ -165,12 +188,7 @@ impl<'s> Txn<'s> {
             parent_jump.as_ref(),
             digest::content_hash(line.as_bytes()),
         );
-        if let Some(pseq) = keys::child_row(&node, seq) {
-            self.batch.put(keys::child(sid, pseq, seq), Vec::new());
-        }
-        self.put_record(seq, &id, line, node);
-        self.head.entries += 1;
-        self.head.leaf = Some(seq);
+        self.put_record(seq, line, node, &envelope);
         Ok(id)
     }
 
@@ -199,17 +217,123 @@ impl<'s> Txn<'s> {
             target.map_or(LeafTarget::Null, LeafTarget::Seq),
             digest::content_hash(line.as_bytes()),
         );
-        self.batch
-            .put(keys::leaf_history(self.session.sid, seq), Vec::new());
-        self.put_record(seq, &id, line, node);
-        self.head.leaf = target;
+        let envelope = Envelope::parse(&line).map_err(GroveError::InvalidArgument)?;
+        self.put_record(seq, line, node, &envelope);
         Ok(id)
     }
 
-    /// Writes everything staged, and the head, in one atomic batch.
-    pub(crate) fn commit(mut self, durability: Durability) -> Result<()> {
-        self.batch
-            .put(keys::head(self.session.sid), record::encode(&self.head));
-        self.session.inner.commit(self.batch, durability)
+    /// Writes everything staged and the head: one record as ordered single writes (log row
+    /// first, head last), several records as one atomic batch.
+    /// `tip` is updated to the committed head and leaf, or emptied when the commit fails.
+    pub(crate) fn commit(mut self, durability: Durability, tip: &mut Tip) -> Result<()> {
+        let leaf = match self.head.leaf {
+            None => None,
+            Some(seq) => match self.nodes.remove(&seq) {
+                Some(n) => Some((seq, n)),
+                None => match self.cached_leaf.take() {
+                    Some((s, n)) if s == seq => Some((s, n)),
+                    _ => None,
+                },
+            },
+        };
+        let new_head = self.head.clone();
+        let head = record::encode(&self.head);
+        let mut ops = WriteBatch::new();
+        let single = self.log.len() == 1;
+        for (k, v) in self.log {
+            ops.put(k, v);
+        }
+        for (k, v) in self.batch.into_ops() {
+            match v {
+                Some(v) => ops.put(k, v),
+                None => ops.delete(k),
+            }
+        }
+        ops.put(keys::head(self.session.sid), head);
+        *tip = Tip::default();
+        self.session.inner.commit_ops(ops, single, durability)?;
+        *tip = Tip {
+            head: Some(new_head),
+            leaf,
+        };
+        Ok(())
     }
+}
+
+/// Stages the index rows and head changes one log record implies: the id index, the
+/// children row (at branch points), the compaction and leaf-history rows, the label index,
+/// and the head's next sequence, leaf, entry count, name and timestamp. The write path and
+/// [`roll_forward`] both use it, so a recovered record is indexed exactly as a written one.
+fn index_record(
+    session: &Session,
+    batch: &mut WriteBatch,
+    head: &mut HeadRecord,
+    seq: u64,
+    node: &NodeRecord,
+    line: &str,
+    env: &Envelope,
+) {
+    let sid = session.sid;
+    batch.put(keys::entry_id(sid, &node.id), seq.to_be_bytes().to_vec());
+    match env.kind {
+        EntryKind::Leaf => {
+            batch.put(keys::leaf_history(sid, seq), Vec::new());
+            head.leaf = match node.leaf_target {
+                Some(LeafTarget::Seq(t)) => Some(t),
+                _ => None,
+            };
+        }
+        kind => {
+            match kind {
+                EntryKind::Label => {
+                    let target = env.target_id.as_deref().unwrap_or_default();
+                    session.label_update(batch, line, target, seq);
+                }
+                EntryKind::SessionInfo => head.name_at = Some(seq),
+                EntryKind::Compaction => batch.put(keys::compaction(sid, seq), Vec::new()),
+                _ => {}
+            }
+            if let Some(pseq) = keys::child_row(node, seq) {
+                batch.put(keys::child(sid, pseq, seq), Vec::new());
+            }
+            head.entries += 1;
+            head.leaf = Some(seq);
+        }
+    }
+    head.next_seq = seq + 1;
+    head.last_timestamp = Some(env.timestamp.clone());
+}
+
+/// Completes a commit a crash interrupted: every log row at or after the head's `next_seq`
+/// is committed (the log row is written first), so its index rows and the head are written
+/// again, in one atomic batch. Called with the session's writer lock held (`tip` is what it
+/// guards, emptied here); returns how many records were rolled forward.
+pub(crate) fn roll_forward(session: &Session, tip: &mut Tip) -> Result<u64> {
+    *tip = Tip::default();
+    let mut head = session.head()?;
+    let mut batch = WriteBatch::new();
+    let mut done = 0;
+    while let Some(row) = session
+        .inner
+        .kv
+        .get(&keys::log(session.sid, head.next_seq))?
+    {
+        let entry = crate::session::decode_row(head.next_seq, row)?;
+        let env = entry.envelope()?;
+        index_record(
+            session,
+            &mut batch,
+            &mut head,
+            entry.seq,
+            &entry.node,
+            &entry.line,
+            &env,
+        );
+        done += 1;
+    }
+    if done > 0 {
+        batch.put(keys::head(session.sid), record::encode(&head));
+        session.inner.commit(batch, Durability::Sync)?;
+    }
+    Ok(done)
 }

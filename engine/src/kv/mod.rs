@@ -1,9 +1,11 @@
 //! The narrow key-value interface grove stores everything through.
 //!
 //! What grove assumes of a backend (docs/format.md, "The medium"): keys sort bytewise;
-//! a [`WriteBatch`] is applied atomically (all or nothing, also across a crash); after
-//! [`Kv::flush`] returns, every batch applied before it survives a process kill and a power
-//! loss. Nothing else: no transactions, no cross-batch ordering guarantees beyond that.
+//! a [`WriteBatch`] is applied atomically (all or nothing, also across a crash); writes are
+//! recovered in the order they were applied — after a crash, what survives is a prefix of
+//! the applied writes (sled recovers its log up to the first gap; redb and the memory
+//! backend apply every call atomically); after [`Kv::flush`] returns, every write applied
+//! before it survives a process kill and a power loss. No transactions.
 
 mod memory;
 mod redb_kv;
@@ -110,6 +112,12 @@ pub trait Kv: Send + Sync {
     fn scan_rev(&self, start: &[u8], end: &[u8]) -> Scan<'_>;
     /// Applies every operation of `batch` atomically.
     fn apply(&self, batch: WriteBatch) -> Result<(), KvError>;
+    /// Applies the operations of `batch` in order, not necessarily atomically: after a crash
+    /// a prefix of them survives. Backends whose batches cost more than single writes (sled
+    /// writes out its buffer for every batch) override this; the default is [`Kv::apply`].
+    fn apply_ordered(&self, batch: WriteBatch) -> Result<(), KvError> {
+        self.apply(batch)
+    }
     /// Makes every applied batch durable.
     fn flush(&self) -> Result<(), KvError>;
     /// A short name for reports ("sled", "redb", "memory").

@@ -112,6 +112,18 @@ impl Kv for SledKv {
         Ok(())
     }
 
+    fn apply_ordered(&self, batch: WriteBatch) -> Result<(), KvError> {
+        // Single writes join sled's current log buffer; a batch would first write the buffer
+        // out (one `pwrite` and `sync_file_range` per batch).
+        for (k, v) in batch.into_ops() {
+            match v {
+                Some(v) => self.db.insert(k, v)?,
+                None => self.db.remove(k)?,
+            };
+        }
+        Ok(())
+    }
+
     fn flush(&self) -> Result<(), KvError> {
         self.db.flush()?;
         Ok(())

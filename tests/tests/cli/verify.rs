@@ -21,9 +21,11 @@ fn verify_reports_clean_stores_and_damage() {
             .unwrap()
             .unwrap();
         let sid = u64::from_be_bytes(sid_bytes.as_slice().try_into().unwrap());
-        let key = grove::keys::line(sid, 2);
+        // The line is the tail of the log row (docs/format.md): flip a byte inside it.
+        let key = grove::keys::log(sid, 2);
         let mut line = st.kv().get(&key).unwrap().unwrap();
-        line[20] ^= 0x20;
+        let n = line.len();
+        line[n - 20] ^= 0x20;
         let mut b = grove::kv::WriteBatch::new();
         b.put(key, line);
         st.kv().apply(b).unwrap();

@@ -369,3 +369,42 @@ fn any_flipped_byte_is_detected() {
         }
     }
 }
+
+#[test]
+fn log_row_packs_the_node_record_then_the_line() {
+    let line = br#"{"type":"message","id":"e1"}"#;
+    let row = grove_codec::record::encode_log(&node(), line);
+    let encoded = encode(&node());
+    // Golden layout (docs/format.md, "LogRow"): u32 BE length, the record, the line.
+    assert_eq!(row[..4], (encoded.len() as u32).to_be_bytes());
+    assert_eq!(row[4..4 + encoded.len()], encoded[..]);
+    assert_eq!(row[4 + encoded.len()..], line[..]);
+    let (n, l) = grove_codec::record::split_log(&row).unwrap();
+    assert_eq!(decode::<NodeRecord>(n).unwrap(), node());
+    assert_eq!(l, line);
+    assert_eq!(grove_codec::record::decode_log_node(&row).unwrap(), node());
+    // An empty line is allowed (the split is by length, not by content).
+    let bare = grove_codec::record::encode_log(&node(), b"");
+    assert_eq!(grove_codec::record::split_log(&bare).unwrap().1, b"");
+}
+
+#[test]
+fn damaged_log_rows_are_refused() {
+    let row = grove_codec::record::encode_log(&node(), b"{}");
+    // Shorter than the length prefix.
+    assert!(matches!(
+        grove_codec::record::split_log(&row[..3]),
+        Err(CodecError::CorruptRecord(_))
+    ));
+    // A length beyond the value.
+    let mut long = row.clone();
+    long[..4].copy_from_slice(&u32::MAX.to_be_bytes());
+    assert!(matches!(
+        grove_codec::record::split_log(&long),
+        Err(CodecError::CorruptRecord(_))
+    ));
+    // A flipped bit in the node record fails its checksum.
+    let mut flipped = row.clone();
+    flipped[6] ^= 1;
+    assert!(grove_codec::record::decode_log_node(&flipped).is_err());
+}

@@ -305,7 +305,7 @@ fn crash_checker_reports_rows_left_by_an_unfinished_import() {
     let f = fixture();
     let mut batch = grove::kv::WriteBatch::new();
     batch.put(grove::keys::pending(4242), Vec::new());
-    batch.put(grove::keys::line(4242, 0), b"{}".to_vec());
+    batch.put(grove::keys::log(4242, 0), b"{}".to_vec());
     f.store.kv().apply(batch).unwrap();
     let p = orphan_rows(&f.store);
     assert_reported(&p, &["pending marker of sid 4242"]);

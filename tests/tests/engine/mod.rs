@@ -15,6 +15,7 @@ mod redb;
 mod reopen;
 mod seed_questions;
 mod sled_guard;
+mod torn;
 mod verify;
 mod views;
 

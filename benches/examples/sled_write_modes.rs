@@ -1,0 +1,96 @@
+//! What sled charges for the write patterns grove could use, for the same generated lines:
+//! one raw insert per line; a packed log row plus an id row (plus a head row) as single
+//! inserts; separate line, node and id rows; and the four rows of store layout 1 as one
+//! `sled::Batch`. docs/design.md ("Commit protocol") cites its output.
+//!
+//! `cargo run --release -p grove-benches --example sled_write_modes -- [entries] [realistic]`
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+use grove_benches::gen::{Generator, Record};
+use grove_benches::{GenSpec, Payload};
+use std::time::Instant;
+
+fn main() {
+    let n: usize = std::env::args()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(20000);
+    let realistic = std::env::args().nth(2).is_some();
+    let mut spec = GenSpec::linear(n, 31);
+    if realistic {
+        spec = spec.payload(Payload::Realistic);
+    }
+    let mut g = Generator::new(&spec);
+    let mut lines = Vec::new();
+    for r in &mut g {
+        if let Record::Entry { .. } = r {
+            lines.push(r.line());
+        }
+    }
+    for variant in [
+        "raw",
+        "packed+id",
+        "packed+id+head",
+        "line+node+id",
+        "line+node+id+head",
+        "batch4",
+        "raw",
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let db = sled::Config::new()
+            .path(dir.path())
+            .cache_capacity(256 << 20)
+            .open()
+            .unwrap();
+        let t = Instant::now();
+        for (i, l) in lines.iter().enumerate() {
+            let seq = (i as u64).to_be_bytes();
+            let mut k = vec![0x10u8, 0, 0, 0, 0, 0, 0, 0, 1];
+            k.extend_from_slice(&seq);
+            match variant {
+                "raw" => {
+                    db.insert(&k, l.as_bytes()).unwrap();
+                }
+                _ if variant.starts_with("packed") => {
+                    if variant.ends_with("head") {
+                        db.insert([0x13u8, 0, 0, 0, 0, 0, 0, 0, 1], vec![3u8; 40])
+                            .unwrap();
+                    }
+                    let mut v = vec![7u8; 100];
+                    v.extend_from_slice(l.as_bytes());
+                    db.insert(&k, v).unwrap();
+                    let mut ki = vec![0x12u8, 0, 0, 0, 0, 0, 0, 0, 1];
+                    ki.extend_from_slice(format!("{:08x}", i * 2654435761 % (1 << 32)).as_bytes());
+                    db.insert(ki, &seq).unwrap();
+                }
+                _ if variant.starts_with("line") => {
+                    db.insert(&k, l.as_bytes()).unwrap();
+                    let mut kn = k.clone();
+                    kn[0] = 0x11;
+                    db.insert(kn, vec![7u8; 100]).unwrap();
+                    let mut ki = vec![0x12u8, 0, 0, 0, 0, 0, 0, 0, 1];
+                    ki.extend_from_slice(format!("{:08x}", i * 2654435761 % (1 << 32)).as_bytes());
+                    db.insert(ki, &seq).unwrap();
+                    if variant.ends_with("head") {
+                        db.insert([0x13u8, 0, 0, 0, 0, 0, 0, 0, 1], vec![3u8; 40])
+                            .unwrap();
+                    }
+                }
+                _ => {
+                    let mut b = sled::Batch::default();
+                    b.insert(k.clone(), l.as_bytes());
+                    let mut kn = k.clone();
+                    kn[0] = 0x11;
+                    b.insert(kn, vec![7u8; 100]);
+                    let mut ki = vec![0x12u8, 0, 0, 0, 0, 0, 0, 0, 1];
+                    ki.extend_from_slice(format!("{:08x}", i * 2654435761 % (1 << 32)).as_bytes());
+                    b.insert(ki, &seq);
+                    b.insert(&[0x13u8, 0, 0, 0, 0, 0, 0, 0, 1], vec![3u8; 40]);
+                    db.apply_batch(b).unwrap();
+                }
+            }
+        }
+        db.flush().unwrap();
+        let d = t.elapsed();
+        println!("{variant}: {:.0}/s", lines.len() as f64 / d.as_secs_f64());
+    }
+}
