@@ -149,15 +149,20 @@ impl Session {
 
     /// The node record at `seq`.
     pub(crate) fn node(&self, seq: u64) -> Result<NodeRecord> {
-        decode_node(seq, &self.row(seq)?)
+        self.node_if_present(seq)?
+            .ok_or_else(|| GroveError::Corrupt(format!("missing log record {seq}")))
     }
 
-    /// The node record at `seq`, if that log row exists.
+    /// The node record at `seq`, if that log row exists. Only the node part of the row is
+    /// decoded, in place: the line is not copied.
     pub(crate) fn node_if_present(&self, seq: u64) -> Result<Option<NodeRecord>> {
-        match self.inner.kv.get(&keys::log(self.sid, seq))? {
-            None => Ok(None),
-            Some(row) => decode_node(seq, &row).map(Some),
-        }
+        let mut node = None;
+        self.inner
+            .kv
+            .read_value(&keys::log(self.sid, seq), &mut |row| {
+                node = Some(decode_node(seq, row));
+            })?;
+        node.transpose()
     }
 
     /// The stored line at `seq`.
@@ -316,7 +321,7 @@ impl Session {
     pub fn append_with(&self, entry: NewEntry, options: AppendOptions) -> Result<String> {
         let lock = self.inner.session_lock(self.sid);
         let mut tip = lock.lock();
-        let mut txn = Txn::begin(self, &tip)?;
+        let mut txn = Txn::begin(self, &mut tip)?;
         let id = txn.append(&entry, options.id, options.timestamp)?;
         txn.commit(
             options.durability.unwrap_or(self.inner.durability),
@@ -331,7 +336,7 @@ impl Session {
     pub fn append_if(&self, expected_leaf: Option<&str>, entry: NewEntry) -> Result<AppendOutcome> {
         let lock = self.inner.session_lock(self.sid);
         let mut tip = lock.lock();
-        let mut txn = Txn::begin(self, &tip)?;
+        let mut txn = Txn::begin(self, &mut tip)?;
         let actual = match txn.head.leaf {
             None => None,
             Some(seq) => Some(txn.node(seq)?.id),
@@ -351,7 +356,7 @@ impl Session {
     pub fn append_many(&self, entries: &[NewEntry]) -> Result<Vec<String>> {
         let lock = self.inner.session_lock(self.sid);
         let mut tip = lock.lock();
-        let mut txn = Txn::begin(self, &tip)?;
+        let mut txn = Txn::begin(self, &mut tip)?;
         let ids = entries
             .iter()
             .map(|e| txn.append(e, None, None))
@@ -399,7 +404,7 @@ impl Session {
     ) -> Result<Option<String>> {
         let lock = self.inner.session_lock(self.sid);
         let mut tip = lock.lock();
-        let mut txn = Txn::begin(self, &tip)?;
+        let mut txn = Txn::begin(self, &mut tip)?;
         let target_seq = match target {
             None => None,
             Some(id) => Some(txn.require_entry(id)?),

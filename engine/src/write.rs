@@ -36,23 +36,23 @@ pub(crate) struct Txn<'s> {
     batch: WriteBatch,
     nodes: HashMap<u64, NodeRecord>,
     ids: HashMap<String, u64>,
-    /// The leaf's node as the writer's [`Tip`] remembered it.
-    cached_leaf: Option<(u64, NodeRecord)>,
+    /// The writer's [`Tip`], taken for the transaction (nodes read are remembered in it).
+    tip: std::cell::RefCell<Tip>,
 }
 
 impl<'s> Txn<'s> {
     /// Starts a transaction on the session's current head (from the writer's `tip` when it
     /// has one).
-    pub(crate) fn begin(session: &'s Session, tip: &Tip) -> Result<Txn<'s>> {
+    pub(crate) fn begin(session: &'s Session, tip: &mut Tip) -> Result<Txn<'s>> {
+        let tip = std::mem::take(tip);
         let head = match &tip.head {
             Some(h) => h.clone(),
             None => session.head()?,
         };
-        let cached_leaf = tip.leaf.clone().filter(|(s, _)| Some(*s) == head.leaf);
         Ok(Txn {
             session,
             head,
-            cached_leaf,
+            tip: std::cell::RefCell::new(tip),
             log: Vec::new(),
             batch: WriteBatch::new(),
             nodes: HashMap::new(),
@@ -64,10 +64,12 @@ impl<'s> Txn<'s> {
         if let Some(n) = self.nodes.get(&seq) {
             return Ok(n.clone());
         }
-        match &self.cached_leaf {
-            Some((s, n)) if *s == seq => Ok(n.clone()),
-            _ => self.session.node(seq),
+        if let Some(n) = self.tip.borrow().node(seq) {
+            return Ok(n.clone());
         }
+        let n = self.session.node(seq)?;
+        self.tip.borrow_mut().remember(seq, n.clone());
+        Ok(n)
     }
 
     fn seq_of_any(&self, id: &str) -> Result<Option<u64>> {
@@ -225,17 +227,13 @@ impl<'s> Txn<'s> {
     /// Writes everything staged and the head: one record as ordered single writes (log row
     /// first, head last), several records as one atomic batch.
     /// `tip` is updated to the committed head and leaf, or emptied when the commit fails.
-    pub(crate) fn commit(mut self, durability: Durability, tip: &mut Tip) -> Result<()> {
-        let leaf = match self.head.leaf {
-            None => None,
-            Some(seq) => match self.nodes.remove(&seq) {
-                Some(n) => Some((seq, n)),
-                None => match self.cached_leaf.take() {
-                    Some((s, n)) if s == seq => Some((s, n)),
-                    _ => None,
-                },
-            },
-        };
+    pub(crate) fn commit(self, durability: Durability, tip: &mut Tip) -> Result<()> {
+        let mut next_tip = self.tip.into_inner();
+        let mut written: Vec<_> = self.nodes.into_iter().collect();
+        written.sort_unstable_by_key(|(seq, _)| *seq);
+        for (seq, node) in written {
+            next_tip.remember(seq, node);
+        }
         let new_head = self.head.clone();
         let head = record::encode(&self.head);
         let mut ops = WriteBatch::new();
@@ -252,10 +250,8 @@ impl<'s> Txn<'s> {
         ops.put(keys::head(self.session.sid), head);
         *tip = Tip::default();
         self.session.inner.commit_ops(ops, single, durability)?;
-        *tip = Tip {
-            head: Some(new_head),
-            leaf,
-        };
+        next_tip.head = Some(new_head);
+        *tip = next_tip;
         Ok(())
     }
 }

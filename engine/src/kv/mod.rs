@@ -106,6 +106,17 @@ impl WriteBatch {
 pub trait Kv: Send + Sync {
     /// The value of `key`.
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, KvError>;
+    /// Calls `read` with the value of `key`, in place where the backend allows (no copy of
+    /// a large value when only its head is decoded); `false` when the key is absent.
+    fn read_value(&self, key: &[u8], read: &mut dyn FnMut(&[u8])) -> Result<bool, KvError> {
+        Ok(match self.get(key)? {
+            Some(v) => {
+                read(&v);
+                true
+            }
+            None => false,
+        })
+    }
     /// Keys in `[start, end)`, ascending.
     fn scan(&self, start: &[u8], end: &[u8]) -> Scan<'_>;
     /// Keys in `[start, end)`, descending.

@@ -118,6 +118,19 @@ impl Kv for RedbKv {
         Ok(value.map(|v| v.value().to_vec()))
     }
 
+    fn read_value(&self, key: &[u8], read: &mut dyn FnMut(&[u8])) -> Result<bool, KvError> {
+        let txn = self.db.begin_read().map_err(err)?;
+        let table = txn.open_table(TABLE).map_err(err)?;
+        let found = match redb::ReadableTable::get(&table, key).map_err(err)? {
+            Some(v) => {
+                read(v.value());
+                true
+            }
+            None => false,
+        };
+        Ok(found)
+    }
+
     fn scan(&self, start: &[u8], end: &[u8]) -> Scan<'_> {
         self.stream(start, end, false)
     }

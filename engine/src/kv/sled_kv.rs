@@ -80,6 +80,17 @@ impl Kv for SledKv {
         Ok(self.db.get(key)?.map(|v| v.to_vec()))
     }
 
+    fn read_value(&self, key: &[u8], read: &mut dyn FnMut(&[u8])) -> Result<bool, KvError> {
+        // An `IVec` shares sled's buffer: nothing is copied.
+        Ok(match self.db.get(key)? {
+            Some(v) => {
+                read(&v);
+                true
+            }
+            None => false,
+        })
+    }
+
     fn scan(&self, start: &[u8], end: &[u8]) -> Scan<'_> {
         if start >= end {
             return Box::new(std::iter::empty());
