@@ -416,10 +416,17 @@ impl Store {
         match inner.kv.get(&marker_key)? {
             Some(m) if m == FORMAT_MARKER => {}
             Some(m) => {
-                return Err(GroveError::Corrupt(format!(
-                    "not a grove store of a known format (marker {})",
-                    util::hex(&m)
-                )))
+                return Err(GroveError::Corrupt(match m.strip_prefix(b"grove\x00") {
+                    Some(&[layout]) => format!(
+                        "this store has grove store layout {layout}; this build reads layout {} \
+                         (export its sessions with the grove that wrote it, then import them)",
+                        FORMAT_MARKER[FORMAT_MARKER.len() - 1]
+                    ),
+                    _ => format!(
+                        "not a grove store of a known format (marker {})",
+                        util::hex(&m)
+                    ),
+                }))
             }
             None => {
                 let mut batch = WriteBatch::new();

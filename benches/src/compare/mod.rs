@@ -67,8 +67,12 @@ pub struct Sizes {
     pub batch: usize,
     /// Random moves measured.
     pub moves: usize,
-    /// Measured operations of append + `build_context`.
+    /// Measured operations of append + `build_context` in SQLite and JSONL (slow at depth).
     pub op_runs: usize,
+    /// Measured operations of append + `build_context` in grove, after `grove_op_warmup`.
+    pub grove_op_runs: usize,
+    /// Warm-up operations before them.
+    pub grove_op_warmup: usize,
     /// Measured runs of whole-store measurements.
     pub runs: usize,
     /// Warm-up runs before them.
@@ -92,6 +96,8 @@ impl Sizes {
             batch: 100,
             moves: 200,
             op_runs: 15,
+            grove_op_runs: 201,
+            grove_op_warmup: 20,
             runs: 5,
             warmup: 1,
         }
@@ -113,6 +119,8 @@ impl Sizes {
             batch: 100,
             moves: 50,
             op_runs: 10,
+            grove_op_runs: 51,
+            grove_op_warmup: 5,
             runs: 3,
             warmup: 1,
         }

@@ -165,6 +165,7 @@ fn append_then_context(cx: &mut Ctx, f: &Fixture) -> Result<[Stats; 3]> {
     let grove = {
         let store = grove_writer(&f.grove)?;
         let session = store.session(session_id)?;
+        let (warmup, runs) = (cx.sizes.grove_op_warmup, cx.sizes.grove_op_runs);
         measure(warmup, runs, || {
             let t = Instant::now();
             session.append(user_entry())?;

@@ -163,12 +163,13 @@ impl Report {
              deep sessions have a compaction every {} entries keeping 2–6 entries before it.\n\
              - Times are medians: of {} measured runs after {} warm-up run(s) for resume, of {} \
              runs (each on a fresh store, no warm-up) for throughput, of {} operations after {} \
-             warm-up for append + build_context, and of {} moves after 10 warm-up moves; min and \
-             max are shown where useful.\n\
+             warm-up for append + build_context in grove ({} after {} in SQLite and JSONL, \
+             where one operation at depth takes seconds), and of {} moves after 10 warm-up \
+             moves; min and max are shown where useful.\n\
              - *Cold* (resume) means a newly opened store or file in the same process: sled is \
              reopened, SQLite reconnects, the JSONL file is read and parsed again; the OS page \
              cache stays warm.\n\
-             - grove runs with `Durability::None` for writes (applied atomically, flushed at the \
+             - grove runs with `Durability::None` for writes (applied in commit order, flushed at the \
              end), like the raw sled loop it is compared with (inserts without flush, one flush \
              at the end); SQLite uses WAL with `synchronous = NORMAL` and one transaction per \
              operation; the JSONL store writes each line with one `write` call and never \
@@ -186,6 +187,8 @@ impl Report {
             s.runs,
             s.warmup,
             s.runs.min(3),
+            s.grove_op_runs,
+            s.grove_op_warmup,
             s.op_runs,
             s.warmup,
             s.moves

@@ -1,5 +1,7 @@
-//! The sled backend, grove's embedded default. All of grove lives in sled's default tree,
-//! so one `sled::Batch` makes every write of an operation atomic.
+//! The sled backend, grove's embedded default. All of grove lives in sled's default tree:
+//! a `sled::Batch` makes the writes of a multi-record operation atomic, and one-record
+//! operations use single inserts in order ([`Kv::apply_ordered`]), which sled recovers as a
+//! prefix of its log after a crash.
 //!
 //! Start-up guard: sled 0.34.7 writes a snapshot to `snap.<lsn>.generating` and renames it
 //! when done. A process killed mid-write leaves the half-written file behind, and every later

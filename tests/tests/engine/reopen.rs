@@ -98,3 +98,27 @@ fn reopening_immediately_after_drop_in_the_same_process_works() {
     let id = store.sessions().unwrap()[0].id.clone();
     assert_eq!(store.session(&id).unwrap().entries().count(), 20);
 }
+
+#[test]
+fn a_store_of_another_layout_is_refused_with_its_layout_named() {
+    use grove::kv::{Kv, MemoryKv, WriteBatch};
+    for (marker, expected) in [
+        (
+            &b"grove\x00\x01"[..],
+            "store layout 1; this build reads layout 2",
+        ),
+        (&b"other"[..], "not a grove store of a known format"),
+    ] {
+        let kv = MemoryKv::default();
+        let mut b = WriteBatch::new();
+        b.put(grove::keys::meta(grove::keys::META_FORMAT), marker.to_vec());
+        kv.apply(b).unwrap();
+        let Err(err) = grove::Store::from_kv(Box::new(kv), grove::Durability::None) else {
+            panic!("a store with marker {marker:?} was opened");
+        };
+        assert!(
+            matches!(&err, grove::GroveError::Corrupt(m) if m.contains(expected)),
+            "{err:?}"
+        );
+    }
+}
