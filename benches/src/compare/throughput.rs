@@ -71,6 +71,17 @@ impl Workload {
     }
 }
 
+/// Which grove store a throughput run writes to.
+#[derive(Debug, Clone, Copy)]
+enum Flavor {
+    /// sled, the default.
+    Sled,
+    /// The redb backend.
+    Redb,
+    /// sled with zstd page compression (opt-in).
+    Zstd,
+}
+
 /// Fresh paths for each run.
 struct Scratch {
     base: PathBuf,
@@ -102,27 +113,30 @@ struct Runner<'a> {
 
 impl Runner<'_> {
     fn grove(&mut self, body: impl Fn(&grove::Session) -> Result<()>) -> Result<Stats> {
-        self.grove_on(false, body)
+        self.grove_on(Flavor::Sled, body)
     }
 
-    /// The same on the redb backend (`redb = true`).
+    /// The same on another backend or configuration.
     fn grove_on(
         &mut self,
-        redb: bool,
+        flavor: Flavor,
         body: impl Fn(&grove::Session) -> Result<()>,
     ) -> Result<Stats> {
         let (w, scratch) = (self.w, &mut self.scratch);
         measure(0, self.runs, || {
-            let dir = scratch.next(if redb { "grove-redb" } else { "grove" });
+            let dir = scratch.next(match flavor {
+                Flavor::Sled => "grove",
+                Flavor::Redb => "grove-redb",
+                Flavor::Zstd => "grove-zstd",
+            });
             let d = {
-                let store = if redb {
-                    grove::Store::open_with(
-                        grove::StoreConfig::new(&dir)
-                            .backend(grove::Backend::Redb(dir.clone()))
-                            .durability(grove::Durability::None),
-                    )?
-                } else {
-                    grove_writer(&dir)?
+                let none = grove::StoreConfig::new(&dir).durability(grove::Durability::None);
+                let store = match flavor {
+                    Flavor::Sled => grove_writer(&dir)?,
+                    Flavor::Redb => {
+                        grove::Store::open_with(none.backend(grove::Backend::Redb(dir.clone())))?
+                    }
+                    Flavor::Zstd => grove::Store::open_with(none.compress(true))?,
                 };
                 let session = create(&store, w)?;
                 let t = Instant::now();
@@ -212,6 +226,7 @@ pub(crate) fn append_throughput(cx: &mut Ctx) -> Result<()> {
             "entries",
             "grove append",
             "grove (redb)",
+            "grove (zstd)",
             "raw sled insert",
             "SQLite",
             "pi JSONL",
@@ -235,7 +250,8 @@ pub(crate) fn append_throughput(cx: &mut Ctx) -> Result<()> {
             Ok(())
         };
         let grove = r.grove(append_all)?;
-        let grove_redb = r.grove_on(true, append_all)?;
+        let grove_redb = r.grove_on(Flavor::Redb, append_all)?;
+        let grove_zstd = r.grove_on(Flavor::Zstd, append_all)?;
         let raw = r.sled(|db| {
             for (i, line) in w.lines.iter().enumerate() {
                 db.insert((i as u64).to_be_bytes(), line.as_bytes())?;
@@ -260,6 +276,7 @@ pub(crate) fn append_throughput(cx: &mut Ctx) -> Result<()> {
             fmt_count(w.lines.len() as u64),
             w.rate(&grove),
             w.rate(&grove_redb),
+            w.rate(&grove_zstd),
             w.rate(&raw),
             w.rate(&sqlite),
             w.rate(&jsonl),
@@ -291,7 +308,7 @@ pub(crate) fn append_many(cx: &mut Ctx) -> Result<()> {
         Ok(())
     };
     let grove = r.grove(many)?;
-    let grove_redb = r.grove_on(true, many)?;
+    let grove_redb = r.grove_on(Flavor::Redb, many)?;
     let raw = r.sled(|db| {
         for (c, chunk) in w.lines.chunks(batch).enumerate() {
             let mut b = sled::Batch::default();

@@ -15,7 +15,7 @@ use std::path::Path;
 
 pub use memory::MemoryKv;
 pub use redb_kv::{RedbKv, REDB_FILE};
-pub use sled_kv::SledKv;
+pub use sled_kv::{stored_compression, SledKv};
 
 /// The backend whose files the directory `dir` holds ("sled" or "redb"), if any: `grove.redb`
 /// is redb's database file; `conf` and `db` are sled's.

@@ -17,12 +17,16 @@ use super::{Kv, KvError, Scan, WriteBatch};
 /// The sled backend.
 pub struct SledKv {
     db: sled::Db,
+    compressed: bool,
 }
 
 impl SledKv {
-    /// Opens (or creates) the sled database in `dir`.
-    pub fn open(dir: &Path, cache_bytes: u64) -> Result<SledKv, KvError> {
+    /// Opens (or creates) the sled database in `dir`. `compress` (zstd pages) applies when
+    /// the database is created; an existing one keeps the setting recorded in its `conf` file
+    /// (sled refuses to open a database with a different one).
+    pub fn open(dir: &Path, cache_bytes: u64, compress: bool) -> Result<SledKv, KvError> {
         remove_stale_snapshots(dir)?;
+        let compress = stored_compression(dir)?.unwrap_or(compress);
         // sled releases its file lock from a background thread shortly after the last handle
         // of a database is dropped; a reopen in the same process may race it. Retry for up to
         // 10 s (a loaded machine can take seconds to release it).
@@ -31,9 +35,16 @@ impl SledKv {
             match sled::Config::new()
                 .path(dir)
                 .cache_capacity(cache_bytes)
+                .use_compression(compress)
+                .compression_factor(crate::store::ZSTD_LEVEL)
                 .open()
             {
-                Ok(db) => return Ok(SledKv { db }),
+                Ok(db) => {
+                    return Ok(SledKv {
+                        db,
+                        compressed: compress,
+                    })
+                }
                 Err(e) if attempts < 500 && is_lock_busy(&e) => {
                     attempts += 1;
                     std::thread::sleep(std::time::Duration::from_millis(20));
@@ -46,7 +57,37 @@ impl SledKv {
     /// A temporary database, deleted when dropped.
     pub fn temporary() -> Result<SledKv, KvError> {
         let db = sled::Config::new().temporary(true).open()?;
-        Ok(SledKv { db })
+        Ok(SledKv {
+            db,
+            compressed: false,
+        })
+    }
+}
+
+/// The `use_compression` setting of the sled database in `dir`, from its `conf` file (lines
+/// of `name: value`, then a binary checksum), or `None` when there is no database yet.
+pub fn stored_compression(dir: &Path) -> Result<Option<bool>, KvError> {
+    let path = dir.join("conf");
+    let text = match std::fs::read(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => {
+            return Err(KvError::Io {
+                context: format!("reading {}", path.display()),
+                source,
+            })
+        }
+    };
+    Ok(String::from_utf8_lossy(&text).lines().find_map(|line| {
+        let (name, value) = line.split_once(':')?;
+        (name.trim() == "use_compression").then(|| value.trim() == "true")
+    }))
+}
+
+impl SledKv {
+    /// Whether this database compresses its pages (zstd).
+    pub fn compressed(&self) -> bool {
+        self.compressed
     }
 }
 

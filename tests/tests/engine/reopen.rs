@@ -122,3 +122,80 @@ fn a_store_of_another_layout_is_refused_with_its_layout_named() {
         );
     }
 }
+
+/// Appends `n` entries of compressible text.
+fn fill(store: &grove::Store, id: &str, n: usize) {
+    let s = store
+        .create_session(grove::CreateSession {
+            id: Some(id.into()),
+            ..grove::CreateSession::default()
+        })
+        .unwrap();
+    for i in 0..n {
+        s.append(super::user(&format!(
+            "{i} {}",
+            "the same words again ".repeat(50)
+        )))
+        .unwrap();
+    }
+    store.flush().unwrap();
+}
+
+fn dir_bytes(dir: &std::path::Path) -> u64 {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            let m = e.metadata().unwrap();
+            if m.is_dir() {
+                dir_bytes(&e.path())
+            } else {
+                m.len()
+            }
+        })
+        .sum()
+}
+
+#[test]
+fn compression_is_chosen_at_creation_and_kept_by_the_store() {
+    use grove::{Backend, Durability, StoreConfig};
+    let tmp = tempfile::tempdir().unwrap();
+    let (zipped, plain) = (tmp.path().join("zipped"), tmp.path().join("plain"));
+    let open = |dir: &std::path::Path, compress: bool| {
+        grove::Store::open_with(
+            StoreConfig::new(dir)
+                .durability(Durability::None)
+                .compress(compress),
+        )
+        .unwrap()
+    };
+    {
+        fill(&open(&zipped, true), "z", 400);
+        fill(&open(&plain, false), "p", 400);
+    }
+    assert_eq!(grove::kv::stored_compression(&zipped).unwrap(), Some(true));
+    assert_eq!(grove::kv::stored_compression(&plain).unwrap(), Some(false));
+    assert!(
+        dir_bytes(&zipped) * 2 < dir_bytes(&plain),
+        "compressed {} vs plain {}",
+        dir_bytes(&zipped),
+        dir_bytes(&plain)
+    );
+    // Reopening with the other setting keeps the store's own, and everything reads back.
+    for (dir, id, flag) in [(&zipped, "z", false), (&plain, "p", true)] {
+        let store = open(dir, flag);
+        let s = store.session(id).unwrap();
+        assert_eq!(s.head().unwrap().entries, 400);
+        s.append(super::user("after reopen")).unwrap();
+        assert!(store.verify().unwrap().is_ok());
+    }
+    assert_eq!(grove::kv::stored_compression(&plain).unwrap(), Some(false));
+    // Compression is a sled option.
+    let redb = tmp.path().join("redb");
+    let err = grove::Store::open_with(
+        StoreConfig::new(&redb)
+            .backend(Backend::Redb(redb.clone()))
+            .compress(true),
+    );
+    assert!(matches!(err, Err(grove::GroveError::InvalidArgument(_))));
+}

@@ -91,6 +91,8 @@ pub struct Env<'a> {
     pub backend: BackendArg,
     /// The durability of every write.
     pub durability: DurabilityArg,
+    /// Whether a new sled store compresses its pages.
+    pub compress: bool,
     /// Standard output (locked).
     pub out: &'a mut dyn Write,
 }
@@ -105,7 +107,8 @@ impl Env<'_> {
         };
         let config = StoreConfig::new(&self.store_dir)
             .backend(backend)
-            .durability(self.durability.durability());
+            .durability(self.durability.durability())
+            .compress(self.compress);
         Ok(Store::open_with(config)?)
     }
 
