@@ -109,6 +109,21 @@ pub struct NodeRecord {
     pub content: Digest,
     /// Chain digest (entries) or the content hash again (leaf records).
     pub digest: Digest,
+    /// Message entries: where the `message` object lies in the line, so that a context build
+    /// slices it out instead of parsing the line ([`crate::view::message_span`]).
+    pub message: Option<MessageSpan>,
+}
+
+/// The byte range of a message entry's `message` value in its line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Encode, Decode)]
+pub struct MessageSpan {
+    /// Byte offset of the value's first byte.
+    pub start: u32,
+    /// Its length in bytes.
+    pub len: u32,
+    /// Whether its `content` is missing or `null` (or it is not an object): the case a
+    /// context build may have to rewrite (spec §5.4).
+    pub null_content: bool,
 }
 
 /// A session's immutable description.

@@ -113,3 +113,29 @@ impl<'a> MessageFields<'a> {
         serde_json::from_str(text).ok()
     }
 }
+
+/// Where the `message` value of a message line lies, as [`Fields::parse`] finds it (`None`
+/// when the line does not parse or has no `message`, or the offsets exceed u32).
+pub fn message_span(line: &str) -> Option<crate::record::MessageSpan> {
+    let message = Fields::parse(line)?.message?;
+    let text = message.get();
+    // `text` borrows from `line`: its offset is the distance between the two.
+    let start = (text.as_ptr() as usize).checked_sub(line.as_ptr() as usize)?;
+    if start + text.len() > line.len() {
+        return None;
+    }
+    let null_content = MessageFields::parse(text)
+        .and_then(|m| m.content)
+        .is_none_or(|c| c.get() == "null");
+    Some(crate::record::MessageSpan {
+        start: u32::try_from(start).ok()?,
+        len: u32::try_from(text.len()).ok()?,
+        null_content,
+    })
+}
+
+/// The `message` value a span names, if the span fits the line.
+pub fn message_at(line: &str, span: crate::record::MessageSpan) -> Option<&str> {
+    let start = span.start as usize;
+    line.get(start..start.checked_add(span.len as usize)?)
+}

@@ -396,13 +396,25 @@ pub(crate) fn project(
     let corrupt = || GroveError::Corrupt(format!("entry {} is not a JSON object", entry.id()));
     match kind {
         EntryKind::Message(role) => {
+            let normalize = options.null_content == NullContent::Normalize
+                && matches!(role, Role::User | Role::Assistant | Role::ToolResult);
+            // The span recorded at write time: slice the message out, no parse — unless its
+            // content may need the rewrite below.
+            if let Some(span) = entry
+                .node
+                .message
+                .filter(|s| !(normalize && s.null_content))
+            {
+                if let Some(text) = grove_codec::view::message_at(&entry.line, span) {
+                    out.push(text.into());
+                    return Ok(());
+                }
+            }
             let fields = Fields::parse(&entry.line).ok_or_else(corrupt)?;
             let Some(message) = fields.message else {
                 return Ok(());
             };
             let text = message.get();
-            let normalize = options.null_content == NullContent::Normalize
-                && matches!(role, Role::User | Role::Assistant | Role::ToolResult);
             if normalize {
                 let content = MessageFields::parse(text).and_then(|m| m.content);
                 if content.is_none_or(|c| c.get() == "null") {

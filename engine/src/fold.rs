@@ -59,7 +59,17 @@ pub fn derive_node(
         shadowed: false,
         content,
         digest: digest::chain(&parent_digest, &content),
+        message: None,
     }
+}
+
+/// Sets a message entry's [`grove_codec::record::MessageSpan`] from its line; other kinds
+/// have none. Append, import and verification all call it after [`derive_node`].
+pub fn set_message_span(node: &mut NodeRecord, line: &str) {
+    node.message = match EntryKind::from_tag(node.kind) {
+        Some(EntryKind::Message(_)) => grove_codec::view::message_span(line),
+        _ => None,
+    };
 }
 
 /// The jump pointer of a child of `parent` (Myers' skew-binary scheme): when the parent's
@@ -98,5 +108,6 @@ pub fn leaf_node(
         shadowed: false,
         content,
         digest: content,
+        message: None,
     }
 }

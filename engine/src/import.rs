@@ -287,6 +287,9 @@ impl Store {
                 }
             }
             let line = spool.next_line()?;
+            if let Ok(text) = std::str::from_utf8(&line) {
+                fold::set_message_span(&mut node, text);
+            }
             batch.put(keys::log(sid, seq), record::encode_log(&node, &line));
             if batch.size() > BATCH_BYTES {
                 self.inner

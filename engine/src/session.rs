@@ -443,12 +443,15 @@ pub(crate) fn decode_node(seq: u64, row: &[u8]) -> Result<NodeRecord> {
 }
 
 /// Decodes the log row at `seq` into its node record and line.
-pub(crate) fn decode_row(seq: u64, row: Vec<u8>) -> Result<Entry> {
-    let (node, line) = record::split_log(&row)
-        .map_err(|e| GroveError::Corrupt(format!("log record {seq}: {e}")))?;
-    let node =
-        record::decode(node).map_err(|e| GroveError::Corrupt(format!("log record {seq}: {e}")))?;
-    let line = String::from_utf8(line.to_vec())
+pub(crate) fn decode_row(seq: u64, mut row: Vec<u8>) -> Result<Entry> {
+    let corrupt =
+        |e: grove_codec::CodecError| GroveError::Corrupt(format!("log record {seq}: {e}"));
+    let (node, line) = record::split_log(&row).map_err(corrupt)?;
+    let node = record::decode(node).map_err(corrupt)?;
+    // The line is the row's tail: keep the buffer, drop its head.
+    let head = row.len() - line.len();
+    row.drain(..head);
+    let line = String::from_utf8(row)
         .map_err(|_| GroveError::Corrupt(format!("line {seq} is not UTF-8")))?;
     Ok(Entry { seq, node, line })
 }

@@ -335,6 +335,7 @@ fn verify_session(s: &Session, listed_as: &str, report: &mut VerifyReport) -> Re
             r.node.content,
         );
         expected.shadowed = last.get(id) != Some(&seq);
+        fold::set_message_span(&mut expected, &r.line);
         if expected != r.node {
             c.fail(
                 Some(id),

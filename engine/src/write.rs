@@ -179,7 +179,7 @@ impl<'s> Txn<'s> {
             Some(j) => Some(self.node(j.seq)?),
             None => None,
         };
-        let node = fold::derive_node(
+        let mut node = fold::derive_node(
             seq,
             &id,
             envelope.kind,
@@ -190,6 +190,7 @@ impl<'s> Txn<'s> {
             parent_jump.as_ref(),
             digest::content_hash(line.as_bytes()),
         );
+        fold::set_message_span(&mut node, &line);
         self.put_record(seq, line, node, &envelope);
         Ok(id)
     }

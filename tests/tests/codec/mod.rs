@@ -12,6 +12,7 @@ mod proptests;
 mod reader;
 mod record;
 mod roundtrip;
+mod span;
 mod support;
 mod time;
 mod writer;

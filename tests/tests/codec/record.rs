@@ -42,6 +42,11 @@ fn node() -> NodeRecord {
         shadowed: true,
         content: [0x11; 32],
         digest: std::array::from_fn(|i| i as u8),
+        message: Some(grove_codec::record::MessageSpan {
+            start: 30,
+            len: 300,
+            null_content: true,
+        }),
     }
 }
 
@@ -93,6 +98,7 @@ fn node_record_golden_bytes() {
     ];
     want.extend([0x11; 32]); // content: 32 raw bytes, no length
     want.extend(0u8..32); // digest
+    want.extend([0x01, 30, 0xfb, 0x2c, 0x01, 0x01]); // message: Some(span 30, 300, true)
     let bytes = encode(&node());
     assert_eq!(payload(&bytes), want);
     assert_eq!(decode::<NodeRecord>(&bytes).unwrap(), node());
@@ -133,7 +139,8 @@ fn parent_and_leaf_target_variant_bytes() {
         // thinking_at(6), tools_at
         let at = 1 + 3 + 1 + 1 + 1 + 1 + 3 + 2 + 1 + 6 + 1;
         assert_eq!(&bytes[at..at + enc.len()], enc, "{target:?}");
-        assert_eq!(bytes.len(), at + enc.len() + 1 + 64 + CHECKSUM_LEN);
+        // then shadowed, content and digest (64), message (6)
+        assert_eq!(bytes.len(), at + enc.len() + 1 + 64 + 6 + CHECKSUM_LEN);
         assert_eq!(decode::<NodeRecord>(&bytes).unwrap(), n);
     }
 }
@@ -280,9 +287,10 @@ fn invalid_field_values_are_corrupt() {
         decode::<NodeRecord>(&bytes),
         Err(CodecError::CorruptRecord(_))
     ));
-    // A bool must be 0 or 1 (`shadowed` sits before the 64 digest bytes).
+    // A bool must be 0 or 1 (`shadowed` sits before the 64 digest bytes and the 6 bytes of
+    // the message span).
     let mut bytes = payload(&encode(&node()));
-    let at = bytes.len() - 65;
+    let at = bytes.len() - 65 - 6;
     assert_eq!(bytes[at], 0x01);
     bytes[at] = 0x02;
     let bytes = seal(bytes);
