@@ -116,7 +116,10 @@ impl Session {
     pub(crate) fn open(inner: Arc<Inner>, sid: u64, record: SessionRecord) -> Result<Session> {
         let session = Session::new(inner, sid, record);
         let next = session.head()?.next_seq;
-        if session.inner.kv.get(&keys::log(sid, next))?.is_some() {
+        // A poisoned store refuses writes: the record stays uncompleted until a reopen, and
+        // reads go on from the head.
+        let writable = session.inner.check_writable().is_ok();
+        if writable && session.inner.kv.get(&keys::log(sid, next))?.is_some() {
             let lock = session.inner.session_lock(sid);
             let mut tip = lock.lock();
             crate::write::roll_forward(&session, &mut tip)?;

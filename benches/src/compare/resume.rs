@@ -108,8 +108,14 @@ impl Fixture {
     /// Imports the JSONL file into a sled store with zstd page compression, for its bytes and
     /// import time — after the timed scenarios, so its writes do not disturb them.
     pub(crate) fn measure_zstd(&mut self, cx: &Ctx) -> Result<()> {
-        progress(&format!("{}: importing into a compressed store", self.label));
-        let zstd = cx.path(&format!("{}.grove-zstd", self.label.replace([' ', ','], "_")));
+        progress(&format!(
+            "{}: importing into a compressed store",
+            self.label
+        ));
+        let zstd = cx.path(&format!(
+            "{}.grove-zstd",
+            self.label.replace([' ', ','], "_")
+        ));
         let t = Instant::now();
         {
             let store = Store::open_with(

@@ -255,6 +255,13 @@ fn every_prefix_of_a_one_record_commit_recovers_to_before_or_after() {
             let first_seq = s.head().unwrap().next_seq;
             budget.store(tried, Ordering::SeqCst);
             let completed = op(&s).is_ok();
+            if !completed {
+                // The store is poisoned now: a new handle still opens, and reads go on.
+                assert!(store.poisoned().is_some());
+                let again = store.session("torn").unwrap();
+                again.build_context().unwrap();
+                assert_eq!(again.leaf().unwrap(), before.leaf, "{name}, {tried} writes");
+            }
             drop(s);
             drop(store);
             // "Restart" on what reached the disk.
