@@ -143,7 +143,7 @@ impl Store {
         let mut records: Vec<Pending> = Vec::new();
         let mut last_timestamp: Option<String> = None;
         let mut batch = WriteBatch::new();
-        let mut spool = Spool::new()?;
+        let mut spool = Spool::new(self.inner.spool_dir.as_deref())?;
         while let Some(line) = reader
             .next_line()
             .map_err(|e| GroveError::from_codec(e, file.clone()))?
@@ -428,25 +428,32 @@ fn derive_all(records: &[Pending], parents: &mut [Parent]) -> Vec<NodeRecord> {
 /// temporary file of length-prefixed lines, read back in order.
 struct Spool {
     file: std::io::BufWriter<std::fs::File>,
+    dir: PathBuf,
 }
 
 /// A spool being read back.
 struct SpoolReader {
     file: std::io::BufReader<std::fs::File>,
+    dir: PathBuf,
 }
 
-fn spool_error(source: std::io::Error) -> GroveError {
-    GroveError::Storage(crate::kv::KvError::Io {
-        context: "import spool file".to_owned(),
+/// A failure of the spool file in `dir`: `Io`, naming the directory (the file is anonymous).
+fn spool_error(dir: &Path) -> impl Fn(std::io::Error) -> GroveError + '_ {
+    move |source| GroveError::Io {
+        path: dir.to_path_buf(),
         source,
-    })
+    }
 }
 
 impl Spool {
-    fn new() -> Result<Spool> {
-        let file = tempfile::tempfile().map_err(spool_error)?;
+    /// An anonymous file in `dir` (the system temporary directory when `None`); it is
+    /// removed when closed, also by a crash.
+    fn new(dir: Option<&Path>) -> Result<Spool> {
+        let dir = dir.map_or_else(std::env::temp_dir, Path::to_path_buf);
+        let file = tempfile::tempfile_in(&dir).map_err(spool_error(&dir))?;
         Ok(Spool {
             file: std::io::BufWriter::with_capacity(1 << 20, file),
+            dir,
         })
     }
 
@@ -455,19 +462,21 @@ impl Spool {
         let len = line.len() as u64;
         self.file
             .write_all(&len.to_le_bytes())
-            .map_err(spool_error)?;
-        self.file.write_all(line).map_err(spool_error)
+            .map_err(spool_error(&self.dir))?;
+        self.file.write_all(line).map_err(spool_error(&self.dir))
     }
 
     fn rewind(self) -> Result<SpoolReader> {
         use std::io::Seek;
+        let dir = self.dir;
         let mut file = self
             .file
             .into_inner()
-            .map_err(|e| spool_error(e.into_error()))?;
-        file.rewind().map_err(spool_error)?;
+            .map_err(|e| spool_error(&dir)(e.into_error()))?;
+        file.rewind().map_err(spool_error(&dir))?;
         Ok(SpoolReader {
             file: std::io::BufReader::with_capacity(1 << 20, file),
+            dir,
         })
     }
 }
@@ -476,11 +485,16 @@ impl SpoolReader {
     fn next_line(&mut self) -> Result<Vec<u8>> {
         use std::io::Read;
         let mut len = [0u8; 8];
-        self.file.read_exact(&mut len).map_err(spool_error)?;
-        let len = usize::try_from(u64::from_le_bytes(len))
-            .map_err(|_| spool_error(std::io::Error::other("spooled line length overflows")))?;
+        self.file
+            .read_exact(&mut len)
+            .map_err(spool_error(&self.dir))?;
+        let len = usize::try_from(u64::from_le_bytes(len)).map_err(|_| {
+            spool_error(&self.dir)(std::io::Error::other("spooled line length overflows"))
+        })?;
         let mut line = vec![0u8; len];
-        self.file.read_exact(&mut line).map_err(spool_error)?;
+        self.file
+            .read_exact(&mut line)
+            .map_err(spool_error(&self.dir))?;
         Ok(line)
     }
 }

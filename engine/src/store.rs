@@ -153,6 +153,9 @@ pub(crate) struct Inner {
     pub(crate) views: Views,
     poisoned: Mutex<Option<String>>,
     group: GroupCommit,
+    /// Where imports spool their lines: the store directory for on-disk stores (the same disk
+    /// as the data, not a possibly small tmpfs), the system temporary directory otherwise.
+    pub(crate) spool_dir: Option<PathBuf>,
 }
 
 /// Group-commit bookkeeping: how many writes were applied and how many are covered by a
@@ -420,11 +423,19 @@ impl Store {
             Backend::SledTemporary => Box::new(SledKv::temporary()?),
             Backend::Memory => Box::new(MemoryKv::new()),
         };
-        Store::from_kv(kv, config.durability)
+        let spool_dir = match &config.backend {
+            Backend::Sled(path) | Backend::Redb(path) => Some(path.clone()),
+            Backend::SledTemporary | Backend::Memory => None,
+        };
+        Store::start(kv, config.durability, spool_dir)
     }
 
     /// Opens a store on any backend.
     pub fn from_kv(kv: Box<dyn Kv>, durability: Durability) -> Result<Store> {
+        Store::start(kv, durability, None)
+    }
+
+    fn start(kv: Box<dyn Kv>, durability: Durability, spool_dir: Option<PathBuf>) -> Result<Store> {
         let inner = Inner {
             kv,
             durability,
@@ -434,6 +445,7 @@ impl Store {
             views: Views::default(),
             poisoned: Mutex::new(None),
             group: GroupCommit::default(),
+            spool_dir,
         };
         let marker_key = keys::meta(keys::META_FORMAT);
         match inner.kv.get(&marker_key)? {

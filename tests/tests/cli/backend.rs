@@ -110,3 +110,35 @@ fn a_redb_store_open_elsewhere_is_a_storage_error() {
     drop(held);
     g.ok(&["--backend", "redb", "ls"]);
 }
+
+#[test]
+fn imports_spool_in_the_store_directory_not_the_system_temp_dir() {
+    // With TMPDIR pointing nowhere, an import into an on-disk store still works: its
+    // spool file lives in the store directory (a small tmpfs /tmp must not cap imports).
+    for backend in ["sled", "redb"] {
+        let g = Grove::new();
+        let out = Command::new(grove_bin())
+            .args(["--store"])
+            .arg(g.store_dir())
+            .args(["--backend", backend, "import"])
+            .arg(fixture("edge-seed-harness.jsonl"))
+            .env_remove("GROVE_STORE")
+            .env("TMPDIR", "/nonexistent/grove-tmp")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{backend}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // The spool is anonymous: nothing is left behind.
+        let names: Vec<String> = std::fs::read_dir(g.store_dir())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with(".tmp"))
+            .collect();
+        assert!(names.is_empty(), "{names:?}");
+    }
+}
