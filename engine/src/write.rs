@@ -44,9 +44,9 @@ impl<'s> Txn<'s> {
     /// Starts a transaction on the session's current head (from the writer's `tip` when it
     /// has one).
     pub(crate) fn begin(session: &'s Session, tip: &mut Tip) -> Result<Txn<'s>> {
-        let tip = std::mem::take(tip);
-        let head = match &tip.head {
-            Some(h) => h.clone(),
+        let mut tip = std::mem::take(tip);
+        let head = match tip.head.take() {
+            Some(h) => h,
             None => session.head()?,
         };
         Ok(Txn {
@@ -103,10 +103,9 @@ impl<'s> Txn<'s> {
         }
     }
 
-    fn timestamp(&mut self, given: Option<String>) -> String {
-        let t = given.unwrap_or_else(|| util::timestamp_after(self.head.last_timestamp.as_deref()));
-        self.head.last_timestamp = Some(t.clone());
-        t
+    /// The given timestamp, or one not below the head's last (which `index_record` advances).
+    fn timestamp(&self, given: Option<String>) -> String {
+        given.unwrap_or_else(|| util::timestamp_after(self.head.last_timestamp.as_deref()))
     }
 
     /// Stages the log row of a new record and everything it implies (index rows, head).

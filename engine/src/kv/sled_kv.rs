@@ -17,7 +17,6 @@ use super::{Kv, KvError, Scan, WriteBatch};
 /// The sled backend.
 pub struct SledKv {
     db: sled::Db,
-    compressed: bool,
 }
 
 impl SledKv {
@@ -39,12 +38,7 @@ impl SledKv {
                 .compression_factor(crate::store::ZSTD_LEVEL)
                 .open()
             {
-                Ok(db) => {
-                    return Ok(SledKv {
-                        db,
-                        compressed: compress,
-                    })
-                }
+                Ok(db) => return Ok(SledKv { db }),
                 Err(e) if attempts < 500 && is_lock_busy(&e) => {
                     attempts += 1;
                     std::thread::sleep(std::time::Duration::from_millis(20));
@@ -57,10 +51,7 @@ impl SledKv {
     /// A temporary database, deleted when dropped.
     pub fn temporary() -> Result<SledKv, KvError> {
         let db = sled::Config::new().temporary(true).open()?;
-        Ok(SledKv {
-            db,
-            compressed: false,
-        })
+        Ok(SledKv { db })
     }
 }
 
@@ -82,13 +73,6 @@ pub fn stored_compression(dir: &Path) -> Result<Option<bool>, KvError> {
         let (name, value) = line.split_once(':')?;
         (name.trim() == "use_compression").then(|| value.trim() == "true")
     }))
-}
-
-impl SledKv {
-    /// Whether this database compresses its pages (zstd).
-    pub fn compressed(&self) -> bool {
-        self.compressed
-    }
 }
 
 fn is_lock_busy(e: &sled::Error) -> bool {
