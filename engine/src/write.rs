@@ -30,9 +30,7 @@ use crate::util;
 pub(crate) struct Txn<'s> {
     session: &'s Session,
     pub(crate) head: HeadRecord,
-    /// Staged log rows, in sequence order.
-    log: Vec<(Vec<u8>, Vec<u8>)>,
-    /// Staged index rows.
+    /// Staged writes: each record's log row, then the index rows it implies.
     batch: WriteBatch,
     nodes: HashMap<u64, NodeRecord>,
     ids: HashMap<String, u64>,
@@ -53,7 +51,6 @@ impl<'s> Txn<'s> {
             session,
             head,
             tip: std::cell::RefCell::new(tip),
-            log: Vec::new(),
             batch: WriteBatch::new(),
             nodes: HashMap::new(),
             ids: HashMap::new(),
@@ -111,10 +108,10 @@ impl<'s> Txn<'s> {
     /// Stages the log row of a new record and everything it implies (index rows, head).
     fn put_record(&mut self, seq: u64, line: String, node: NodeRecord, env: &Envelope) {
         let sid = self.session.sid;
-        self.log.push((
+        self.batch.put(
             keys::log(sid, seq),
             record::encode_log(&node, line.as_bytes()),
-        ));
+        );
         index_record(
             self.session,
             &mut self.batch,
@@ -231,26 +228,15 @@ impl<'s> Txn<'s> {
         let mut next_tip = self.tip.into_inner();
         let mut written: Vec<_> = self.nodes.into_iter().collect();
         written.sort_unstable_by_key(|(seq, _)| *seq);
+        let single = written.len() == 1;
         for (seq, node) in written {
             next_tip.remember(seq, node);
         }
-        let new_head = self.head.clone();
-        let head = record::encode(&self.head);
-        let mut ops = WriteBatch::new();
-        let single = self.log.len() == 1;
-        for (k, v) in self.log {
-            ops.put(k, v);
-        }
-        for (k, v) in self.batch.into_ops() {
-            match v {
-                Some(v) => ops.put(k, v),
-                None => ops.delete(k),
-            }
-        }
-        ops.put(keys::head(self.session.sid), head);
+        let mut ops = self.batch;
+        ops.put(keys::head(self.session.sid), record::encode(&self.head));
         *tip = Tip::default();
         self.session.inner.commit_ops(ops, single, durability)?;
-        next_tip.head = Some(new_head);
+        next_tip.head = Some(self.head);
         *tip = next_tip;
         Ok(())
     }
