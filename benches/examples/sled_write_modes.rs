@@ -1,7 +1,9 @@
 //! What sled charges for the write patterns grove could use, for the same generated lines:
 //! one raw insert per line; a packed log row plus an id row (plus a head row) as single
-//! inserts; separate line, node and id rows; and the four rows of store layout 1 as one
-//! `sled::Batch`. docs/design.md ("Commit protocol") cites its output.
+//! inserts; separate line, node and id rows; the four rows of store layout 1 as one
+//! `sled::Batch`; the sled operations of an append (a `get` of the id, then the log row, id
+//! and head rows); and `append_many`'s rows in batches of 100 entries. docs/design.md
+//! ("Commit protocol", "Open questions") cites its output.
 //!
 //! `cargo run --release -p grove-benches --example sled_write_modes -- [entries] [realistic]`
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
@@ -33,6 +35,9 @@ fn main() {
         "line+node+id",
         "line+node+id+head",
         "batch4",
+        "get+packed+id",
+        "get+packed+id+head",
+        "batch100:packed+id",
         "raw",
     ] {
         let dir = tempfile::tempdir().unwrap();
@@ -42,6 +47,7 @@ fn main() {
             .open()
             .unwrap();
         let t = Instant::now();
+        let mut many = sled::Batch::default();
         for (i, l) in lines.iter().enumerate() {
             let seq = (i as u64).to_be_bytes();
             let mut k = vec![0x10u8, 0, 0, 0, 0, 0, 0, 0, 1];
@@ -50,7 +56,26 @@ fn main() {
                 "raw" => {
                     db.insert(&k, l.as_bytes()).unwrap();
                 }
-                _ if variant.starts_with("packed") => {
+                _ if variant.starts_with("batch100") => {
+                    let mut v = vec![7u8; 100];
+                    v.extend_from_slice(l.as_bytes());
+                    many.insert(k, v);
+                    let mut ki = vec![0x12u8, 0, 0, 0, 0, 0, 0, 0, 1];
+                    ki.extend_from_slice(format!("{:08x}", i * 2654435761 % (1 << 32)).as_bytes());
+                    many.insert(ki, &seq);
+                    if i % 100 == 99 {
+                        many.insert(&[0x13u8, 0, 0, 0, 0, 0, 0, 0, 1], vec![3u8; 40]);
+                        db.apply_batch(std::mem::take(&mut many)).unwrap();
+                    }
+                }
+                _ if variant.starts_with("packed") || variant.starts_with("get+") => {
+                    if variant.starts_with("get+") {
+                        let mut ki = vec![0x12u8, 0, 0, 0, 0, 0, 0, 0, 1];
+                        ki.extend_from_slice(
+                            format!("{:08x}", i * 2654435761 % (1 << 32)).as_bytes(),
+                        );
+                        assert!(db.get(ki).unwrap().is_none());
+                    }
                     if variant.ends_with("head") {
                         db.insert([0x13u8, 0, 0, 0, 0, 0, 0, 0, 1], vec![3u8; 40])
                             .unwrap();
@@ -89,6 +114,7 @@ fn main() {
                 }
             }
         }
+        db.apply_batch(many).unwrap();
         db.flush().unwrap();
         let d = t.elapsed();
         println!("{variant}: {:.0}/s", lines.len() as f64 / d.as_secs_f64());

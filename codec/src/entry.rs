@@ -269,10 +269,7 @@ impl Envelope {
             .ok_or_else(|| format!("entry {id} has a parentId that is neither null nor a string"))?
             .filter(|p| !p.is_empty());
         let role = match (type_name.as_str(), fields.message) {
-            ("message", Some(m)) => serde_json::from_str::<RoleOnly<'_>>(m.get())
-                .ok()
-                .and_then(|r| r.role)
-                .and_then(string_field),
+            ("message", Some(m)) => message_role(m.get()),
             _ => None,
         };
         let kind = EntryKind::classify(&type_name, role.as_deref());
@@ -306,6 +303,14 @@ pub fn string_field(raw: &RawValue) -> Option<String> {
     } else {
         None
     }
+}
+
+/// The `role` of a message object's JSON text, if it has a string role.
+pub(crate) fn message_role(message: &str) -> Option<String> {
+    serde_json::from_str::<RoleOnly<'_>>(message)
+        .ok()
+        .and_then(|r| r.role)
+        .and_then(string_field)
 }
 
 /// `Some(None)` for `null`, `Some(Some(s))` for a string, `None` otherwise.

@@ -76,12 +76,22 @@ impl JsString {
 /// `JSON.stringify` of Rust text (which has no lone surrogates).
 pub fn quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
+    push_quoted(&mut out, s);
+    out
+}
+
+/// Appends `JSON.stringify(s)` to `out`. Text without a quote, backslash or control
+/// character (the common case) is copied in one piece.
+pub fn push_quoted(out: &mut String, s: &str) {
     out.push('"');
-    for c in s.chars() {
-        push_escaped_char(&mut out, c);
+    if s.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20) {
+        for c in s.chars() {
+            push_escaped_char(out, c);
+        }
+    } else {
+        out.push_str(s);
     }
     out.push('"');
-    out
 }
 
 fn push_escaped_char(out: &mut String, c: char) {

@@ -121,15 +121,19 @@ pub fn message_span(line: &str) -> Option<crate::record::MessageSpan> {
     let text = message.get();
     // `text` borrows from `line`: its offset is the distance between the two.
     let start = (text.as_ptr() as usize).checked_sub(line.as_ptr() as usize)?;
-    if start + text.len() > line.len() {
-        return None;
-    }
+    span_at(line, start, text.len())
+}
+
+/// The span of the message object at `line[start..start + len]`, whose position is known
+/// (the writer records it while it renders a line).
+pub fn span_at(line: &str, start: usize, len: usize) -> Option<crate::record::MessageSpan> {
+    let text = line.get(start..start.checked_add(len)?)?;
     let null_content = MessageFields::parse(text)
         .and_then(|m| m.content)
         .is_none_or(|c| c.get() == "null");
     Some(crate::record::MessageSpan {
         start: u32::try_from(start).ok()?,
-        len: u32::try_from(text.len()).ok()?,
+        len: u32::try_from(len).ok()?,
         null_content,
     })
 }

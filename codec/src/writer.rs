@@ -4,8 +4,10 @@
 use indexmap::IndexMap;
 use serde_json::value::RawValue;
 
-use crate::jsstr::quote;
-use crate::migrate::write_object;
+use crate::entry::{message_role, EntryKind, Envelope};
+use crate::jsstr::{push_quoted, quote};
+use crate::record::MessageSpan;
+use crate::view;
 
 /// An entry to append, without its common fields (grove fills in `id`, `parentId`,
 /// `timestamp`). JSON-valued fields are raw JSON text.
@@ -141,26 +143,105 @@ impl NewEntry {
         parent_id: Option<&str>,
         timestamp: &str,
     ) -> Result<String, InvalidNewEntry> {
+        Ok(self.write(id, parent_id, timestamp)?.0)
+    }
+
+    /// Serializes the entry as [`NewEntry::to_line`] does and returns, with the line, its
+    /// [`Envelope`] and (for a message) where its `message` value lies — exactly what
+    /// [`Envelope::parse`] and [`view::message_span`] would find in the line, without
+    /// parsing it back. A `Raw` entry is parsed back: its fields are the caller's.
+    pub fn render(
+        &self,
+        id: &str,
+        parent_id: Option<&str>,
+        timestamp: &str,
+    ) -> Result<Rendered, InvalidNewEntry> {
+        let (line, span) = self.write(id, parent_id, timestamp)?;
+        if let NewEntry::Raw { .. } = self {
+            let envelope = Envelope::parse(&line).map_err(InvalidNewEntry)?;
+            let message = match envelope.kind {
+                EntryKind::Message(_) => view::message_span(&line),
+                _ => None,
+            };
+            return Ok(Rendered {
+                line,
+                envelope,
+                message,
+            });
+        }
+        // The checks of `Envelope::parse` that a typed entry can fail.
+        if id.is_empty() {
+            return Err(InvalidNewEntry("entry is missing id".into()));
+        }
+        if timestamp.is_empty() {
+            return Err(InvalidNewEntry(format!("entry {id} is missing timestamp")));
+        }
         let type_name = self.type_name()?;
-        let mut m: Vec<(String, String)> = vec![
-            ("type".into(), quote(&type_name)),
-            ("id".into(), quote(id)),
-            ("parentId".into(), parent_id.map_or("null".into(), quote)),
-            ("timestamp".into(), quote(timestamp)),
-        ];
-        let mut put = |k: &str, v: String| m.push((k.to_owned(), v));
+        let message_text = span.and_then(|(start, len)| line.get(start..start + len));
+        let kind = EntryKind::classify(&type_name, message_text.and_then(message_role).as_deref());
+        let message = match (kind, span) {
+            (EntryKind::Message(_), Some((start, len))) => view::span_at(&line, start, len),
+            _ => None,
+        };
+        let target_id = match self {
+            NewEntry::Label { target_id, .. } => Some(target_id.clone()),
+            _ => None,
+        };
+        let envelope = Envelope {
+            kind,
+            type_name,
+            id: id.to_owned(),
+            parent_id: parent_id.filter(|p| !p.is_empty()).map(str::to_owned),
+            timestamp: timestamp.to_owned(),
+            target_id,
+        };
+        Ok(Rendered {
+            line,
+            envelope,
+            message,
+        })
+    }
+
+    /// The line, and for a `Message` the byte range of its `message` value in it. Written
+    /// straight into one string, in the key order of spec §2.4.
+    fn write(
+        &self,
+        id: &str,
+        parent_id: Option<&str>,
+        timestamp: &str,
+    ) -> Result<(String, Option<(usize, usize)>), InvalidNewEntry> {
+        let type_name = self.type_name()?;
+        let mut o = ObjectWriter::new(64 + id.len() + timestamp.len() + self.payload_len());
+        o.string("type", &type_name);
+        o.string("id", id);
+        match parent_id {
+            Some(p) => o.string("parentId", p),
+            None => o.raw("parentId", "null"),
+        }
+        o.string("timestamp", timestamp);
+        let mut span = None;
         match self {
-            NewEntry::Message { message } => put("message", json_object(message, "message")?),
+            NewEntry::Message { message } => {
+                let start = o.json("message", message, "message", true)?;
+                span = Some((start, o.len() - start));
+            }
             NewEntry::ModelChange { provider, model_id } => {
-                put("provider", quote(provider));
-                put("modelId", quote(model_id));
+                o.string("provider", provider);
+                o.string("modelId", model_id);
             }
             NewEntry::ThinkingLevelChange { thinking_level } => {
-                put("thinkingLevel", quote(thinking_level))
+                o.string("thinkingLevel", thinking_level)
             }
             NewEntry::ActiveToolsChange { active_tool_names } => {
-                let items: Vec<String> = active_tool_names.iter().map(|n| quote(n)).collect();
-                put("activeToolNames", format!("[{}]", items.join(",")));
+                o.key("activeToolNames");
+                o.out.push('[');
+                for (i, name) in active_tool_names.iter().enumerate() {
+                    if i > 0 {
+                        o.out.push(',');
+                    }
+                    push_quoted(&mut o.out, name);
+                }
+                o.out.push(']');
             }
             NewEntry::Compaction {
                 summary,
@@ -171,21 +252,15 @@ impl NewEntry {
                 usage,
                 from_hook,
             } => {
-                put("summary", quote(summary));
-                put("firstKeptEntryId", quote(first_kept_entry_id));
-                put("tokensBefore", tokens_before.to_string());
+                o.string("summary", summary);
+                o.string("firstKeptEntryId", first_kept_entry_id);
+                o.raw("tokensBefore", &tokens_before.to_string());
                 if let Some(t) = retained_tail {
-                    put("retainedTail", json_value(t, "retainedTail")?);
+                    o.json("retainedTail", t, "retainedTail", false)?;
                 }
-                if let Some(d) = details {
-                    put("details", json_value(d, "details")?);
-                }
-                if let Some(u) = usage {
-                    put("usage", json_value(u, "usage")?);
-                }
-                if let Some(h) = from_hook {
-                    put("fromHook", h.to_string());
-                }
+                o.optional_json("details", details.as_deref())?;
+                o.optional_json("usage", usage.as_deref())?;
+                o.optional_bool("fromHook", *from_hook);
             }
             NewEntry::BranchSummary {
                 from_id,
@@ -194,23 +269,15 @@ impl NewEntry {
                 usage,
                 from_hook,
             } => {
-                put("fromId", quote(from_id));
-                put("summary", quote(summary));
-                if let Some(d) = details {
-                    put("details", json_value(d, "details")?);
-                }
-                if let Some(u) = usage {
-                    put("usage", json_value(u, "usage")?);
-                }
-                if let Some(h) = from_hook {
-                    put("fromHook", h.to_string());
-                }
+                o.string("fromId", from_id);
+                o.string("summary", summary);
+                o.optional_json("details", details.as_deref())?;
+                o.optional_json("usage", usage.as_deref())?;
+                o.optional_bool("fromHook", *from_hook);
             }
             NewEntry::Custom { custom_type, data } => {
-                put("customType", quote(custom_type));
-                if let Some(d) = data {
-                    put("data", json_value(d, "data")?);
-                }
+                o.string("customType", custom_type);
+                o.optional_json("data", data.as_deref())?;
             }
             NewEntry::CustomMessage {
                 custom_type,
@@ -218,22 +285,20 @@ impl NewEntry {
                 display,
                 details,
             } => {
-                put("customType", quote(custom_type));
-                put("content", json_value(content, "content")?);
-                put("display", display.to_string());
-                if let Some(d) = details {
-                    put("details", json_value(d, "details")?);
-                }
+                o.string("customType", custom_type);
+                o.json("content", content, "content", false)?;
+                o.raw("display", if *display { "true" } else { "false" });
+                o.optional_json("details", details.as_deref())?;
             }
             NewEntry::Label { target_id, label } => {
-                put("targetId", quote(target_id));
+                o.string("targetId", target_id);
                 if let Some(l) = label {
-                    put("label", quote(l));
+                    o.string("label", l);
                 }
             }
             NewEntry::SessionInfo { name } => {
                 if let Some(n) = name {
-                    put("name", quote(n));
+                    o.string("name", n);
                 }
             }
             NewEntry::Raw { object } => {
@@ -241,12 +306,110 @@ impl NewEntry {
                     .map_err(|e| InvalidNewEntry(format!("entry is not a JSON object: {e}")))?;
                 for (k, v) in members {
                     if !matches!(k.as_str(), "type" | "id" | "parentId" | "timestamp") {
-                        m.push((k, compact(v.get())));
+                        o.key(&k);
+                        compact_into(&mut o.out, v.get());
                     }
                 }
             }
         }
-        Ok(write_object(&m))
+        Ok((o.finish(), span))
+    }
+
+    /// The length of the entry's largest text, to size the line's buffer.
+    fn payload_len(&self) -> usize {
+        match self {
+            NewEntry::Message { message } => message.len(),
+            NewEntry::Compaction { summary, .. } | NewEntry::BranchSummary { summary, .. } => {
+                summary.len()
+            }
+            NewEntry::CustomMessage { content, .. } => content.len(),
+            NewEntry::Raw { object } => object.len(),
+            _ => 0,
+        }
+    }
+}
+
+/// A line rendered from a [`NewEntry`] ([`NewEntry::render`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rendered {
+    /// The line (without LF).
+    pub line: String,
+    /// Its common fields, as [`Envelope::parse`] reads them.
+    pub envelope: Envelope,
+    /// Where a message entry's `message` value lies, as [`view::message_span`] finds it.
+    pub message: Option<MessageSpan>,
+}
+
+/// Writes the members of one JSON object into a string.
+struct ObjectWriter {
+    out: String,
+}
+
+impl ObjectWriter {
+    fn new(capacity: usize) -> ObjectWriter {
+        let mut out = String::with_capacity(capacity);
+        out.push('{');
+        ObjectWriter { out }
+    }
+
+    fn len(&self) -> usize {
+        self.out.len()
+    }
+
+    fn key(&mut self, key: &str) {
+        if self.out.len() > 1 {
+            self.out.push(',');
+        }
+        push_quoted(&mut self.out, key);
+        self.out.push(':');
+    }
+
+    fn raw(&mut self, key: &str, json: &str) {
+        self.key(key);
+        self.out.push_str(json);
+    }
+
+    fn string(&mut self, key: &str, value: &str) {
+        self.key(key);
+        push_quoted(&mut self.out, value);
+    }
+
+    fn optional_bool(&mut self, key: &str, value: Option<bool>) {
+        if let Some(b) = value {
+            self.raw(key, if b { "true" } else { "false" });
+        }
+    }
+
+    fn optional_json(&mut self, key: &str, text: Option<&str>) -> Result<(), InvalidNewEntry> {
+        if let Some(t) = text {
+            self.json(key, t, key, false)?;
+        }
+        Ok(())
+    }
+
+    /// Writes JSON text given by the caller, validated and compacted; returns where the
+    /// value starts. `object`: the value must be a JSON object.
+    fn json(
+        &mut self,
+        key: &str,
+        text: &str,
+        field: &str,
+        object: bool,
+    ) -> Result<usize, InvalidNewEntry> {
+        let raw: &RawValue = serde_json::from_str(text)
+            .map_err(|e| InvalidNewEntry(format!("{field} is not valid JSON: {e}")))?;
+        if object && !raw.get().starts_with('{') {
+            return Err(InvalidNewEntry(format!("{field} must be a JSON object")));
+        }
+        self.key(key);
+        let start = self.out.len();
+        compact_into(&mut self.out, raw.get());
+        Ok(start)
+    }
+
+    fn finish(mut self) -> String {
+        self.out.push('}');
+        self.out
     }
 }
 
@@ -266,26 +429,17 @@ pub fn leaf_line(
     )
 }
 
-fn json_value(text: &str, field: &str) -> Result<String, InvalidNewEntry> {
-    let raw: Box<RawValue> = serde_json::from_str(text)
-        .map_err(|e| InvalidNewEntry(format!("{field} is not valid JSON: {e}")))?;
-    Ok(compact(raw.get()))
-}
-
-fn json_object(text: &str, field: &str) -> Result<String, InvalidNewEntry> {
-    let v = json_value(text, field)?;
-    if v.starts_with('{') {
-        Ok(v)
-    } else {
-        Err(InvalidNewEntry(format!("{field} must be a JSON object")))
-    }
-}
-
 /// Removes insignificant whitespace from JSON text, leaving strings untouched. Text that is
 /// already compact (the common case: pi writes compact JSON) is copied without rescanning.
 pub fn compact(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    compact_into(&mut out, text);
+    out
+}
+
+/// [`compact`], appending to `out`.
+pub fn compact_into(out: &mut String, text: &str) {
     let bytes = text.as_bytes();
-    let mut out: Vec<u8> = Vec::with_capacity(bytes.len());
     let mut in_string = false;
     let mut escaped = false;
     let mut copied = 0;
@@ -301,14 +455,11 @@ pub fn compact(text: &str) -> String {
         } else if b == b'"' {
             in_string = true;
         } else if matches!(b, b' ' | b'\n' | b'\r' | b'\t') {
-            out.extend_from_slice(&bytes[copied..i]);
+            // Only ASCII whitespace outside strings is skipped, so every cut is on a
+            // character boundary.
+            out.push_str(&text[copied..i]);
             copied = i + 1;
         }
     }
-    if copied == 0 {
-        return text.to_owned();
-    }
-    out.extend_from_slice(&bytes[copied..]);
-    // Only ASCII whitespace bytes outside strings were removed, so this stays UTF-8.
-    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+    out.push_str(&text[copied..]);
 }

@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use grove_codec::digest;
 use grove_codec::entry::Envelope;
 use grove_codec::record::{self, HeadRecord, LeafTarget, NodeRecord, Parent};
-use grove_codec::writer::{leaf_line, NewEntry};
+use grove_codec::writer::{leaf_line, NewEntry, Rendered};
 use grove_codec::{EntryKind, Role};
 
 use crate::error::{GroveError, Result};
@@ -148,10 +148,13 @@ impl<'s> Txn<'s> {
         };
         let timestamp = self.timestamp(timestamp);
         let parent_id = parent.as_ref().map(|(_, n)| n.id.as_str());
-        let line = entry
-            .to_line(&id, parent_id, &timestamp)
+        let Rendered {
+            line,
+            envelope,
+            message,
+        } = entry
+            .render(&id, parent_id, &timestamp)
             .map_err(|e| GroveError::InvalidArgument(e.0))?;
-        let envelope = Envelope::parse(&line).map_err(GroveError::InvalidArgument)?;
         match envelope.kind {
             EntryKind::Leaf => {
                 return Err(GroveError::InvalidArgument(
@@ -186,7 +189,7 @@ impl<'s> Txn<'s> {
             parent_jump.as_ref(),
             digest::content_hash(line.as_bytes()),
         );
-        fold::set_message_span(&mut node, &line);
+        node.message = message;
         self.put_record(seq, line, node, &envelope);
         Ok(id)
     }

@@ -431,3 +431,138 @@ fn compact_removes_only_insignificant_whitespace() {
     assert_eq!(compact("\"\u{2028} \t\""), "\"\u{2028} \t\"");
     assert_eq!(compact("\t[\r\n]"), "[]");
 }
+
+/// `render` = `to_line`, then `Envelope::parse` and `view::message_span` of the line: the
+/// write path takes the envelope and message span from `render` instead of parsing back.
+fn assert_render_agrees(e: &NewEntry, id: &str, parent: Option<&str>, ts: &str) {
+    let rendered = e.render(id, parent, ts);
+    let line = e.to_line(id, parent, ts);
+    match (rendered, line) {
+        (Ok(r), Ok(line)) => {
+            assert_eq!(r.line, line, "{e:?}");
+            match Envelope::parse(&line) {
+                Ok(env) => {
+                    let span = match env.kind {
+                        EntryKind::Message(_) => grove_codec::view::message_span(&line),
+                        _ => None,
+                    };
+                    assert_eq!(r.envelope, env, "{line}");
+                    assert_eq!(r.message, span, "{line}");
+                }
+                Err(why) => panic!("render accepted {line}, parse says {why}"),
+            }
+        }
+        (Err(_), Err(_)) => {}
+        (Err(why), Ok(line)) => {
+            assert!(
+                Envelope::parse(&line).is_err(),
+                "render refused {line}: {why}"
+            )
+        }
+        (Ok(r), Err(why)) => panic!("render wrote {} but to_line failed: {why}", r.line),
+    }
+}
+
+#[test]
+fn render_agrees_with_parsing_the_line_back() {
+    let messages = [
+        r#"{"role":"user","content":"hi"}"#,
+        r#"{ "role" : "assistant", "content" : [ {"type":"text","text":"a\"b"} ], "provider":"p" }"#,
+        r#"{"role":"toolResult","content":null}"#,
+        r#"{"role":"bashExecution"}"#,
+        r#"{"role":"branchSummary","content":"x"}"#,
+        r#"{"role":"custom","content":"x","role":"user"}"#,
+        r#"{"role":7,"content":"x"}"#,
+        r#"{"content":"no role"}"#,
+        r#"{"role":"\u0075ser","content":"escaped role"}"#,
+        r#"{"role":"user","content":"x","content":null}"#,
+        "{\"role\":\"user\",\n\t\"content\":\"tab\\tnew\\nline\"}",
+        r#"{"role":"user","content":"😀 \u2028"}"#,
+        "[1]",
+        "\"text\"",
+        "{",
+        "",
+    ];
+    let mut entries: Vec<NewEntry> = messages
+        .iter()
+        .map(|m| NewEntry::Message {
+            message: (*m).to_owned(),
+        })
+        .collect();
+    entries.extend([
+        NewEntry::ModelChange {
+            provider: "an\"thropic".into(),
+            model_id: "m\u{1}".into(),
+        },
+        NewEntry::ThinkingLevelChange {
+            thinking_level: "high".into(),
+        },
+        NewEntry::ActiveToolsChange {
+            active_tool_names: vec!["read".into(), "b\\ash".into()],
+        },
+        NewEntry::Compaction {
+            summary: "s\n".into(),
+            first_kept_entry_id: "k".into(),
+            tokens_before: 12,
+            retained_tail: Some("[ 1 , 2 ]".into()),
+            details: Some("{}".into()),
+            usage: None,
+            from_hook: Some(true),
+        },
+        NewEntry::BranchSummary {
+            from_id: "root".into(),
+            summary: "b".into(),
+            details: None,
+            usage: Some("{\"input\": 1}".into()),
+            from_hook: Some(false),
+        },
+        NewEntry::Custom {
+            custom_type: "ext".into(),
+            data: Some("{\"a\": [1, {\"b\": null}]}".into()),
+        },
+        NewEntry::CustomMessage {
+            custom_type: "ext".into(),
+            content: "\"text\"".into(),
+            display: true,
+            details: None,
+        },
+        NewEntry::Label {
+            target_id: "t\u{7f}1".into(),
+            label: Some("L".into()),
+        },
+        NewEntry::Label {
+            target_id: "t1".into(),
+            label: None,
+        },
+        NewEntry::SessionInfo {
+            name: Some("n".into()),
+        },
+        NewEntry::SessionInfo { name: None },
+        NewEntry::Raw {
+            object: r#"{"type":"message","message":{"role":"user","content":"raw"},"x":1}"#.into(),
+        },
+        NewEntry::Raw {
+            object: r#"{"type":"leaf","targetId":null}"#.into(),
+        },
+        NewEntry::Raw {
+            object: r#"{"type":"session","version":3}"#.into(),
+        },
+        NewEntry::Raw {
+            object: r#"{"type":"label","targetId":"a"}"#.into(),
+        },
+        NewEntry::Raw {
+            object: r#"{"type":"future_kind","payload":[1]}"#.into(),
+        },
+    ]);
+    for e in &entries {
+        for (id, parent, ts) in [
+            ("e1", Some("p0"), TS),
+            ("e\"2", None, TS),
+            ("e3", Some(""), TS),
+            ("", Some("p"), TS),
+            ("e4", Some("p"), ""),
+        ] {
+            assert_render_agrees(e, id, parent, ts);
+        }
+    }
+}
