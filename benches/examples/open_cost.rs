@@ -5,11 +5,11 @@
 //!
 //! `cargo run --release -p grove-benches --example open_cost -- STORE_DIR [runs]`
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+use grove_benches::compare::measure::Stats;
 use std::time::{Duration, Instant};
 
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
+fn median(times: Vec<Duration>) -> Duration {
+    Stats::of(times).median
 }
 
 fn main() {

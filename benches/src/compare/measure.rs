@@ -19,6 +19,26 @@ pub struct Stats {
 }
 
 impl Stats {
+    /// The spread of `times` (at least one).
+    pub fn of(mut times: Vec<Duration>) -> Stats {
+        if times.is_empty() {
+            times.push(Duration::ZERO);
+        }
+        times.sort();
+        let n = times.len();
+        let median = if n % 2 == 1 {
+            times[n / 2]
+        } else {
+            (times[n / 2 - 1] + times[n / 2]) / 2
+        };
+        Stats {
+            median,
+            min: times[0],
+            max: times[n - 1],
+            runs: n,
+        }
+    }
+
     /// Median seconds.
     pub fn secs(&self) -> f64 {
         self.median.as_secs_f64()
@@ -39,19 +59,7 @@ pub fn measure(
     for _ in 0..runs.max(1) {
         times.push(once()?);
     }
-    times.sort();
-    let n = times.len();
-    let median = if n % 2 == 1 {
-        times[n / 2]
-    } else {
-        (times[n / 2 - 1] + times[n / 2]) / 2
-    };
-    Ok(Stats {
-        median,
-        min: times[0],
-        max: times[n - 1],
-        runs: n,
-    })
+    Ok(Stats::of(times))
 }
 
 /// The sum of the sizes of the files under `dir`.
