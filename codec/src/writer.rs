@@ -143,7 +143,7 @@ impl NewEntry {
         parent_id: Option<&str>,
         timestamp: &str,
     ) -> Result<String, InvalidNewEntry> {
-        Ok(self.write(id, parent_id, timestamp)?.0)
+        Ok(self.write(&self.type_name()?, id, parent_id, timestamp)?.0)
     }
 
     /// Serializes the entry as [`NewEntry::to_line`] does and returns, with the line, its
@@ -156,7 +156,8 @@ impl NewEntry {
         parent_id: Option<&str>,
         timestamp: &str,
     ) -> Result<Rendered, InvalidNewEntry> {
-        let (line, span) = self.write(id, parent_id, timestamp)?;
+        let type_name = self.type_name()?;
+        let (line, span) = self.write(&type_name, id, parent_id, timestamp)?;
         if let NewEntry::Raw { .. } = self {
             let envelope = Envelope::parse(&line).map_err(InvalidNewEntry)?;
             let message = match envelope.kind {
@@ -176,7 +177,6 @@ impl NewEntry {
         if timestamp.is_empty() {
             return Err(InvalidNewEntry(format!("entry {id} is missing timestamp")));
         }
-        let type_name = self.type_name()?;
         let message_text = span.and_then(|(start, len)| line.get(start..start + len));
         let kind = EntryKind::classify(&type_name, message_text.and_then(message_role).as_deref());
         let message = match (kind, span) {
@@ -202,17 +202,18 @@ impl NewEntry {
         })
     }
 
-    /// The line, and for a `Message` the byte range of its `message` value in it. Written
-    /// straight into one string, in the key order of spec §2.4.
+    /// The line (of type `type_name`, [`NewEntry::type_name`]), and for a `Message` the
+    /// byte range of its `message` value in it. Written straight into one string, in the key
+    /// order of spec §2.4.
     fn write(
         &self,
+        type_name: &str,
         id: &str,
         parent_id: Option<&str>,
         timestamp: &str,
     ) -> Result<(String, Option<(usize, usize)>), InvalidNewEntry> {
-        let type_name = self.type_name()?;
         let mut o = ObjectWriter::new(64 + id.len() + timestamp.len() + self.payload_len());
-        o.string("type", &type_name);
+        o.string("type", type_name);
         o.string("id", id);
         match parent_id {
             Some(p) => o.string("parentId", p),
