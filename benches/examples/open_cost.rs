@@ -1,7 +1,9 @@
 //! Splits a resume into its parts on an existing sled store directory: raw `sled::open`
 //! alone, `Store::open`, `Store::session` (of the first session listed), `build_context`;
 //! medians of `runs` opens, each in a fresh handle. With `RAW_ONLY=1` it only opens sled
-//! (for `perf`). docs/design.md ("Backends") cites its output.
+//! (for `perf`). It also counts the free segments of sled's file (segments that hold one
+//! repeated byte: sled zeroes free segments on every open). docs/design.md ("Backends")
+//! cites its output.
 //!
 //! `cargo run --release -p grove-benches --example open_cost -- STORE_DIR [runs]`
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
@@ -12,12 +14,44 @@ fn median(times: Vec<Duration>) -> Duration {
     Stats::of(times).median
 }
 
+/// (segments, free segments) of the sled file in `dir`, with the segment size of its `conf`.
+fn segments(dir: &std::path::Path) -> (usize, usize) {
+    use std::io::Read;
+    let conf = std::fs::read(dir.join("conf")).unwrap();
+    let size: usize = String::from_utf8_lossy(&conf)
+        .lines()
+        .find_map(|l| l.strip_prefix("segment_size: "))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("segment_size in conf");
+    let mut file = std::io::BufReader::new(std::fs::File::open(dir.join("db")).unwrap());
+    let (mut all, mut free) = (0, 0);
+    let mut segment = vec![0u8; size];
+    loop {
+        let mut got = 0;
+        while got < size {
+            match file.read(&mut segment[got..]).unwrap() {
+                0 => break,
+                n => got += n,
+            }
+        }
+        if got == 0 {
+            return (all, free);
+        }
+        all += 1;
+        if segment[..got].iter().all(|&b| b == segment[0]) {
+            free += 1;
+        }
+    }
+}
+
 fn main() {
     let dir = std::path::PathBuf::from(std::env::args().nth(1).expect("store dir"));
     let runs: usize = std::env::args()
         .nth(2)
         .and_then(|s| s.parse().ok())
         .unwrap_or(9);
+    let (all, free) = segments(&dir);
+    println!("sled file: {all} segments, {free} free");
     if std::env::var_os("RAW_ONLY").is_some() {
         for _ in 0..runs {
             let t = Instant::now();
