@@ -130,6 +130,8 @@ impl Fixture {
         wait_for_release(&zstd)?;
         self.grove_zstd_bytes = dir_size(&zstd)?;
         let _ = std::fs::remove_dir_all(&zstd);
+        // Its writeback must not land in the next scenario.
+        settle();
         Ok(())
     }
 
