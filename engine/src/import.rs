@@ -258,8 +258,13 @@ impl Store {
         let mut name_at = None;
         let mut labels: HashMap<&str, Option<LabelRecord>> = HashMap::new();
         let mut entries = 0u64;
-        for (seq, (r, mut node)) in records.iter().zip(nodes).enumerate() {
+        for (seq, (r, node)) in records.iter().zip(nodes).enumerate() {
             let seq = seq as u64;
+            let Some(mut node) = node else {
+                return Err(GroveError::Corrupt(format!(
+                    "import derived no node record for record {seq} (a bug)"
+                )));
+            };
             if r.kind == EntryKind::Leaf {
                 let previous = parents[seq as usize].seq();
                 let target = leaf_targets[seq as usize].unwrap_or(LeafTarget::Missing);
@@ -354,8 +359,8 @@ fn label_value(line: &str) -> Option<String> {
 
 /// Derives every node record in an order where parents come first, whatever the file
 /// order. The earliest member of each parent cycle gets [`Parent::Cycle`] and counts as a
-/// root.
-fn derive_all(records: &[Pending], parents: &mut [Parent]) -> Vec<NodeRecord> {
+/// root. Every slot is filled; they stay `Option`s so that the vector is not copied.
+fn derive_all(records: &[Pending], parents: &mut [Parent]) -> Vec<Option<NodeRecord>> {
     const NEW: u8 = 0;
     const ON_STACK: u8 = 1;
     const DONE: u8 = 2;
@@ -421,7 +426,7 @@ fn derive_all(records: &[Pending], parents: &mut [Parent]) -> Vec<NodeRecord> {
             stack.pop();
         }
     }
-    nodes.into_iter().flatten().collect()
+    nodes
 }
 
 /// The lines of an import between pass 1 and the writing of their log rows: an anonymous
