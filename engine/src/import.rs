@@ -265,6 +265,8 @@ impl Store {
                     "import derived no node record for record {seq} (a bug)"
                 )));
             };
+            // Whether this record holds its id (pi resolves an id to its last occurrence).
+            let holds_id = id_map.get(r.id.as_str()) == Some(&seq);
             if r.kind == EntryKind::Leaf {
                 let previous = parents[seq as usize].seq();
                 let target = leaf_targets[seq as usize].unwrap_or(LeafTarget::Missing);
@@ -272,7 +274,7 @@ impl Store {
                 batch.put(keys::leaf_history(sid, seq), Vec::new());
             } else {
                 entries += 1;
-                node.shadowed = id_map.get(r.id.as_str()) != Some(&seq);
+                node.shadowed = !holds_id;
                 if let Some(pseq) = keys::child_row(&node, seq) {
                     batch.put(keys::child(sid, pseq, seq), Vec::new());
                 }
@@ -300,7 +302,7 @@ impl Store {
             // last occurrence). Written after all the log rows instead, the id rows made sled
             // relocate the log pages and leave about half its file as free segments, which it
             // rewrites with zeros on every open (docs/design.md, "Backends").
-            if id_map.get(r.id.as_str()) == Some(&seq) {
+            if holds_id {
                 batch.put(keys::entry_id(sid, &r.id), seq.to_be_bytes().to_vec());
             }
             if batch.size() > BATCH_BYTES {
