@@ -62,8 +62,8 @@ pub struct StoreConfig {
     /// cache ([`crate::view::VIEW_CACHE_SESSIONS`] sessions) it bounds the memory of a store.
     pub cache_bytes: u64,
     /// sled only: compress pages with zstd (level [`ZSTD_LEVEL`]) when **creating** a store.
-    /// It roughly halves the bytes on disk (or better) and costs 4–6× in append throughput
-    /// and 3–5× in import time (docs/benchmarks.md): meant for archives, replay and audit
+    /// It roughly halves the bytes on disk (or better) and costs 3–6× in append throughput
+    /// and 2–5× in import time (docs/benchmarks.md): meant for archives, replay and audit
     /// stores. An existing store keeps the setting it was created with, whatever this says.
     pub compress: bool,
 }
