@@ -44,6 +44,17 @@ fn segments(dir: &std::path::Path) -> (usize, usize) {
     }
 }
 
+/// sled opened on `dir` as grove opens it (page cache size, stored compression setting).
+fn open_sled(dir: &std::path::Path) -> sled::Db {
+    let compress = grove::kv::stored_compression(dir).unwrap().unwrap_or(false);
+    sled::Config::new()
+        .path(dir)
+        .cache_capacity(grove::store::DEFAULT_CACHE_BYTES)
+        .use_compression(compress)
+        .open()
+        .unwrap()
+}
+
 fn main() {
     let dir = std::path::PathBuf::from(std::env::args().nth(1).expect("store dir"));
     let runs: usize = std::env::args()
@@ -55,7 +66,7 @@ fn main() {
     if std::env::var_os("RAW_ONLY").is_some() {
         for _ in 0..runs {
             let t = Instant::now();
-            let db = sled::Config::new().path(&dir).open().unwrap();
+            let db = open_sled(&dir);
             println!("sled::open {:?}", t.elapsed());
             drop(db);
         }
@@ -65,11 +76,7 @@ fn main() {
     let mut messages = 0;
     for _ in 0..runs {
         let t = Instant::now();
-        let db = sled::Config::new()
-            .path(&dir)
-            .cache_capacity(256 << 20)
-            .open()
-            .unwrap();
+        let db = open_sled(&dir);
         raw.push(t.elapsed());
         drop(db);
         std::thread::sleep(Duration::from_millis(50));
