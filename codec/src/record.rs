@@ -187,7 +187,7 @@ pub const CHECKSUM_LEN: usize = 4;
 /// CRC-32 (IEEE), little-endian: it catches every burst error of up to 32 bits and costs a
 /// few nanoseconds on the read path (a node record is checked on every read). Tampering is
 /// the chain digest's job, not this checksum's.
-fn checksum(bytes: &[u8]) -> [u8; CHECKSUM_LEN] {
+pub(crate) fn checksum(bytes: &[u8]) -> [u8; CHECKSUM_LEN] {
     crc32fast::hash(bytes).to_le_bytes()
 }
 

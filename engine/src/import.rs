@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 
 use grove_codec::digest::{self, Digest};
 use grove_codec::jsstr::JsString;
+use grove_codec::pack;
 use grove_codec::reader::{Diagnostic, JsonlReader, Strictness};
 use grove_codec::record::{
     self, HeadRecord, LabelRecord, LeafTarget, NodeRecord, Parent, SessionRecord,
@@ -254,6 +255,14 @@ impl Store {
                 };
             }
         }
+        // The id index as sorted id packs, written along with the log packs (below).
+        let mut ids: Vec<(&str, u64)> = id_map.iter().map(|(id, &seq)| (*id, seq)).collect();
+        ids.sort_unstable();
+        let mut id_packs = ids.chunks(pack::ID_PACK_IDS);
+        let id_pack_count = ids.len().div_ceil(pack::ID_PACK_IDS);
+        let mut id_packs_written = 0usize;
+        let mut log_pack = pack::LogPackWriter::new();
+        let mut pack_first = 0u64;
         // Index rows.
         let mut name_at = None;
         let mut labels: HashMap<&str, Option<LabelRecord>> = HashMap::new();
@@ -297,13 +306,32 @@ impl Store {
             if let Ok(text) = std::str::from_utf8(&line) {
                 fold::set_message_span(&mut node, text);
             }
-            batch.put(keys::log(sid, seq), record::encode_log(&node, &line));
-            // The id row goes in the same batch as its log row (for a duplicated id, with its
-            // last occurrence). Written after all the log rows instead, the id rows made sled
-            // relocate the log pages and leave about half its file as free segments, which it
-            // rewrites with zeros on every open (docs/design.md, "Backends").
-            if holds_id {
-                batch.put(keys::entry_id(sid, &r.id), seq.to_be_bytes().to_vec());
+            if log_pack.is_empty() {
+                pack_first = seq;
+            }
+            log_pack.push(&record::encode_log(&node, &line));
+            let last = seq + 1 == records.len() as u64;
+            if log_pack.is_full() || last {
+                batch.put(keys::log(sid, pack_first), log_pack.take());
+                // The id packs go out in step with the log packs, in the same batches: written
+                // after all the log rows instead, the id index made sled relocate the log
+                // pages and leave about half its file as free segments, which it rewrites
+                // with zeros on every open (docs/design.md, "Backends").
+                let due = if last {
+                    id_pack_count
+                } else {
+                    id_pack_count * (seq as usize + 1) / records.len()
+                };
+                while id_packs_written < due {
+                    let Some(chunk) = id_packs.next() else { break };
+                    if let Some(&(first, _)) = chunk.first() {
+                        batch.put(
+                            keys::id_pack(sid, first),
+                            pack::encode_id_pack(chunk.iter().copied()),
+                        );
+                    }
+                    id_packs_written += 1;
+                }
             }
             if batch.size() > BATCH_BYTES {
                 self.inner
@@ -336,6 +364,12 @@ impl Store {
         };
         batch.put(keys::head(sid), record::encode(&head));
         batch.put(keys::session(sid), record::encode(&session));
+        if !records.is_empty() {
+            batch.put(
+                keys::packed(sid),
+                (records.len() as u64).to_be_bytes().to_vec(),
+            );
+        }
         self.publish(sid, &header.id, batch)?;
         Ok(ImportReport {
             session: header.id.clone(),

@@ -14,8 +14,12 @@ pub const T_HEAD: u8 = 0x02;
 pub const T_SESSION_ID: u8 = 0x03;
 /// Import in progress: `[0x04][sid]` → empty. Removed when the import publishes.
 pub const T_PENDING: u8 = 0x04;
-/// Log row (node record and line bytes, packed): `[0x10][sid][seq]`. Tag `0x11` is unused
-/// (it held node records before format 2).
+/// Packed records: `[0x05][sid]` → the number of leading log records stored in log packs
+/// (u64 BE); absent when the session has none.
+pub const T_PACKED: u8 = 0x05;
+/// Log row (node record and line bytes): `[0x10][sid][seq]`; below the session's packed
+/// count, a log pack of records `seq ..`. Tag `0x11` is unused (it held node records before
+/// format 2).
 pub const T_LOG: u8 = 0x10;
 /// Entry id index: `[0x12][sid] ++ entry id` → seq.
 pub const T_ENTRY_ID: u8 = 0x12;
@@ -30,14 +34,17 @@ pub const T_COMPACTION: u8 = 0x16;
 
 /// Persisted context view: `[0x17][sid]` → ViewRecord.
 pub const T_VIEW: u8 = 0x17;
+/// Id packs: `[0x18][sid] ++ first id` → a sorted run of the entry-id index.
+pub const T_ID_PACK: u8 = 0x18;
 
 /// The children-index parent of root entries.
 pub const ROOT: u64 = u64::MAX;
 
 /// Every per-session table, for deletion and verification.
-pub const SESSION_TABLES: [u8; 9] = [
+pub const SESSION_TABLES: [u8; 11] = [
     T_HEAD,
     T_PENDING,
+    T_PACKED,
     T_LOG,
     T_ENTRY_ID,
     T_CHILD,
@@ -45,6 +52,7 @@ pub const SESSION_TABLES: [u8; 9] = [
     T_LABEL,
     T_COMPACTION,
     T_VIEW,
+    T_ID_PACK,
 ];
 
 /// Store metadata name of the format marker.
@@ -101,6 +109,11 @@ pub fn pending(sid: u64) -> Vec<u8> {
     tag_u64(T_PENDING, sid)
 }
 
+/// `[0x05][sid]`.
+pub fn packed(sid: u64) -> Vec<u8> {
+    tag_u64(T_PACKED, sid)
+}
+
 /// `[0x10][sid][seq]`.
 pub fn log(sid: u64, seq: u64) -> Vec<u8> {
     tag_u64_u64(T_LOG, sid, seq)
@@ -109,6 +122,11 @@ pub fn log(sid: u64, seq: u64) -> Vec<u8> {
 /// `[0x12][sid] ++ id`.
 pub fn entry_id(sid: u64, id: &str) -> Vec<u8> {
     tag_u64_bytes(T_ENTRY_ID, sid, id.as_bytes())
+}
+
+/// `[0x18][sid] ++ first id`.
+pub fn id_pack(sid: u64, first: &str) -> Vec<u8> {
+    tag_u64_bytes(T_ID_PACK, sid, first.as_bytes())
 }
 
 /// `[0x13][sid][parent][child]`; `parent` is [`ROOT`] for roots.

@@ -21,6 +21,7 @@ pub mod keys;
 pub mod kv;
 pub mod labels;
 mod lease;
+mod log;
 pub mod navigate;
 mod paths;
 pub mod session;

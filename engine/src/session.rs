@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use grove_codec::entry::Envelope;
 use grove_codec::jsstr::JsString;
+use grove_codec::pack::IdPack;
 use grove_codec::record::{self, HeadRecord, LabelRecord, LeafTarget, NodeRecord, SessionRecord};
 use grove_codec::view::Fields;
 use grove_codec::writer::NewEntry;
@@ -91,6 +92,9 @@ pub struct Session {
     pub(crate) inner: Arc<Inner>,
     pub(crate) sid: u64,
     pub(crate) record: Arc<SessionRecord>,
+    /// Records `0 .. packed` are stored in log packs and their ids in id packs (an
+    /// imported session); the rest in single rows. Fixed when the session is written.
+    pub(crate) packed: u64,
 }
 
 impl std::fmt::Debug for Session {
@@ -102,19 +106,34 @@ impl std::fmt::Debug for Session {
 }
 
 impl Session {
+    /// A handle on a session without packs (one just created).
     pub(crate) fn new(inner: Arc<Inner>, sid: u64, record: SessionRecord) -> Session {
         Session {
             inner,
             sid,
             record: Arc::new(record),
+            packed: 0,
         }
+    }
+
+    /// A handle on a stored session: reads its packed count (one point read).
+    pub(crate) fn load(inner: Arc<Inner>, sid: u64, record: SessionRecord) -> Result<Session> {
+        let packed = match inner.kv.get(&keys::packed(sid))? {
+            None => 0,
+            Some(v) => keys::u64_value(&v)
+                .ok_or_else(|| GroveError::Corrupt(format!("packed count of session {sid}")))?,
+        };
+        Ok(Session {
+            packed,
+            ..Session::new(inner, sid, record)
+        })
     }
 
     /// A handle on a stored session, after completing a commit a crash interrupted (a log
     /// row at the head's `next_seq`; see [`crate::write::roll_forward`]). Costs one point
     /// read when there is nothing to complete.
     pub(crate) fn open(inner: Arc<Inner>, sid: u64, record: SessionRecord) -> Result<Session> {
-        let session = Session::new(inner, sid, record);
+        let session = Session::load(inner, sid, record)?;
         let next = session.head()?.next_seq;
         // A poisoned store refuses writes: the record stays uncompleted until a reopen, and
         // reads go on from the head.
@@ -144,9 +163,7 @@ impl Session {
 
     /// The raw log row at `seq`, or `Corrupt` when it is missing.
     fn row(&self, seq: u64) -> Result<Vec<u8>> {
-        self.inner
-            .kv
-            .get(&keys::log(self.sid, seq))?
+        self.read_row(seq, <[u8]>::to_vec)?
             .ok_or_else(|| GroveError::Corrupt(format!("missing log record {seq}")))
     }
 
@@ -159,13 +176,7 @@ impl Session {
     /// The node record at `seq`, if that log row exists. Only the node part of the row is
     /// decoded, in place: the line is not copied.
     pub(crate) fn node_if_present(&self, seq: u64) -> Result<Option<NodeRecord>> {
-        let mut node = None;
-        self.inner
-            .kv
-            .read_value(&keys::log(self.sid, seq), &mut |row| {
-                node = Some(decode_node(seq, row));
-            })?;
-        node.transpose()
+        self.read_row(seq, |row| decode_node(seq, row))?.transpose()
     }
 
     /// The stored line at `seq`.
@@ -179,12 +190,66 @@ impl Session {
     }
 
     /// The sequence number the id resolves to (last occurrence), entry or leaf record.
+    /// Ids of packed records are in id packs, the others in single id rows; an id is in
+    /// one place only.
     pub(crate) fn seq_of_any(&self, id: &str) -> Result<Option<u64>> {
-        Ok(self
-            .inner
-            .kv
-            .get(&keys::entry_id(self.sid, id))?
-            .and_then(|v| keys::u64_value(&v)))
+        if let Some(v) = self.inner.kv.get(&keys::entry_id(self.sid, id))? {
+            return Ok(keys::u64_value(&v));
+        }
+        if self.packed == 0 {
+            return Ok(None);
+        }
+        // The id pack whose first id is the greatest not above `id`.
+        let start = keys::session_prefix(keys::T_ID_PACK, self.sid);
+        // The smallest key after `id`'s own: the scan ends at `id` inclusive.
+        let mut end = keys::id_pack(self.sid, id);
+        end.push(0);
+        let Some(pair) = self.inner.kv.scan_rev(&start, &end).next() else {
+            return Ok(None);
+        };
+        let (_, value) = pair?;
+        Ok(IdPack::parse(&value)
+            .map_err(|e| GroveError::Corrupt(format!("id pack: {e}")))?
+            .get(id))
+    }
+
+    /// Up to `limit` ids of the log starting with `prefix`, in byte order, with their seqs.
+    pub(crate) fn ids_with_prefix(&self, prefix: &str, limit: usize) -> Result<Vec<(String, u64)>> {
+        let mut out = Vec::new();
+        let start = keys::entry_id(self.sid, prefix);
+        for pair in self.inner.kv.scan(&start, &keys::prefix_end(&start)) {
+            let (k, v) = pair?;
+            let seq = keys::u64_value(&v).ok_or_else(|| GroveError::Corrupt("id index".into()))?;
+            out.push((keys::string_suffix(&k, 9).unwrap_or_default(), seq));
+            if out.len() >= limit {
+                break;
+            }
+        }
+        if self.packed > 0 {
+            // The pack before the first one keyed by `prefix` (its later ids may match),
+            // then every pack keyed by `prefix`.
+            let table = keys::session_prefix(keys::T_ID_PACK, self.sid);
+            let from = keys::id_pack(self.sid, prefix);
+            let kv = &self.inner.kv;
+            let before = kv.scan_rev(&table, &from).take(1);
+            let packs = before.chain(kv.scan(&from, &keys::prefix_end(&from)));
+            let mut found = 0;
+            for pair in packs {
+                let (_, value) = pair?;
+                let pack = IdPack::parse(&value)
+                    .map_err(|e| GroveError::Corrupt(format!("id pack: {e}")))?;
+                for (id, seq) in pack.iter().filter(|(id, _)| id.starts_with(prefix)) {
+                    out.push((id.to_owned(), seq));
+                    found += 1;
+                }
+                if found >= limit {
+                    break;
+                }
+            }
+        }
+        out.sort();
+        out.truncate(limit);
+        Ok(out)
     }
 
     /// The sequence number of the tree entry `id`; leaf-record ids are not entries.
@@ -233,18 +298,24 @@ impl Session {
         if self.seq_of(spec)?.is_some() {
             return Ok(Some(spec.to_owned()));
         }
-        let start = keys::entry_id(self.sid, spec);
-        let end = keys::prefix_end(&start);
         let mut matches = Vec::new();
-        for pair in self.inner.kv.scan(&start, &end) {
-            let (k, v) = pair?;
-            let seq = keys::u64_value(&v).ok_or_else(|| GroveError::Corrupt("id index".into()))?;
-            if self.node(seq)?.kind != EntryKind::Leaf.tag() {
-                matches.push(keys::string_suffix(&k, 9).unwrap_or_default());
-                if matches.len() > 5 {
-                    break;
+        // Leaf records share the id space: read enough candidates to find six entries.
+        let mut limit = 6;
+        loop {
+            let candidates = self.ids_with_prefix(spec, limit)?;
+            matches.clear();
+            for (id, seq) in &candidates {
+                if self.node(*seq)?.kind != EntryKind::Leaf.tag() {
+                    matches.push(id.clone());
+                    if matches.len() > 5 {
+                        break;
+                    }
                 }
             }
+            if matches.len() > 5 || candidates.len() < limit {
+                break;
+            }
+            limit *= 4;
         }
         match matches.len() {
             0 => Err(GroveError::EntryNotFound(spec.to_owned())),
@@ -259,12 +330,7 @@ impl Session {
 
     /// Every record of the log in order: entries and leaf records.
     pub fn log(&self) -> impl Iterator<Item = Result<Entry>> + '_ {
-        let start = keys::session_prefix(keys::T_LOG, self.sid);
-        let end = keys::prefix_end(&start);
-        self.inner
-            .kv
-            .scan(&start, &end)
-            .map(|pair| decode_pair(pair?))
+        self.log_range(0, u64::MAX).entries()
     }
 
     /// The tree entries in log order (leaf records left out; shadowed duplicates kept).
@@ -457,10 +523,4 @@ pub(crate) fn decode_row(seq: u64, mut row: Vec<u8>) -> Result<Entry> {
     let line = String::from_utf8(row)
         .map_err(|_| GroveError::Corrupt(format!("line {seq} is not UTF-8")))?;
     Ok(Entry { seq, node, line })
-}
-
-/// Decodes a scanned log row (key and value).
-pub(crate) fn decode_pair((key, row): crate::kv::Pair) -> Result<Entry> {
-    let seq = keys::last_u64(&key).ok_or_else(|| GroveError::Corrupt("log key".into()))?;
-    decode_row(seq, row)
 }

@@ -359,7 +359,10 @@ impl Tip {
     }
 }
 
-const FORMAT_MARKER: &[u8] = b"grove\x00\x02";
+const FORMAT_MARKER: &[u8] = b"grove\x00\x03";
+/// Store layout 2 is layout 3 without packs: such a store is taken as it is, and its marker
+/// is rewritten before anything can write a pack into it.
+const FORMAT_MARKER_2: &[u8] = b"grove\x00\x02";
 
 /// Creates the store directory `path` if missing, and refuses one that holds another backend's
 /// database (opening it would start an empty store beside it).
@@ -450,6 +453,11 @@ impl Store {
         let marker_key = keys::meta(keys::META_FORMAT);
         match inner.kv.get(&marker_key)? {
             Some(m) if m == FORMAT_MARKER => {}
+            Some(m) if m == FORMAT_MARKER_2 => {
+                let mut batch = WriteBatch::new();
+                batch.put(marker_key, FORMAT_MARKER.to_vec());
+                inner.commit(batch, Durability::Sync)?;
+            }
             Some(m) => {
                 return Err(GroveError::Corrupt(match m.strip_prefix(b"grove\x00") {
                     Some(&[layout]) => format!(

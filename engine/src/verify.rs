@@ -3,11 +3,12 @@
 //! line a content hash in its node, and every node is re-derived with the same fold as
 //! append, so a changed byte anywhere in a session's values is found.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use grove_codec::digest;
 use grove_codec::entry::Envelope;
 use grove_codec::header::Header;
+use grove_codec::pack::{IdPack, LogPack};
 use grove_codec::record::{
     self, HeadRecord, LabelRecord, LeafTarget, NodeRecord, Parent, SessionRecord, ViewRecord,
 };
@@ -183,22 +184,62 @@ fn verify_session(s: &Session, listed_as: &str, report: &mut VerifyReport) -> Re
     if s.inner.kv.get(&keys::pending(s.sid))?.is_some() {
         c.fail(None, "pending marker present on a published session");
     }
+    // The log's layout: log packs tile 0..packed, single rows follow.
+    let packed = s.packed;
+    if packed > head.next_seq {
+        c.fail(
+            None,
+            format!("packed count {packed} exceeds next_seq {}", head.next_seq),
+        );
+        return Ok(());
+    }
+    let start = keys::session_prefix(keys::T_LOG, s.sid);
+    let mut tiled = 0u64;
+    for pair in s.inner.kv.scan(&start, &keys::log(s.sid, packed)) {
+        let (key, value) = pair?;
+        let first = keys::last_u64(&key).unwrap_or(u64::MAX);
+        match LogPack::parse(&value) {
+            Ok(pack) if first == tiled && first + pack.len() as u64 <= packed => {
+                tiled = first + pack.len() as u64;
+            }
+            Ok(_) => {
+                c.fail(
+                    None,
+                    format!("log pack at {first} does not follow record {tiled}"),
+                );
+                return Ok(());
+            }
+            Err(e) => {
+                c.fail(None, format!("log pack at {first}: {e}"));
+                return Ok(());
+            }
+        }
+    }
+    if tiled != packed {
+        c.fail(
+            None,
+            format!("log packs end at {tiled}, the packed count is {packed}"),
+        );
+        return Ok(());
+    }
     // The log: one row (node record and line) for each of 0..next_seq.
     let mut rows: Vec<Row> = Vec::with_capacity(head.next_seq as usize);
-    let start = keys::session_prefix(keys::T_LOG, s.sid);
-    let mut log = s.inner.kv.scan(&start, &keys::prefix_end(&start));
+    let mut log = s.log_range(0, u64::MAX);
     for seq in 0..head.next_seq {
-        let Some((key, value)) = log.next().transpose()? else {
-            c.fail(
-                None,
-                format!("log ends at {seq}, head says {}", head.next_seq),
-            );
-            return Ok(());
+        let value = match log.next() {
+            None => {
+                c.fail(
+                    None,
+                    format!("log ends at {seq}, head says {}", head.next_seq),
+                );
+                return Ok(());
+            }
+            Some(Err(e)) => {
+                c.fail(None, e.to_string());
+                return Ok(());
+            }
+            Some(Ok((_, value))) => value,
         };
-        if keys::last_u64(&key) != Some(seq) {
-            c.fail(None, format!("log record {seq} is missing"));
-            return Ok(());
-        }
         let (nv, lv) = match record::split_log(&value) {
             Ok(parts) => parts,
             Err(e) => {
@@ -240,14 +281,50 @@ fn verify_session(s: &Session, listed_as: &str, report: &mut VerifyReport) -> Re
     for (seq, r) in rows.iter().enumerate() {
         last.insert(r.node.id.as_str(), seq as u64);
     }
-    let istart = keys::session_prefix(keys::T_ENTRY_ID, s.sid);
+    // The id index: ids of packed records in id packs, the others in single rows.
     let mut indexed = 0usize;
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut check_id = |c: &mut Checker, id: &str, seq: Option<u64>, in_pack: bool| {
+        indexed += 1;
+        if seq != last.get(id).copied() {
+            c.fail(Some(id), "id index disagrees with the log");
+        } else if seq.is_some_and(|q| (q < packed) != in_pack) {
+            c.fail(Some(id), "id indexed in the wrong table (packs or rows)");
+        }
+        if !seen.insert(id.to_owned()) {
+            c.fail(Some(id), "id indexed twice");
+        }
+    };
+    let istart = keys::session_prefix(keys::T_ENTRY_ID, s.sid);
     for pair in s.inner.kv.scan(&istart, &keys::prefix_end(&istart)) {
         let (k, v) = pair?;
-        indexed += 1;
         let id = keys::string_suffix(&k, 9).unwrap_or_default();
-        if keys::u64_value(&v) != last.get(id.as_str()).copied() {
-            c.fail(Some(&id), "id index disagrees with the log");
+        check_id(&mut c, &id, keys::u64_value(&v), false);
+    }
+    let pstart = keys::session_prefix(keys::T_ID_PACK, s.sid);
+    let mut previous: Option<String> = None;
+    for pair in s.inner.kv.scan(&pstart, &keys::prefix_end(&pstart)) {
+        let (k, v) = pair?;
+        let key_id = keys::string_suffix(&k, 9).unwrap_or_default();
+        let pack = match IdPack::parse(&v) {
+            Ok(p) => p,
+            Err(e) => {
+                c.fail(None, format!("id pack {key_id}: {e}"));
+                continue;
+            }
+        };
+        if pack.first() != key_id {
+            c.fail(
+                None,
+                format!("id pack {key_id} starts with {}", pack.first()),
+            );
+        }
+        if previous.as_deref().is_some_and(|p| p >= pack.first()) {
+            c.fail(None, format!("id pack {key_id} overlaps the one before"));
+        }
+        for (id, seq) in pack.iter() {
+            check_id(&mut c, id, Some(seq), true);
+            previous = Some(id.to_owned());
         }
     }
     if indexed != last.len() {

@@ -275,13 +275,9 @@ impl Session {
 
     /// Records `lo..=hi` in ascending order, by one range scan.
     pub(crate) fn read_range(&self, lo: u64, hi: u64) -> Result<Vec<Entry>> {
-        let rows = self
-            .inner
-            .kv
-            .scan(&keys::log(self.sid, lo), &keys::log(self.sid, hi + 1));
         let mut out = Vec::with_capacity((hi - lo + 1) as usize);
-        for pair in rows {
-            out.push(crate::session::decode_pair(pair?)?);
+        for entry in self.log_range(lo, hi + 1).entries() {
+            out.push(entry?);
         }
         if out.len() as u64 != hi - lo + 1 {
             return Err(GroveError::Corrupt(format!(

@@ -6,16 +6,15 @@
 use grove_codec::record::NodeRecord;
 
 use crate::error::{GroveError, Result};
-use crate::keys;
-use crate::kv::Scan;
-use crate::session::{decode_pair, Entry, Session};
+use crate::log::LogRows;
+use crate::session::{decode_row, Entry, Session};
 
 /// The ancestors of an entry, itself first, up to its root. Parent cycles are followed: a
 /// caller that walks past a `Parent::Cycle` link must watch for revisits.
 pub(crate) struct Ancestors<'a> {
     session: &'a Session,
     next: Option<u64>,
-    run: Option<Scan<'a>>,
+    run: Option<LogRows<'a>>,
     /// A short run still to read by point lookups: `(lo, next seq down)`.
     short: Option<(u64, u64)>,
     last_parent: Option<u64>,
@@ -43,9 +42,7 @@ impl<'a> Ancestors<'a> {
         let node: &NodeRecord = &entry.node;
         let lo = node.run_start.min(top);
         if top - lo >= SCAN_FROM {
-            let sid = self.session.sid;
-            let kv = &self.session.inner.kv;
-            self.run = Some(kv.scan_rev(&keys::log(sid, lo), &keys::log(sid, top)));
+            self.run = Some(self.session.log_range_rev(lo, top));
             self.next = None;
         } else {
             self.run = None;
@@ -85,8 +82,9 @@ impl<'a> Ancestors<'a> {
                 return Ok(None);
             };
             match run.next() {
-                Some(pair) => {
-                    let entry = decode_pair(pair?)?;
+                Some(row) => {
+                    let (seq, row) = row?;
+                    let entry = decode_row(seq, row)?;
                     let seq = entry.seq;
                     if let Some(expected) = self.last_parent {
                         if expected != seq {

@@ -21,8 +21,10 @@ fn verify_reports_clean_stores_and_damage() {
             .unwrap()
             .unwrap();
         let sid = u64::from_be_bytes(sid_bytes.as_slice().try_into().unwrap());
-        // The line is the tail of the log row (docs/format.md): flip a byte inside it.
-        let key = grove::keys::log(sid, 2);
+        // The session was imported, so its records are in log packs keyed by their first
+        // record, and a pack ends with the line of its last record (docs/format.md): flip a
+        // byte inside that line.
+        let key = grove::keys::log(sid, 0);
         let mut line = st.kv().get(&key).unwrap().unwrap();
         let n = line.len();
         line[n - 20] ^= 0x20;

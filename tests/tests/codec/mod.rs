@@ -8,6 +8,7 @@ mod digest;
 mod header;
 mod jsstr;
 mod migrate;
+mod pack;
 mod proptests;
 mod reader;
 mod record;

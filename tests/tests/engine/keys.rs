@@ -31,6 +31,14 @@ fn key_layouts_match_docs_format_md() {
     assert_eq!(keys::label(1, "t"), [0x15, 0, 0, 0, 0, 0, 0, 0, 1, b't']);
     assert_eq!(keys::compaction(1, 7)[0], 0x16);
     assert_eq!(keys::view(2), [0x17, 0, 0, 0, 0, 0, 0, 0, 2]);
+    assert_eq!(keys::packed(2), [0x05, 0, 0, 0, 0, 0, 0, 0, 2]);
+    assert_eq!(
+        keys::id_pack(2, "ab"),
+        [0x18, 0, 0, 0, 0, 0, 0, 0, 2, b'a', b'b']
+    );
+    for table in [keys::T_PACKED, keys::T_ID_PACK] {
+        assert!(keys::SESSION_TABLES.contains(&table));
+    }
     assert_eq!(keys::meta(b"next_sid"), b"\x00next_sid");
 }
 

@@ -11,6 +11,7 @@ mod keys;
 mod model;
 mod navigate;
 mod openai;
+mod packs;
 mod redb;
 mod reopen;
 mod seed_questions;

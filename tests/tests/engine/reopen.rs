@@ -105,7 +105,7 @@ fn a_store_of_another_layout_is_refused_with_its_layout_named() {
     for (marker, expected) in [
         (
             &b"grove\x00\x01"[..],
-            "store layout 1; this build reads layout 2",
+            "store layout 1; this build reads layout 3",
         ),
         (&b"other"[..], "not a grove store of a known format"),
     ] {
@@ -121,6 +121,40 @@ fn a_store_of_another_layout_is_refused_with_its_layout_named() {
             "{err:?}"
         );
     }
+}
+
+#[test]
+fn a_layout_2_store_opens_and_is_marked_layout_3() {
+    use grove::kv::WriteBatch;
+    let dir = tempfile::tempdir().unwrap();
+    let id = {
+        let store = Store::open(dir.path()).unwrap();
+        let s = store.create_session(CreateSession::default()).unwrap();
+        s.append(super::user("written under layout 2")).unwrap();
+        // What a layout-2 build left: the same rows, the older marker.
+        let mut b = WriteBatch::new();
+        b.put(
+            grove::keys::meta(grove::keys::META_FORMAT),
+            b"grove\x00\x02".to_vec(),
+        );
+        store.kv().apply(b).unwrap();
+        store.flush().unwrap();
+        s.id().to_owned()
+    };
+    let store = Store::open(dir.path()).unwrap();
+    assert_eq!(
+        store
+            .kv()
+            .get(&grove::keys::meta(grove::keys::META_FORMAT))
+            .unwrap()
+            .as_deref(),
+        Some(&b"grove\x00\x03"[..])
+    );
+    assert_eq!(
+        texts(&store.session(&id).unwrap()),
+        ["written under layout 2"]
+    );
+    assert!(store.verify().unwrap().is_ok());
 }
 
 /// Appends `n` entries of compressible text.

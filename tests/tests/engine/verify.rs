@@ -60,22 +60,60 @@ fn sound_stores_verify_clean() {
     );
 }
 
+/// The same session imported into a fresh store (its records in log packs, its ids in id
+/// packs), with one entry and a leaf move appended after the import (single rows).
+fn imported_store() -> (Store, String) {
+    let (source, id) = small_store();
+    let mut jsonl = Vec::new();
+    source
+        .session(&id)
+        .unwrap()
+        .export(grove::export::Flavor::Harness, &mut jsonl)
+        .unwrap();
+    let store = Store::in_memory().unwrap();
+    store
+        .import_reader(jsonl.as_slice(), Default::default())
+        .unwrap();
+    let s = store.session(&id).unwrap();
+    let first = s.entries().next().unwrap().unwrap().id().to_owned();
+    s.append(user("after the import")).unwrap();
+    s.move_to(Some(&first)).unwrap();
+    s.build_context().unwrap();
+    (store, id)
+}
+
 #[test]
 fn every_flipped_byte_of_a_session_is_detected() {
     let (store, id) = small_store();
+    let tables = every_flipped_byte_is_detected(&store, &id);
+    assert!(!tables.contains(&grove::keys::T_ID_PACK));
+    let (store, id) = imported_store();
+    let tables = every_flipped_byte_is_detected(&store, &id);
+    for table in [
+        grove::keys::T_PACKED,
+        grove::keys::T_ID_PACK,
+        grove::keys::T_ENTRY_ID,
+    ] {
+        assert!(tables.contains(&table), "no row of table {table:#04x}");
+    }
+}
+
+/// Flips every byte of every value of the session; returns the tables it found rows in.
+fn every_flipped_byte_is_detected(store: &Store, id: &str) -> Vec<u8> {
     let kv = store.kv();
     // Every value stored for the session: catalogue row, record, head, and each table.
     let sid = {
-        let v = kv.get(&grove::keys::session_id(&id)).unwrap().unwrap();
+        let v = kv.get(&grove::keys::session_id(id)).unwrap().unwrap();
         u64::from_be_bytes(v.as_slice().try_into().unwrap())
     };
-    let mut keys = vec![grove::keys::session_id(&id), grove::keys::session(sid)];
+    let mut keys = vec![grove::keys::session_id(id), grove::keys::session(sid)];
     for table in grove::keys::SESSION_TABLES {
         let start = grove::keys::session_prefix(table, sid);
         for pair in kv.scan(&start, &grove::keys::prefix_end(&start)) {
             keys.push(pair.unwrap().0);
         }
     }
+    let tables: Vec<u8> = keys.iter().map(|k| k[0]).collect();
     let mut flips = 0;
     for key in keys {
         let original = kv.get(&key).unwrap().unwrap();
@@ -98,6 +136,7 @@ fn every_flipped_byte_of_a_session_is_detected() {
     }
     assert!(flips > 1000, "only {flips} bytes flipped");
     assert!(store.verify().unwrap().is_ok());
+    tables
 }
 
 #[test]

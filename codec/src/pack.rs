@@ -1,0 +1,248 @@
+//! Packs: several records in one stored value, so that a large imported session takes a
+//! few keys per hundred records instead of two per record (docs/format.md, "Packs").
+//!
+//! A **log pack** holds consecutive log rows (each exactly the value of a single log row,
+//! [`crate::record::encode_log`]); an **id pack** holds a sorted run of the entry-id index.
+//! Both begin with a table of end offsets guarded by a checksum, so that one record of a
+//! pack is found without decoding the others.
+
+use crate::error::CodecError;
+use crate::record::{checksum, CHECKSUM_LEN};
+
+/// Most records in one log pack.
+pub const LOG_PACK_RECORDS: usize = 64;
+/// A log pack is closed once its rows reach this many bytes (a larger row is alone).
+pub const LOG_PACK_BYTES: usize = 32 * 1024;
+/// Most ids in one id pack.
+pub const ID_PACK_IDS: usize = 128;
+
+fn corrupt(what: &str, detail: impl std::fmt::Display) -> CodecError {
+    CodecError::CorruptRecord(format!("{what}: {detail}"))
+}
+
+fn u32_of(n: usize) -> [u8; 4] {
+    // Packs are bounded far below 4 GiB (their writers close them at a few KiB; a single
+    // row larger than u32::MAX bytes is refused by the writer).
+    u32::try_from(n).unwrap_or(u32::MAX).to_be_bytes()
+}
+
+/// Builds the table `count:u32 BE ++ end:u32 BE × count ++ crc32(table) LE` and the body.
+fn seal(ends: &[usize], body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(4 + 4 * ends.len() + CHECKSUM_LEN + body.len());
+    out.extend_from_slice(&u32_of(ends.len()));
+    for &end in ends {
+        out.extend_from_slice(&u32_of(end));
+    }
+    let sum = checksum(&out);
+    out.extend_from_slice(&sum);
+    out.extend_from_slice(body);
+    out
+}
+
+/// A parsed pack: its end offsets (checked) and body.
+#[derive(Debug, Clone, Copy)]
+struct Table<'a> {
+    ends: &'a [u8],
+    body: &'a [u8],
+    count: usize,
+}
+
+impl<'a> Table<'a> {
+    fn parse(what: &str, bytes: &'a [u8]) -> Result<Table<'a>, CodecError> {
+        let (count, rest) = bytes
+            .split_first_chunk::<4>()
+            .ok_or_else(|| corrupt(what, "shorter than its count"))?;
+        let count = u32::from_be_bytes(*count) as usize;
+        let table_len = count
+            .checked_mul(4)
+            .filter(|&n| n + CHECKSUM_LEN <= rest.len())
+            .ok_or_else(|| corrupt(what, format!("{count} records do not fit")))?;
+        let (ends, rest) = rest.split_at(table_len);
+        let (sum, body) = rest.split_at(CHECKSUM_LEN);
+        if checksum(&bytes[..4 + table_len]) != sum {
+            return Err(corrupt(what, "table checksum mismatch"));
+        }
+        if count == 0 {
+            return Err(corrupt(what, "empty"));
+        }
+        let table = Table { ends, body, count };
+        let mut previous = 0;
+        for i in 0..count {
+            let end = table.end(i);
+            if end < previous || end > body.len() {
+                return Err(corrupt(what, format!("record {i} ends out of bounds")));
+            }
+            previous = end;
+        }
+        if previous != body.len() {
+            return Err(corrupt(what, "trailing bytes"));
+        }
+        Ok(table)
+    }
+
+    fn end(&self, i: usize) -> usize {
+        let at = 4 * i;
+        match self.ends.get(at..at + 4) {
+            Some(&[a, b, c, d]) => u32::from_be_bytes([a, b, c, d]) as usize,
+            _ => 0,
+        }
+    }
+
+    /// Record `i`'s bytes (offsets were checked by `parse`).
+    fn get(&self, i: usize) -> &'a [u8] {
+        let start = if i == 0 { 0 } else { self.end(i - 1) };
+        self.body.get(start..self.end(i)).unwrap_or_default()
+    }
+}
+
+/// Accumulates log rows into a pack.
+#[derive(Debug, Default)]
+pub struct LogPackWriter {
+    ends: Vec<usize>,
+    body: Vec<u8>,
+}
+
+impl LogPackWriter {
+    /// An empty pack.
+    pub fn new() -> LogPackWriter {
+        LogPackWriter::default()
+    }
+
+    /// Adds one log row (the value [`crate::record::encode_log`] returns).
+    pub fn push(&mut self, row: &[u8]) {
+        self.body.extend_from_slice(row);
+        self.ends.push(self.body.len());
+    }
+
+    /// Rows held.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// Whether no row is held.
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// Whether the pack is full: [`LOG_PACK_RECORDS`] rows or [`LOG_PACK_BYTES`] bytes.
+    pub fn is_full(&self) -> bool {
+        self.ends.len() >= LOG_PACK_RECORDS || self.body.len() >= LOG_PACK_BYTES
+    }
+
+    /// The pack's value; the writer is left empty.
+    pub fn take(&mut self) -> Vec<u8> {
+        let out = seal(&self.ends, &self.body);
+        self.ends.clear();
+        self.body.clear();
+        out
+    }
+}
+
+/// A stored log pack: consecutive log rows, the first at the seq of its key.
+#[derive(Debug, Clone, Copy)]
+pub struct LogPack<'a>(Table<'a>);
+
+impl<'a> LogPack<'a> {
+    /// Parses a pack, checking its table (the rows are checked when decoded).
+    pub fn parse(bytes: &'a [u8]) -> Result<LogPack<'a>, CodecError> {
+        Table::parse("log pack", bytes).map(LogPack)
+    }
+
+    /// Rows held (at least one).
+    pub fn len(&self) -> usize {
+        self.0.count
+    }
+
+    /// Always false: an empty pack is refused by [`LogPack::parse`].
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// Row `i` (the value of a single log row), or `None` past the end.
+    pub fn row(&self, i: usize) -> Option<&'a [u8]> {
+        (i < self.0.count).then(|| self.0.get(i))
+    }
+}
+
+/// Builds an id pack from `(id, seq)` pairs in strictly increasing byte order of the ids.
+pub fn encode_id_pack<'s>(pairs: impl IntoIterator<Item = (&'s str, u64)>) -> Vec<u8> {
+    let mut ends = Vec::new();
+    let mut body = Vec::new();
+    for (id, seq) in pairs {
+        body.extend_from_slice(&seq.to_be_bytes());
+        body.extend_from_slice(id.as_bytes());
+        ends.push(body.len());
+    }
+    seal(&ends, &body)
+}
+
+/// A stored id pack: a sorted run of the entry-id index, `(id, seq)` pairs.
+#[derive(Debug, Clone, Copy)]
+pub struct IdPack<'a>(Table<'a>);
+
+impl<'a> IdPack<'a> {
+    /// Parses a pack, checking its table, each pair and the order of the ids.
+    pub fn parse(bytes: &'a [u8]) -> Result<IdPack<'a>, CodecError> {
+        let pack = IdPack(Table::parse("id pack", bytes)?);
+        let mut previous: Option<&[u8]> = None;
+        for i in 0..pack.0.count {
+            let raw = pack.0.get(i);
+            if raw.len() < 8 {
+                return Err(corrupt("id pack", format!("pair {i} is too short")));
+            }
+            let id = &raw[8..];
+            if std::str::from_utf8(id).is_err() {
+                return Err(corrupt("id pack", format!("id {i} is not UTF-8")));
+            }
+            if previous.is_some_and(|p| p >= id) {
+                return Err(corrupt("id pack", format!("id {i} is out of order")));
+            }
+            previous = Some(id);
+        }
+        Ok(pack)
+    }
+
+    /// Pairs held (at least one).
+    pub fn len(&self) -> usize {
+        self.0.count
+    }
+
+    /// Always false: an empty pack is refused by [`IdPack::parse`].
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// Pair `i`: the id and its seq.
+    pub fn pair(&self, i: usize) -> (&'a str, u64) {
+        let raw = self.0.get(i);
+        let (seq, id) = raw.split_at(8.min(raw.len()));
+        let seq = seq.try_into().map(u64::from_be_bytes).unwrap_or_default();
+        // `parse` checked every id.
+        (std::str::from_utf8(id).unwrap_or_default(), seq)
+    }
+
+    /// The first id (the pack's key).
+    pub fn first(&self) -> &'a str {
+        self.pair(0).0
+    }
+
+    /// The seq of `id`, by binary search.
+    pub fn get(&self, id: &str) -> Option<u64> {
+        let (mut lo, mut hi) = (0, self.0.count);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            let (at, seq) = self.pair(mid);
+            match at.as_bytes().cmp(id.as_bytes()) {
+                std::cmp::Ordering::Equal => return Some(seq),
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+            }
+        }
+        None
+    }
+
+    /// Every pair, in id order.
+    pub fn iter(&self) -> impl Iterator<Item = (&'a str, u64)> + '_ {
+        (0..self.0.count).map(|i| self.pair(i))
+    }
+}

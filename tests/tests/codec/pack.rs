@@ -1,0 +1,97 @@
+//! Packs (docs/format.md, "Packs"): log packs and id packs round-trip, find every record and
+//! id, and refuse damaged tables.
+
+use grove_codec::pack::{
+    encode_id_pack, IdPack, LogPack, LogPackWriter, LOG_PACK_BYTES, LOG_PACK_RECORDS,
+};
+
+#[test]
+fn log_pack_round_trips_and_refuses_damage() {
+    let mut w = LogPackWriter::new();
+    for row in [&b"first"[..], b"", b"third row"] {
+        w.push(row);
+    }
+    let bytes = w.take();
+    assert!(w.is_empty());
+    let pack = LogPack::parse(&bytes).expect("pack");
+    assert_eq!(pack.len(), 3);
+    assert_eq!(pack.row(0), Some(&b"first"[..]));
+    assert_eq!(pack.row(1), Some(&b""[..]));
+    assert_eq!(pack.row(2), Some(&b"third row"[..]));
+    assert_eq!(pack.row(3), None);
+    // Any change to the table is refused; a change to a row is left to the row's own
+    // checks, and a change of length is refused.
+    for at in 0..4 + 4 * 3 + 4 {
+        let mut bad = bytes.clone();
+        bad[at] ^= 0x01;
+        assert!(LogPack::parse(&bad).is_err(), "flip at {at} accepted");
+    }
+    assert!(LogPack::parse(&bytes[..bytes.len() - 1]).is_err());
+    let mut longer = bytes.clone();
+    longer.push(0);
+    assert!(LogPack::parse(&longer).is_err());
+    assert!(LogPack::parse(&LogPackWriter::new().take()).is_err());
+}
+
+#[test]
+fn log_pack_closes_at_its_limits() {
+    let mut w = LogPackWriter::new();
+    for _ in 0..LOG_PACK_RECORDS - 1 {
+        w.push(b"x");
+    }
+    assert!(!w.is_full());
+    w.push(b"x");
+    assert!(w.is_full());
+    let mut w = LogPackWriter::new();
+    w.push(&vec![b'y'; LOG_PACK_BYTES]);
+    assert!(w.is_full());
+}
+
+#[test]
+fn id_pack_finds_every_id_and_only_those() {
+    let ids = ["0a", "0b", "1", "ab\u{e9}", "b", "zz"];
+    let bytes = encode_id_pack(ids.iter().enumerate().map(|(i, id)| (*id, 10 * i as u64)));
+    let pack = IdPack::parse(&bytes).expect("pack");
+    assert_eq!(pack.len(), ids.len());
+    assert_eq!(pack.first(), "0a");
+    for (i, id) in ids.iter().enumerate() {
+        assert_eq!(pack.get(id), Some(10 * i as u64), "{id}");
+    }
+    for absent in ["", "0", "0c", "ab", "c", "zzz"] {
+        assert_eq!(pack.get(absent), None, "{absent}");
+    }
+    let all: Vec<_> = pack.iter().collect();
+    assert_eq!(all[3], ("ab\u{e9}", 30));
+    let unsorted = encode_id_pack([("b", 1), ("a", 2)]);
+    assert!(IdPack::parse(&unsorted).is_err());
+    let repeated = encode_id_pack([("a", 1), ("a", 2)]);
+    assert!(IdPack::parse(&repeated).is_err());
+    let short = {
+        // A table that says one pair of 3 bytes: too short for a seq.
+        let mut t = vec![0, 0, 0, 1, 0, 0, 0, 3];
+        let sum = crc32fast::hash(&t).to_le_bytes();
+        t.extend_from_slice(&sum);
+        t.extend_from_slice(b"abc");
+        t
+    };
+    assert!(IdPack::parse(&short).is_err());
+}
+
+#[test]
+fn pack_bytes_match_docs_format_md() {
+    // count, ends, crc32 of count and ends (LE), then the items.
+    let bytes = encode_id_pack([("ab", 258)]);
+    let table = [0, 0, 0, 1, 0, 0, 0, 10];
+    let mut expected = table.to_vec();
+    expected.extend_from_slice(&crc32fast::hash(&table).to_le_bytes());
+    expected.extend_from_slice(&[0, 0, 0, 0, 0, 0, 1, 2, b'a', b'b']);
+    assert_eq!(bytes, expected);
+    let mut w = LogPackWriter::new();
+    w.push(b"xy");
+    w.push(b"z");
+    let table = [0, 0, 0, 2, 0, 0, 0, 2, 0, 0, 0, 3];
+    let mut expected = table.to_vec();
+    expected.extend_from_slice(&crc32fast::hash(&table).to_le_bytes());
+    expected.extend_from_slice(b"xyz");
+    assert_eq!(w.take(), expected);
+}

@@ -1,0 +1,125 @@
+//! Imported sessions keep their records in log packs and their ids in id packs; entries
+//! appended afterwards use single rows. Every id lookup, prefix resolution, path and log read
+//! must see one log, whichever way each record is stored — checked against a plain map.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+
+use grove::{AppendOptions, GroveError, ImportOptions, Session, Store, StoreConfig};
+
+use super::user;
+
+/// Ids that are prefixes of one another across pack boundaries: hex numbers of varied length.
+fn id_of(i: usize) -> String {
+    format!("{:x}", (i * 7919) % 5003)
+}
+
+fn line(id: &str, parent: Option<&str>) -> String {
+    let parent = parent.map_or("null".to_owned(), |p| format!("\"{p}\""));
+    format!(
+        r#"{{"type":"message","id":"{id}","parentId":{parent},"timestamp":"2030-01-01T00:00:00.000Z","message":{{"role":"user","content":"text of {id}","timestamp":1}}}}"#
+    )
+}
+
+/// The oracle: each id's last occurrence, as a line.
+type Oracle = BTreeMap<String, String>;
+
+fn check(s: &Session, oracle: &Oracle) {
+    for (id, expected) in oracle {
+        assert_eq!(&s.entry(id).unwrap().line, expected, "entry {id}");
+    }
+    for absent in ["", "zz", "fffff", "10000"] {
+        if !oracle.contains_key(absent) {
+            assert!(matches!(s.entry(absent), Err(GroveError::EntryNotFound(_))));
+        }
+    }
+    // Every prefix of one or two characters, and of three for the first few.
+    let hex = "0123456789abcdef".chars();
+    let mut prefixes: Vec<String> = hex.clone().map(String::from).collect();
+    for a in hex.clone() {
+        for b in hex.clone() {
+            prefixes.push(format!("{a}{b}"));
+        }
+    }
+    prefixes.extend(["1a0", "100", "12f", "fff"].map(String::from));
+    for p in prefixes {
+        let matching: Vec<&String> = oracle.keys().filter(|id| id.starts_with(&p)).collect();
+        let got = s.resolve_entry(&p);
+        if oracle.contains_key(&p) {
+            assert_eq!(got.unwrap(), Some(p.clone()));
+            continue;
+        }
+        match matching.len() {
+            0 => assert!(
+                matches!(got, Err(GroveError::EntryNotFound(_))),
+                "{p}: {got:?}"
+            ),
+            1 => assert_eq!(got.unwrap().as_ref(), Some(matching[0]), "{p}"),
+            _ => assert!(
+                matches!(got, Err(GroveError::AmbiguousPrefix { .. })),
+                "{p}: {got:?}"
+            ),
+        }
+    }
+}
+
+#[test]
+fn ids_and_prefixes_resolve_across_packs_and_single_rows() {
+    const N: usize = 1_500;
+    let dir = tempfile::tempdir().unwrap();
+    let open = || Store::open_with(StoreConfig::new(dir.path())).unwrap();
+    let mut text = Vec::new();
+    writeln!(text, r#"{{"type":"session","version":3,"id":"packs","timestamp":"2030-01-01T00:00:00.000Z","cwd":"/"}}"#).unwrap();
+    let mut oracle = Oracle::new();
+    let mut order = Vec::new();
+    let mut parent: Option<String> = None;
+    for i in 0..N {
+        // Every 97th record repeats an earlier id: the last occurrence wins.
+        let id = if i % 97 == 96 { id_of(i / 2) } else { id_of(i) };
+        let l = line(&id, parent.as_deref());
+        writeln!(text, "{l}").unwrap();
+        oracle.insert(id.clone(), l.clone());
+        order.push(l);
+        parent = Some(id);
+    }
+    let store = open();
+    store
+        .import_reader(std::io::Cursor::new(text), ImportOptions::default())
+        .unwrap();
+    let s = store.session("packs").unwrap();
+    check(&s, &oracle);
+    // The whole log reads back in order, packs and all.
+    let log: Vec<String> = s.log().map(|e| e.unwrap().line).collect();
+    assert_eq!(log, order);
+    // An imported id cannot be appended again; new ids go to single rows.
+    for taken in [id_of(0), id_of(N / 2), id_of(N - 1)] {
+        let again = s.append_with(
+            user("again"),
+            AppendOptions {
+                id: Some(taken.clone()),
+                ..Default::default()
+            },
+        );
+        assert!(matches!(again, Err(GroveError::DuplicateId(_))), "{taken}");
+    }
+    for new in ["1000a", "fff0", "zz", "1"] {
+        if oracle.contains_key(new) {
+            continue;
+        }
+        s.append_with(
+            user(new),
+            AppendOptions {
+                id: Some(new.to_owned()),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        oracle.insert(new.to_owned(), s.entry(new).unwrap().line);
+    }
+    check(&s, &oracle);
+    drop(s);
+    drop(store);
+    let store = open();
+    check(&store.session("packs").unwrap(), &oracle);
+    assert!(store.verify().unwrap().is_ok());
+}
