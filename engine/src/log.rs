@@ -36,20 +36,22 @@ impl Session {
                 })?;
             return Ok(out);
         }
-        let mut packs = self
-            .inner
-            .kv
-            .scan_rev(&keys::log(self.sid, 0), &keys::log(self.sid, seq + 1));
-        let Some(pair) = packs.next() else {
-            return Ok(None);
-        };
-        let (key, value) = pair?;
-        let first = key_seq(&key)?;
-        let pack = LogPack::parse(&value).map_err(|e| corrupt_pack(first, e))?;
-        Ok(usize::try_from(seq - first)
-            .ok()
-            .and_then(|i| pack.row(i))
-            .map(read))
+        // The pack with the greatest first seq not above `seq`, read in place.
+        let mut read = Some(read);
+        let mut out: Result<Option<T>> = Ok(None);
+        self.inner.kv.read_last(
+            &keys::log(self.sid, 0),
+            &keys::log(self.sid, seq + 1),
+            &mut |key, value| {
+                out = (|| {
+                    let first = key_seq(key)?;
+                    let pack = LogPack::parse(value).map_err(|e| corrupt_pack(first, e))?;
+                    let row = usize::try_from(seq - first).ok().and_then(|i| pack.row(i));
+                    Ok(row.and_then(|row| read.take().map(|read| read(row))))
+                })();
+            },
+        )?;
+        out
     }
 
     /// The records `lo .. hi` in ascending order (`hi = u64::MAX`: to the end of the log).
@@ -138,10 +140,10 @@ impl<'a> LogRows<'a> {
                     self.scan = Some(kv.scan_rev(&self.key(0), &self.key(hi)));
                 } else {
                     // From the pack holding `lo`.
-                    let start = match kv.scan_rev(&self.key(0), &self.key(self.lo + 1)).next() {
-                        Some(pair) => pair?.0,
-                        None => self.key(self.lo),
-                    };
+                    let mut start = self.key(self.lo);
+                    kv.read_last(&self.key(0), &self.key(self.lo + 1), &mut |key, _| {
+                        start = key.to_vec();
+                    })?;
                     self.scan = Some(kv.scan(&start, &self.key(hi)));
                 }
             }

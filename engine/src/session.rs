@@ -204,13 +204,13 @@ impl Session {
         // The smallest key after `id`'s own: the scan ends at `id` inclusive.
         let mut end = keys::id_pack(self.sid, id);
         end.push(0);
-        let Some(pair) = self.inner.kv.scan_rev(&start, &end).next() else {
-            return Ok(None);
-        };
-        let (_, value) = pair?;
-        Ok(IdPack::parse(&value)
-            .map_err(|e| GroveError::Corrupt(format!("id pack: {e}")))?
-            .get(id))
+        let mut found = Ok(None);
+        self.inner.kv.read_last(&start, &end, &mut |_, value| {
+            found = IdPack::parse(value)
+                .map(|pack| pack.get(id))
+                .map_err(|e| GroveError::Corrupt(format!("id pack: {e}")));
+        })?;
+        found
     }
 
     /// Up to `limit` ids of the log starting with `prefix`, in byte order, with their seqs.

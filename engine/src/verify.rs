@@ -306,7 +306,7 @@ fn verify_session(s: &Session, listed_as: &str, report: &mut VerifyReport) -> Re
     for pair in s.inner.kv.scan(&pstart, &keys::prefix_end(&pstart)) {
         let (k, v) = pair?;
         let key_id = keys::string_suffix(&k, 9).unwrap_or_default();
-        let pack = match IdPack::parse(&v) {
+        let pack = match IdPack::parse(&v).and_then(|p| p.check().map(|()| p)) {
             Ok(p) => p,
             Err(e) => {
                 c.fail(None, format!("id pack {key_id}: {e}"));

@@ -35,6 +35,19 @@ impl Kv for MemoryKv {
         Ok(self.map.read().get(key).cloned())
     }
 
+    fn read_last(
+        &self,
+        start: &[u8],
+        end: &[u8],
+        read: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> Result<bool, KvError> {
+        let map = self.map.read();
+        let found = (start < end)
+            .then(|| map.range(start.to_vec()..end.to_vec()).next_back())
+            .flatten();
+        Ok(super::deliver(found, read))
+    }
+
     fn scan(&self, start: &[u8], end: &[u8]) -> Scan<'_> {
         Box::new(self.collect(start, end).into_iter().map(Ok))
     }

@@ -102,6 +102,14 @@ impl WriteBatch {
     }
 }
 
+/// Hands a pair found by [`Kv::read_last`] to its reader; whether there was one.
+pub(crate) fn deliver<K: AsRef<[u8]>, V: AsRef<[u8]>>(
+    found: Option<(K, V)>,
+    read: &mut dyn FnMut(&[u8], &[u8]),
+) -> bool {
+    found.map(|(k, v)| read(k.as_ref(), v.as_ref())).is_some()
+}
+
 /// A sorted, atomic-batch key-value store.
 pub trait Kv: Send + Sync {
     /// The value of `key`.
@@ -116,6 +124,17 @@ pub trait Kv: Send + Sync {
             }
             None => false,
         })
+    }
+    /// Calls `read` with the key and value of the greatest key in `[start, end)`, in place
+    /// where the backend allows; `false` when the range is empty. (A floor lookup: how a
+    /// record is found in its pack.)
+    fn read_last(
+        &self,
+        start: &[u8],
+        end: &[u8],
+        read: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> Result<bool, KvError> {
+        Ok(deliver(self.scan_rev(start, end).next().transpose()?, read))
     }
     /// Keys in `[start, end)`, ascending.
     fn scan(&self, start: &[u8], end: &[u8]) -> Scan<'_>;

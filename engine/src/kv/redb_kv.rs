@@ -131,6 +131,24 @@ impl Kv for RedbKv {
         Ok(found)
     }
 
+    fn read_last(
+        &self,
+        start: &[u8],
+        end: &[u8],
+        read: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> Result<bool, KvError> {
+        let found = if start < end {
+            self.range(start, end)?
+                .next_back()
+                .transpose()
+                .map_err(err)?
+        } else {
+            None
+        };
+        let pair = found.as_ref().map(|(k, v)| (k.value(), v.value()));
+        Ok(super::deliver(pair, read))
+    }
+
     fn scan(&self, start: &[u8], end: &[u8]) -> Scan<'_> {
         self.stream(start, end, false)
     }

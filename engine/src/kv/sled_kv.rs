@@ -118,6 +118,20 @@ impl Kv for SledKv {
         })
     }
 
+    fn read_last(
+        &self,
+        start: &[u8],
+        end: &[u8],
+        read: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> Result<bool, KvError> {
+        let found = if start < end {
+            self.db.range(start..end).next_back().transpose()?
+        } else {
+            None
+        };
+        Ok(super::deliver(found, read))
+    }
+
     fn scan(&self, start: &[u8], end: &[u8]) -> Scan<'_> {
         if start >= end {
             return Box::new(std::iter::empty());

@@ -62,29 +62,42 @@ fn id_pack_finds_every_id_and_only_those() {
     }
     let all: Vec<_> = pack.iter().collect();
     assert_eq!(all[3], ("ab\u{e9}", 30));
+    assert!(pack.check().is_ok());
+    // The checksum covers every byte of an id pack.
+    for at in 0..bytes.len() {
+        let mut bad = bytes.clone();
+        bad[at] ^= 0x01;
+        assert!(IdPack::parse(&bad).is_err(), "flip at {at} accepted");
+    }
+    // Pairs the writer would never produce pass the checksum but not `check`.
     let unsorted = encode_id_pack([("b", 1), ("a", 2)]);
-    assert!(IdPack::parse(&unsorted).is_err());
+    assert!(IdPack::parse(&unsorted).unwrap().check().is_err());
     let repeated = encode_id_pack([("a", 1), ("a", 2)]);
-    assert!(IdPack::parse(&repeated).is_err());
+    assert!(IdPack::parse(&repeated).unwrap().check().is_err());
     let short = {
         // A table that says one pair of 3 bytes: too short for a seq.
         let mut t = vec![0, 0, 0, 1, 0, 0, 0, 3];
-        let sum = crc32fast::hash(&t).to_le_bytes();
-        t.extend_from_slice(&sum);
+        let mut h = crc32fast::Hasher::new();
+        h.update(&t);
+        h.update(b"abc");
+        t.extend_from_slice(&h.finalize().to_le_bytes());
         t.extend_from_slice(b"abc");
         t
     };
-    assert!(IdPack::parse(&short).is_err());
+    assert!(IdPack::parse(&short).unwrap().check().is_err());
 }
 
 #[test]
 fn pack_bytes_match_docs_format_md() {
-    // count, ends, crc32 of count and ends (LE), then the items.
+    // count, ends, crc32 (LE) of count, ends and items (id packs) or of count and ends
+    // (log packs), then the items.
     let bytes = encode_id_pack([("ab", 258)]);
     let table = [0, 0, 0, 1, 0, 0, 0, 10];
+    let items = [0, 0, 0, 0, 0, 0, 1, 2, b'a', b'b'];
     let mut expected = table.to_vec();
-    expected.extend_from_slice(&crc32fast::hash(&table).to_le_bytes());
-    expected.extend_from_slice(&[0, 0, 0, 0, 0, 0, 1, 2, b'a', b'b']);
+    let whole: Vec<u8> = table.iter().chain(&items).copied().collect();
+    expected.extend_from_slice(&crc32fast::hash(&whole).to_le_bytes());
+    expected.extend_from_slice(&items);
     assert_eq!(bytes, expected);
     let mut w = LogPackWriter::new();
     w.push(b"xy");
