@@ -258,6 +258,7 @@ impl Store {
         // The id index as sorted id packs, written along with the log packs (below).
         let mut ids: Vec<(&str, u64)> = id_map.iter().map(|(id, &seq)| (*id, seq)).collect();
         ids.sort_unstable();
+        let id_filter = pack::IdFilter::build(ids.len(), ids.iter().map(|(id, _)| *id));
         let mut id_packs = ids.chunks(pack::ID_PACK_IDS);
         let id_pack_count = ids.len().div_ceil(pack::ID_PACK_IDS);
         let mut id_packs_written = 0usize;
@@ -312,7 +313,7 @@ impl Store {
             log_pack.push(&record::encode_log(&node, &line));
             let last = seq + 1 == records.len() as u64;
             if log_pack.is_full() || last {
-                batch.put(keys::log(sid, pack_first), log_pack.take());
+                batch.put(keys::log_pack(sid, pack_first), log_pack.take());
                 // The id packs go out in step with the log packs, in the same batches: written
                 // after all the log rows instead, the id index made sled relocate the log
                 // pages and leave about half its file as free segments, which it rewrites
@@ -369,6 +370,7 @@ impl Store {
                 keys::packed(sid),
                 (records.len() as u64).to_be_bytes().to_vec(),
             );
+            batch.put(keys::id_filter(sid), id_filter.encode());
         }
         self.publish(sid, &header.id, batch)?;
         Ok(ImportReport {

@@ -17,9 +17,8 @@ pub const T_PENDING: u8 = 0x04;
 /// Packed records: `[0x05][sid]` → the number of leading log records stored in log packs
 /// (u64 BE); absent when the session has none.
 pub const T_PACKED: u8 = 0x05;
-/// Log row (node record and line bytes): `[0x10][sid][seq]`; below the session's packed
-/// count, a log pack of records `seq ..`. Tag `0x11` is unused (it held node records before
-/// format 2).
+/// Log row (node record and line bytes): `[0x10][sid][seq]`, for records from the session's
+/// packed count on. Tag `0x11` is unused (it held node records before format 2).
 pub const T_LOG: u8 = 0x10;
 /// Entry id index: `[0x12][sid] ++ entry id` → seq.
 pub const T_ENTRY_ID: u8 = 0x12;
@@ -36,12 +35,19 @@ pub const T_COMPACTION: u8 = 0x16;
 pub const T_VIEW: u8 = 0x17;
 /// Id packs: `[0x18][sid] ++ first id` → a sorted run of the entry-id index.
 pub const T_ID_PACK: u8 = 0x18;
+/// Log packs: `[0x19][sid][first seq]` → the log rows of records `first ..`, below the
+/// session's packed count. A table of its own, so that appended rows do not join the sled page
+/// of the session's last packs (sled rewrites a whole page, packs included, as rows are added
+/// to it).
+pub const T_LOG_PACK: u8 = 0x19;
+/// Id filter: `[0x1A][sid]` → a Bloom filter of the ids in the session's id packs.
+pub const T_ID_FILTER: u8 = 0x1A;
 
 /// The children-index parent of root entries.
 pub const ROOT: u64 = u64::MAX;
 
 /// Every per-session table, for deletion and verification.
-pub const SESSION_TABLES: [u8; 11] = [
+pub const SESSION_TABLES: [u8; 13] = [
     T_HEAD,
     T_PENDING,
     T_PACKED,
@@ -53,6 +59,8 @@ pub const SESSION_TABLES: [u8; 11] = [
     T_COMPACTION,
     T_VIEW,
     T_ID_PACK,
+    T_LOG_PACK,
+    T_ID_FILTER,
 ];
 
 /// Store metadata name of the format marker.
@@ -122,6 +130,16 @@ pub fn log(sid: u64, seq: u64) -> Vec<u8> {
 /// `[0x12][sid] ++ id`.
 pub fn entry_id(sid: u64, id: &str) -> Vec<u8> {
     tag_u64_bytes(T_ENTRY_ID, sid, id.as_bytes())
+}
+
+/// `[0x19][sid][first seq]`.
+pub fn log_pack(sid: u64, first: u64) -> Vec<u8> {
+    tag_u64_u64(T_LOG_PACK, sid, first)
+}
+
+/// `[0x1A][sid]`.
+pub fn id_filter(sid: u64) -> Vec<u8> {
+    tag_u64(T_ID_FILTER, sid)
 }
 
 /// `[0x18][sid] ++ first id`.

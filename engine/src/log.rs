@@ -40,8 +40,8 @@ impl Session {
         let mut read = Some(read);
         let mut out: Result<Option<T>> = Ok(None);
         self.inner.kv.read_last(
-            &keys::log(self.sid, 0),
-            &keys::log(self.sid, seq + 1),
+            &keys::log_pack(self.sid, 0),
+            &keys::log_pack(self.sid, seq + 1),
             &mut |key, value| {
                 out = (|| {
                     let first = key_seq(key)?;
@@ -108,6 +108,10 @@ impl<'a> LogRows<'a> {
         keys::log(self.session.sid, seq)
     }
 
+    fn pack_key(&self, first: u64) -> Vec<u8> {
+        keys::log_pack(self.session.sid, first)
+    }
+
     /// Opens the scan of the current part; `false` when the part is empty.
     fn open(&mut self) -> Result<bool> {
         let packed = self.session.packed;
@@ -137,14 +141,15 @@ impl<'a> LogRows<'a> {
                 }
                 if self.rev {
                     // Descending from the pack holding `hi - 1`; stops once past `lo`.
-                    self.scan = Some(kv.scan_rev(&self.key(0), &self.key(hi)));
+                    self.scan = Some(kv.scan_rev(&self.pack_key(0), &self.pack_key(hi)));
                 } else {
                     // From the pack holding `lo`.
-                    let mut start = self.key(self.lo);
-                    kv.read_last(&self.key(0), &self.key(self.lo + 1), &mut |key, _| {
+                    let mut start = self.pack_key(self.lo);
+                    let (first, past) = (self.pack_key(0), self.pack_key(self.lo + 1));
+                    kv.read_last(&first, &past, &mut |key, _| {
                         start = key.to_vec();
                     })?;
-                    self.scan = Some(kv.scan(&start, &self.key(hi)));
+                    self.scan = Some(kv.scan(&start, &self.pack_key(hi)));
                 }
             }
             Part::Done => return Ok(false),

@@ -3,11 +3,11 @@
 //! written before the index rows and the head that point at it (see `crate::write`), so a
 //! reader never sees an index without its entry.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use grove_codec::entry::Envelope;
 use grove_codec::jsstr::JsString;
-use grove_codec::pack::IdPack;
+use grove_codec::pack::{IdFilter, IdPack};
 use grove_codec::record::{self, HeadRecord, LabelRecord, LeafTarget, NodeRecord, SessionRecord};
 use grove_codec::view::Fields;
 use grove_codec::writer::NewEntry;
@@ -95,6 +95,8 @@ pub struct Session {
     /// Records `0 .. packed` are stored in log packs and their ids in id packs (an
     /// imported session); the rest in single rows. Fixed when the session is written.
     pub(crate) packed: u64,
+    /// The session's id filter (`None` inside: it has none), read on first use.
+    id_filter: OnceLock<Option<Arc<IdFilter>>>,
 }
 
 impl std::fmt::Debug for Session {
@@ -113,6 +115,7 @@ impl Session {
             sid,
             record: Arc::new(record),
             packed: 0,
+            id_filter: OnceLock::new(),
         }
     }
 
@@ -211,6 +214,38 @@ impl Session {
                 .map_err(|e| GroveError::Corrupt(format!("id pack: {e}")));
         })?;
         found
+    }
+
+    /// Whether `id` is an id of the log (a duplicate check: the seq is not needed, so the id
+    /// filter spares most lookups of ids that are not packed).
+    pub(crate) fn id_taken(&self, id: &str) -> Result<bool> {
+        if self.inner.kv.get(&keys::entry_id(self.sid, id))?.is_some() {
+            return Ok(true);
+        }
+        if self.packed == 0 {
+            return Ok(false);
+        }
+        if let Some(filter) = self.id_filter()? {
+            if !filter.may_contain(id) {
+                return Ok(false);
+            }
+        }
+        Ok(self.seq_of_any(id)?.is_some())
+    }
+
+    /// The id filter of the packed ids, read once per handle.
+    fn id_filter(&self) -> Result<Option<&IdFilter>> {
+        if let Some(loaded) = self.id_filter.get() {
+            return Ok(loaded.as_deref());
+        }
+        let loaded = match self.inner.kv.get(&keys::id_filter(self.sid))? {
+            None => None,
+            Some(v) => Some(Arc::new(IdFilter::decode(&v).map_err(|e| {
+                GroveError::Corrupt(format!("id filter of session {}: {e}", self.record.id))
+            })?)),
+        };
+        let _ = self.id_filter.set(loaded);
+        Ok(self.id_filter.get().and_then(|f| f.as_deref()))
     }
 
     /// Up to `limit` ids of the log starting with `prefix`, in byte order, with their seqs.

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use grove_codec::digest;
 use grove_codec::entry::Envelope;
 use grove_codec::header::Header;
-use grove_codec::pack::{IdPack, LogPack};
+use grove_codec::pack::{IdFilter, IdPack, LogPack};
 use grove_codec::record::{
     self, HeadRecord, LabelRecord, LeafTarget, NodeRecord, Parent, SessionRecord, ViewRecord,
 };
@@ -193,9 +193,17 @@ fn verify_session(s: &Session, listed_as: &str, report: &mut VerifyReport) -> Re
         );
         return Ok(());
     }
-    let start = keys::session_prefix(keys::T_LOG, s.sid);
+    let singles = keys::session_prefix(keys::T_LOG, s.sid);
+    if let Some(pair) = s.inner.kv.scan(&singles, &keys::log(s.sid, packed)).next() {
+        let seq = keys::last_u64(&pair?.0).unwrap_or(u64::MAX);
+        c.fail(
+            None,
+            format!("log row {seq} below the packed count {packed}"),
+        );
+    }
+    let start = keys::session_prefix(keys::T_LOG_PACK, s.sid);
     let mut tiled = 0u64;
-    for pair in s.inner.kv.scan(&start, &keys::log(s.sid, packed)) {
+    for pair in s.inner.kv.scan(&start, &keys::prefix_end(&start)) {
         let (key, value) = pair?;
         let first = keys::last_u64(&key).unwrap_or(u64::MAX);
         match LogPack::parse(&value) {
@@ -303,6 +311,7 @@ fn verify_session(s: &Session, listed_as: &str, report: &mut VerifyReport) -> Re
     }
     let pstart = keys::session_prefix(keys::T_ID_PACK, s.sid);
     let mut previous: Option<String> = None;
+    let mut packed_ids: Vec<String> = Vec::new();
     for pair in s.inner.kv.scan(&pstart, &keys::prefix_end(&pstart)) {
         let (k, v) = pair?;
         let key_id = keys::string_suffix(&k, 9).unwrap_or_default();
@@ -325,6 +334,20 @@ fn verify_session(s: &Session, listed_as: &str, report: &mut VerifyReport) -> Re
         for (id, seq) in pack.iter() {
             check_id(&mut c, id, Some(seq), true);
             previous = Some(id.to_owned());
+            packed_ids.push(id.to_owned());
+        }
+    }
+    // The id filter: exactly the filter of the packed ids, present when there are packs.
+    let stored = s.inner.kv.get(&keys::id_filter(s.sid))?;
+    match (stored, packed) {
+        (None, 0) => {}
+        (Some(_), 0) => c.fail(None, "id filter on a session without packs"),
+        (None, _) => c.fail(None, "missing id filter"),
+        (Some(bytes), _) => {
+            let expected = IdFilter::build(packed_ids.len(), packed_ids.iter().map(String::as_str));
+            if bytes != expected.encode() {
+                c.fail(None, "id filter disagrees with the id packs");
+            }
         }
     }
     if indexed != last.len() {

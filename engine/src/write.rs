@@ -76,6 +76,11 @@ impl<'s> Txn<'s> {
         }
     }
 
+    /// Whether `id` is staged in this transaction or stored.
+    fn id_taken(&self, id: &str) -> Result<bool> {
+        Ok(self.ids.contains_key(id) || self.session.id_taken(id)?)
+    }
+
     /// The tree entry `id` (staged or stored), or `EntryNotFound`.
     pub(crate) fn require_entry(&self, id: &str) -> Result<u64> {
         match self.seq_of_any(id)? {
@@ -88,13 +93,13 @@ impl<'s> Txn<'s> {
     pub(crate) fn fresh_id(&self) -> Result<String> {
         for _ in 0..100 {
             let id = util::random_entry_id();
-            if self.seq_of_any(&id)?.is_none() {
+            if !self.id_taken(&id)? {
                 return Ok(id);
             }
         }
         loop {
             let id = util::new_session_id();
-            if self.seq_of_any(&id)?.is_none() {
+            if !self.id_taken(&id)? {
                 return Ok(id);
             }
         }
@@ -142,7 +147,7 @@ impl<'s> Txn<'s> {
                     "entry id must not be empty".into(),
                 ))
             }
-            Some(id) if self.seq_of_any(&id)?.is_some() => return Err(GroveError::DuplicateId(id)),
+            Some(id) if self.id_taken(&id)? => return Err(GroveError::DuplicateId(id)),
             Some(id) => id,
             None => self.fresh_id()?,
         };

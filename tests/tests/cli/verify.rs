@@ -24,7 +24,7 @@ fn verify_reports_clean_stores_and_damage() {
         // The session was imported, so its records are in log packs keyed by their first
         // record, and a pack ends with the line of its last record (docs/format.md): flip a
         // byte inside that line.
-        let key = grove::keys::log(sid, 0);
+        let key = grove::keys::log_pack(sid, 0);
         let mut line = st.kv().get(&key).unwrap().unwrap();
         let n = line.len();
         line[n - 20] ^= 0x20;

@@ -108,3 +108,49 @@ fn pack_bytes_match_docs_format_md() {
     expected.extend_from_slice(b"xyz");
     assert_eq!(w.take(), expected);
 }
+
+#[test]
+fn id_filter_holds_every_id_and_few_others() {
+    use grove_codec::pack::IdFilter;
+    let ids: Vec<String> = (0..5000).map(|i| format!("{:08x}", i * 7919)).collect();
+    let filter = IdFilter::build(ids.len(), ids.iter().map(String::as_str));
+    for id in &ids {
+        assert!(filter.may_contain(id), "{id}");
+    }
+    let false_positives = (0..20_000)
+        .map(|i| format!("other-{i}"))
+        .filter(|id| filter.may_contain(id))
+        .count();
+    // About 1 % at 10 bits per id and 7 probes.
+    assert!(false_positives < 400, "{false_positives} false positives");
+    let bytes = filter.encode();
+    assert_eq!(IdFilter::decode(&bytes).unwrap(), filter);
+    for at in [0, 1, bytes.len() / 2, bytes.len() - 1] {
+        let mut bad = bytes.clone();
+        bad[at] ^= 0x10;
+        assert!(IdFilter::decode(&bad).is_err(), "flip at {at} accepted");
+    }
+    // An empty set answers no for everything.
+    let empty = IdFilter::build(0, []);
+    assert!(!empty.may_contain("a"));
+}
+
+#[test]
+fn id_filter_bytes_match_docs_format_md() {
+    use grove_codec::pack::IdFilter;
+    // One id in the smallest filter (8 bytes, 64 bits): bits (h1 + i·h2) mod 64, i < 7, with
+    // h1, h2 the little-endian u64 at bytes 0..8 and 8..16 of blake3("ab"), h2 | 1.
+    let hash = blake3::hash(b"ab");
+    let h = hash.as_bytes();
+    let h1 = u64::from_le_bytes(h[0..8].try_into().unwrap());
+    let h2 = u64::from_le_bytes(h[8..16].try_into().unwrap()) | 1;
+    let mut bits = [0u8; 8];
+    for i in 0..7u64 {
+        let bit = (h1.wrapping_add(i.wrapping_mul(h2)) % 64) as usize;
+        bits[bit / 8] |= 1 << (bit % 8);
+    }
+    let mut expected = vec![7u8];
+    expected.extend_from_slice(&bits);
+    expected.extend_from_slice(&crc32fast::hash(&expected).to_le_bytes());
+    assert_eq!(IdFilter::build(1, ["ab"]).encode(), expected);
+}

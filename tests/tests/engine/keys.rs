@@ -36,7 +36,11 @@ fn key_layouts_match_docs_format_md() {
         keys::id_pack(2, "ab"),
         [0x18, 0, 0, 0, 0, 0, 0, 0, 2, b'a', b'b']
     );
-    for table in [keys::T_PACKED, keys::T_ID_PACK] {
+    assert_eq!(
+        keys::log_pack(2, 7),
+        [0x19, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 7]
+    );
+    for table in [keys::T_PACKED, keys::T_ID_PACK, keys::T_LOG_PACK] {
         assert!(keys::SESSION_TABLES.contains(&table));
     }
     assert_eq!(keys::meta(b"next_sid"), b"\x00next_sid");

@@ -102,6 +102,26 @@ fn ids_and_prefixes_resolve_across_packs_and_single_rows() {
         );
         assert!(matches!(again, Err(GroveError::DuplicateId(_))), "{taken}");
     }
+    // An id the filter cannot rule out, yet not in the session, is still free: the id packs
+    // decide.
+    let filter =
+        grove_codec::pack::IdFilter::build(oracle.len(), oracle.keys().map(String::as_str));
+    let false_positive = (0..100_000)
+        .map(|i| format!("fp-{i}"))
+        .find(|id| filter.may_contain(id))
+        .unwrap();
+    s.append_with(
+        user("false positive"),
+        AppendOptions {
+            id: Some(false_positive.clone()),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    oracle.insert(
+        false_positive.clone(),
+        s.entry(&false_positive).unwrap().line,
+    );
     for new in ["1000a", "fff0", "zz", "1"] {
         if oracle.contains_key(new) {
             continue;
@@ -122,4 +142,65 @@ fn ids_and_prefixes_resolve_across_packs_and_single_rows() {
     let store = open();
     check(&store.session("packs").unwrap(), &oracle);
     assert!(store.verify().unwrap().is_ok());
+}
+
+#[test]
+fn verify_reports_a_log_that_breaks_the_pack_layout() {
+    use grove::kv::WriteBatch;
+    let mut text = Vec::new();
+    writeln!(text, r#"{{"type":"session","version":3,"id":"layout","timestamp":"2030-01-01T00:00:00.000Z","cwd":"/"}}"#).unwrap();
+    let mut parent = None;
+    for i in 0..300 {
+        let id = format!("e{i}");
+        writeln!(text, "{}", line(&id, parent.as_deref())).unwrap();
+        parent = Some(id);
+    }
+    /// Damage done through the key-value layer to the session `sid`.
+    type Damage = fn(u64, &Store) -> WriteBatch;
+    let damage: [(&str, Damage); 3] = [
+        ("log row 0 below the packed count", |sid, store| {
+            // A single row where packs hold the record.
+            let row = store
+                .kv()
+                .get(&grove::keys::log_pack(sid, 0))
+                .unwrap()
+                .unwrap();
+            let mut b = WriteBatch::new();
+            b.put(grove::keys::log(sid, 0), row);
+            b
+        }),
+        ("log pack at 256 does not follow record 0", |sid, _| {
+            let mut b = WriteBatch::new();
+            b.delete(grove::keys::log_pack(sid, 0));
+            b
+        }),
+        ("packed count 301 exceeds next_seq 300", |sid, _| {
+            let mut b = WriteBatch::new();
+            b.put(grove::keys::packed(sid), 301u64.to_be_bytes().to_vec());
+            b
+        }),
+    ];
+    for (expected, damage) in damage {
+        let store = Store::in_memory().unwrap();
+        store
+            .import_reader(std::io::Cursor::new(&text), ImportOptions::default())
+            .unwrap();
+        let sid = u64::from_be_bytes(
+            store
+                .kv()
+                .get(&grove::keys::session_id("layout"))
+                .unwrap()
+                .unwrap()
+                .try_into()
+                .unwrap(),
+        );
+        assert!(store.verify().unwrap().is_ok());
+        store.kv().apply(damage(sid, &store)).unwrap();
+        let report = store.verify().unwrap();
+        assert!(
+            report.problems.iter().any(|p| p.what.contains(expected)),
+            "{expected}: {:?}",
+            report.problems
+        );
+    }
 }

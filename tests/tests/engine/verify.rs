@@ -92,6 +92,8 @@ fn every_flipped_byte_of_a_session_is_detected() {
     for table in [
         grove::keys::T_PACKED,
         grove::keys::T_ID_PACK,
+        grove::keys::T_LOG_PACK,
+        grove::keys::T_LOG,
         grove::keys::T_ENTRY_ID,
     ] {
         assert!(tables.contains(&table), "no row of table {table:#04x}");
