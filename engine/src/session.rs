@@ -199,6 +199,11 @@ impl Session {
         if let Some(v) = self.inner.kv.get(&keys::entry_id(self.sid, id))? {
             return Ok(keys::u64_value(&v));
         }
+        self.seq_in_packs(id)
+    }
+
+    /// The seq of `id` in the id packs, if the session has packs and they hold it.
+    fn seq_in_packs(&self, id: &str) -> Result<Option<u64>> {
         if self.packed == 0 {
             return Ok(None);
         }
@@ -230,7 +235,7 @@ impl Session {
                 return Ok(false);
             }
         }
-        Ok(self.seq_of_any(id)?.is_some())
+        Ok(self.seq_in_packs(id)?.is_some())
     }
 
     /// The id filter of the packed ids, read once per handle.
