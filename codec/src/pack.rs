@@ -21,8 +21,8 @@ fn corrupt(what: &str, detail: impl std::fmt::Display) -> CodecError {
 }
 
 fn u32_of(n: usize) -> [u8; 4] {
-    // Packs are bounded far below 4 GiB (their writers close them at a few KiB; a single
-    // row larger than u32::MAX bytes is refused by the writer).
+    // Offsets are below 4 GiB: `LogPackWriter::push` refuses a row that would pass it, and
+    // id packs hold a few KiB.
     u32::try_from(n).unwrap_or(u32::MAX).to_be_bytes()
 }
 
@@ -134,10 +134,19 @@ impl LogPackWriter {
         LogPackWriter::default()
     }
 
-    /// Adds one log row (the value [`crate::record::encode_log`] returns).
-    pub fn push(&mut self, row: &[u8]) {
+    /// Adds one log row (the value [`crate::record::encode_log`] returns). A pack's offsets
+    /// are u32: a row that would end past 4 GiB is refused, and the pack is left as it was.
+    pub fn push(&mut self, row: &[u8]) -> Result<(), CodecError> {
+        let end = self.body.len() + row.len();
+        if u32::try_from(end).is_err() {
+            return Err(corrupt(
+                "log pack",
+                format!("a row of {} bytes does not fit (4 GiB at most)", row.len()),
+            ));
+        }
         self.body.extend_from_slice(row);
-        self.ends.push(self.body.len());
+        self.ends.push(end);
+        Ok(())
     }
 
     /// Rows held.

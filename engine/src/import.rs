@@ -310,7 +310,9 @@ impl Store {
             if log_pack.is_empty() {
                 pack_first = seq;
             }
-            log_pack.push(&record::encode_log(&node, &line));
+            log_pack
+                .push(&record::encode_log(&node, &line))
+                .map_err(|e| invalid(format!("record {seq}: {e}")))?;
             let last = seq + 1 == records.len() as u64;
             if log_pack.is_full() || last {
                 batch.put(keys::log_pack(sid, pack_first), log_pack.take());

@@ -9,7 +9,7 @@ use grove_codec::pack::{
 fn log_pack_round_trips_and_refuses_damage() {
     let mut w = LogPackWriter::new();
     for row in [&b"first"[..], b"", b"third row"] {
-        w.push(row);
+        w.push(row).unwrap();
     }
     let bytes = w.take();
     assert!(w.is_empty());
@@ -37,13 +37,13 @@ fn log_pack_round_trips_and_refuses_damage() {
 fn log_pack_closes_at_its_limits() {
     let mut w = LogPackWriter::new();
     for _ in 0..LOG_PACK_RECORDS - 1 {
-        w.push(b"x");
+        w.push(b"x").unwrap();
     }
     assert!(!w.is_full());
-    w.push(b"x");
+    w.push(b"x").unwrap();
     assert!(w.is_full());
     let mut w = LogPackWriter::new();
-    w.push(&vec![b'y'; LOG_PACK_BYTES]);
+    w.push(&vec![b'y'; LOG_PACK_BYTES]).unwrap();
     assert!(w.is_full());
 }
 
@@ -100,8 +100,8 @@ fn pack_bytes_match_docs_format_md() {
     expected.extend_from_slice(&items);
     assert_eq!(bytes, expected);
     let mut w = LogPackWriter::new();
-    w.push(b"xy");
-    w.push(b"z");
+    w.push(b"xy").unwrap();
+    w.push(b"z").unwrap();
     let table = [0, 0, 0, 2, 0, 0, 0, 2, 0, 0, 0, 3];
     let mut expected = table.to_vec();
     expected.extend_from_slice(&crc32fast::hash(&table).to_le_bytes());
