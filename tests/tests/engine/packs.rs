@@ -204,3 +204,47 @@ fn verify_reports_a_log_that_breaks_the_pack_layout() {
         );
     }
 }
+
+#[test]
+fn a_missing_record_is_reported_by_every_log_read() {
+    use grove::kv::WriteBatch;
+    let mut text = Vec::new();
+    writeln!(text, r#"{{"type":"session","version":3,"id":"gap","timestamp":"2030-01-01T00:00:00.000Z","cwd":"/"}}"#).unwrap();
+    let mut parent = None;
+    for i in 0..300 {
+        let id = format!("e{i}");
+        writeln!(text, "{}", line(&id, parent.as_deref())).unwrap();
+        parent = Some(id);
+    }
+    let store = Store::in_memory().unwrap();
+    store
+        .import_reader(std::io::Cursor::new(&text), ImportOptions::default())
+        .unwrap();
+    let s = store.session("gap").unwrap();
+    for i in 0..20 {
+        s.append(user(&format!("appended {i}"))).unwrap();
+    }
+    let sid = u64::from_be_bytes(
+        store
+            .kv()
+            .get(&grove::keys::session_id("gap"))
+            .unwrap()
+            .unwrap()
+            .try_into()
+            .unwrap(),
+    );
+    // Record 310, a single row after the 300 packed records, disappears.
+    let mut b = WriteBatch::new();
+    b.delete(grove::keys::log(sid, 310));
+    store.kv().apply(b).unwrap();
+    let missing = |r: Result<(), GroveError>| {
+        assert!(
+            matches!(&r, Err(GroveError::Corrupt(m)) if m.contains("310")),
+            "{r:?}"
+        );
+    };
+    missing(s.log().try_for_each(|e| e.map(drop)));
+    missing(s.path_to_root(None).map(drop));
+    let report = store.verify().unwrap();
+    assert!(report.problems.iter().any(|p| p.what.contains("310")));
+}
