@@ -144,17 +144,33 @@ fn ids_and_prefixes_resolve_across_packs_and_single_rows() {
     assert!(store.verify().unwrap().is_ok());
 }
 
+/// An in-memory store holding session `id` imported from a chain of 300 entries (two log
+/// packs), and its internal number.
+fn imported_chain(id: &str) -> (Store, u64) {
+    let mut text = Vec::new();
+    writeln!(text, r#"{{"type":"session","version":3,"id":"{id}","timestamp":"2030-01-01T00:00:00.000Z","cwd":"/"}}"#).unwrap();
+    let mut parent = None;
+    for i in 0..300 {
+        let entry = format!("e{i}");
+        writeln!(text, "{}", line(&entry, parent.as_deref())).unwrap();
+        parent = Some(entry);
+    }
+    let store = Store::in_memory().unwrap();
+    store
+        .import_reader(std::io::Cursor::new(text), ImportOptions::default())
+        .unwrap();
+    let sid = store
+        .kv()
+        .get(&grove::keys::session_id(id))
+        .unwrap()
+        .unwrap();
+    let sid = u64::from_be_bytes(sid.try_into().unwrap());
+    (store, sid)
+}
+
 #[test]
 fn verify_reports_a_log_that_breaks_the_pack_layout() {
     use grove::kv::WriteBatch;
-    let mut text = Vec::new();
-    writeln!(text, r#"{{"type":"session","version":3,"id":"layout","timestamp":"2030-01-01T00:00:00.000Z","cwd":"/"}}"#).unwrap();
-    let mut parent = None;
-    for i in 0..300 {
-        let id = format!("e{i}");
-        writeln!(text, "{}", line(&id, parent.as_deref())).unwrap();
-        parent = Some(id);
-    }
     /// Damage done through the key-value layer to the session `sid`.
     type Damage = fn(u64, &Store) -> WriteBatch;
     let damage: [(&str, Damage); 3] = [
@@ -181,19 +197,7 @@ fn verify_reports_a_log_that_breaks_the_pack_layout() {
         }),
     ];
     for (expected, damage) in damage {
-        let store = Store::in_memory().unwrap();
-        store
-            .import_reader(std::io::Cursor::new(&text), ImportOptions::default())
-            .unwrap();
-        let sid = u64::from_be_bytes(
-            store
-                .kv()
-                .get(&grove::keys::session_id("layout"))
-                .unwrap()
-                .unwrap()
-                .try_into()
-                .unwrap(),
-        );
+        let (store, sid) = imported_chain("layout");
         assert!(store.verify().unwrap().is_ok());
         store.kv().apply(damage(sid, &store)).unwrap();
         let report = store.verify().unwrap();
@@ -208,31 +212,11 @@ fn verify_reports_a_log_that_breaks_the_pack_layout() {
 #[test]
 fn a_missing_record_is_reported_by_every_log_read() {
     use grove::kv::WriteBatch;
-    let mut text = Vec::new();
-    writeln!(text, r#"{{"type":"session","version":3,"id":"gap","timestamp":"2030-01-01T00:00:00.000Z","cwd":"/"}}"#).unwrap();
-    let mut parent = None;
-    for i in 0..300 {
-        let id = format!("e{i}");
-        writeln!(text, "{}", line(&id, parent.as_deref())).unwrap();
-        parent = Some(id);
-    }
-    let store = Store::in_memory().unwrap();
-    store
-        .import_reader(std::io::Cursor::new(&text), ImportOptions::default())
-        .unwrap();
+    let (store, sid) = imported_chain("gap");
     let s = store.session("gap").unwrap();
     for i in 0..20 {
         s.append(user(&format!("appended {i}"))).unwrap();
     }
-    let sid = u64::from_be_bytes(
-        store
-            .kv()
-            .get(&grove::keys::session_id("gap"))
-            .unwrap()
-            .unwrap()
-            .try_into()
-            .unwrap(),
-    );
     // Record 310, a single row after the 300 packed records, disappears.
     let mut b = WriteBatch::new();
     b.delete(grove::keys::log(sid, 310));
