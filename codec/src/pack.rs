@@ -310,15 +310,22 @@ pub struct IdFilter {
     bits: Vec<u8>,
 }
 
-fn filter_hashes(id: &str) -> (u64, u64) {
-    let hash = blake3::hash(id.as_bytes());
-    let bytes = hash.as_bytes();
-    let word = |at: usize| {
-        let mut w = [0u8; 8];
-        w.copy_from_slice(&bytes[at..at + 8]);
-        u64::from_le_bytes(w)
-    };
-    (word(0), word(8) | 1)
+/// The two hashes an [`IdFilter`] probes with, computed once per id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IdHash(u64, u64);
+
+impl IdHash {
+    /// The hashes of `id`.
+    pub fn of(id: &str) -> IdHash {
+        let hash = blake3::hash(id.as_bytes());
+        let bytes = hash.as_bytes();
+        let word = |at: usize| {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&bytes[at..at + 8]);
+            u64::from_le_bytes(w)
+        };
+        IdHash(word(0), word(8) | 1)
+    }
 }
 
 impl IdFilter {
@@ -338,49 +345,117 @@ impl IdFilter {
     }
 
     fn positions(&self, id: &str) -> impl Iterator<Item = usize> {
+        self.positions_of(IdHash::of(id))
+    }
+
+    fn positions_of(&self, hash: IdHash) -> impl Iterator<Item = usize> {
         let m = (self.bits.len() as u64) * 8;
-        let (h1, h2) = filter_hashes(id);
+        let IdHash(h1, h2) = hash;
         (0..u64::from(self.probes))
             .map(move |i| (h1.wrapping_add(i.wrapping_mul(h2)) % m.max(1)) as usize)
     }
 
     /// Whether `id` may be in the set (`false`: certainly not).
     pub fn may_contain(&self, id: &str) -> bool {
-        self.positions(id).all(|bit| {
+        self.may_contain_hash(IdHash::of(id))
+    }
+
+    /// [`IdFilter::may_contain`] of the id whose hash this is (one hash for many filters).
+    pub fn may_contain_hash(&self, hash: IdHash) -> bool {
+        self.positions_of(hash).all(|bit| {
             self.bits
                 .get(bit / 8)
                 .is_some_and(|b| b & (1 << (bit % 8)) != 0)
         })
     }
 
-    /// The stored value.
-    pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(1 + self.bits.len() + CHECKSUM_LEN);
+    /// `probes ++ bits`, appended to `out`.
+    fn write_body(&self, out: &mut Vec<u8>) {
         out.push(self.probes);
         out.extend_from_slice(&self.bits);
-        let sum = checksum(&out);
-        out.extend_from_slice(&sum);
-        out
     }
 
-    /// Parses a stored filter, checking its checksum.
-    pub fn decode(bytes: &[u8]) -> Result<IdFilter, CodecError> {
-        if bytes.len() < 2 + CHECKSUM_LEN {
-            return Err(corrupt("id filter", "too short"));
-        }
-        let (body, sum) = bytes.split_at(bytes.len() - CHECKSUM_LEN);
-        if checksum(body) != sum {
-            return Err(corrupt("id filter", "checksum mismatch"));
-        }
-        let (&probes, bits) = body
-            .split_first()
-            .ok_or_else(|| corrupt("id filter", "empty"))?;
+    /// Parses `probes ++ bits`.
+    fn from_body(what: &str, body: &[u8]) -> Result<IdFilter, CodecError> {
+        let (&probes, bits) = body.split_first().ok_or_else(|| corrupt(what, "empty"))?;
         if probes == 0 {
-            return Err(corrupt("id filter", "no probes"));
+            return Err(corrupt(what, "no probes"));
         }
         Ok(IdFilter {
             probes,
             bits: bits.to_vec(),
+        })
+    }
+
+    /// The stored value.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(1 + self.bits.len() + CHECKSUM_LEN);
+        self.write_body(&mut out);
+        seal_value(out)
+    }
+
+    /// Parses a stored filter, checking its checksum.
+    pub fn decode(bytes: &[u8]) -> Result<IdFilter, CodecError> {
+        IdFilter::from_body("id filter", unseal_value("id filter", bytes, 2)?)
+    }
+}
+
+/// `body ++ crc32(body) LE`.
+fn seal_value(mut body: Vec<u8>) -> Vec<u8> {
+    let sum = checksum(&body);
+    body.extend_from_slice(&sum);
+    body
+}
+
+/// The body of a value sealed by [`seal_value`], at least `min` bytes, its checksum checked.
+fn unseal_value<'a>(what: &str, bytes: &'a [u8], min: usize) -> Result<&'a [u8], CodecError> {
+    if bytes.len() < min + CHECKSUM_LEN {
+        return Err(corrupt(what, "too short"));
+    }
+    let (body, sum) = bytes.split_at(bytes.len() - CHECKSUM_LEN);
+    if checksum(body) != sum {
+        return Err(corrupt(what, "checksum mismatch"));
+    }
+    Ok(body)
+}
+
+/// The description of one **id run**: the ids of the appended records `first .. end` of a
+/// session, stored as id packs under the run's first seq (docs/format.md, "Id runs"). It
+/// carries the run's Bloom filter, so a lookup reads the packs of only the runs that may
+/// hold an id.
+///
+/// `meta := end:u64 BE ++ count:u64 BE ++ probes:u8 ++ bits ++ crc32(everything before) LE`
+/// (the run's first seq is in its key).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdRunMeta {
+    /// One past the last record the run covers.
+    pub end: u64,
+    /// Ids in the run (one per record it covers).
+    pub count: u64,
+    /// The filter of the run's ids.
+    pub filter: IdFilter,
+}
+
+impl IdRunMeta {
+    /// The stored value.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(17 + self.filter.bits.len() + CHECKSUM_LEN);
+        out.extend_from_slice(&self.end.to_be_bytes());
+        out.extend_from_slice(&self.count.to_be_bytes());
+        self.filter.write_body(&mut out);
+        seal_value(out)
+    }
+
+    /// Parses a stored run description, checking its checksum.
+    pub fn decode(bytes: &[u8]) -> Result<IdRunMeta, CodecError> {
+        let body = unseal_value("id run", bytes, 18)?;
+        let (words, filter) = body.split_at(16);
+        let (end, count) = words.split_at(8);
+        let word = |w: &[u8]| w.try_into().map(u64::from_be_bytes).unwrap_or_default();
+        Ok(IdRunMeta {
+            end: word(end),
+            count: word(count),
+            filter: IdFilter::from_body("id run", filter)?,
         })
     }
 }

@@ -20,7 +20,8 @@ pub const T_PACKED: u8 = 0x05;
 /// Log row (node record and line bytes): `[0x10][sid][seq]`, for records from the session's
 /// packed count on. Tag `0x11` is unused (it held node records before format 2).
 pub const T_LOG: u8 = 0x10;
-/// Entry id index: `[0x12][sid] ++ entry id` → seq.
+/// Entry id rows of store layouts 2 and 3: `[0x12][sid] ++ entry id` → seq. Layout 4 keeps
+/// the ids of appended records in id runs; opening an older store moves its rows there.
 pub const T_ENTRY_ID: u8 = 0x12;
 /// Children index: `[0x13][sid][parent seq | ROOT][child seq]` → empty.
 pub const T_CHILD: u8 = 0x13;
@@ -43,11 +44,17 @@ pub const T_LOG_PACK: u8 = 0x19;
 /// Id filter: `[0x1A][sid]` → a Bloom filter of the ids in the session's id packs.
 pub const T_ID_FILTER: u8 = 0x1A;
 
+/// Id runs: `[0x1B][sid][first seq]` → [`grove_codec::pack::IdRunMeta`]: the run of the
+/// ids of appended records `first .. end`, with its filter.
+pub const T_ID_RUN: u8 = 0x1B;
+/// Id-run packs: `[0x1C][sid][run first seq] ++ first id` → an id pack of that run.
+pub const T_ID_RUN_PACK: u8 = 0x1C;
+
 /// The children-index parent of root entries.
 pub const ROOT: u64 = u64::MAX;
 
 /// Every per-session table, for deletion and verification.
-pub const SESSION_TABLES: [u8; 13] = [
+pub const SESSION_TABLES: [u8; 15] = [
     T_HEAD,
     T_PENDING,
     T_PACKED,
@@ -61,6 +68,8 @@ pub const SESSION_TABLES: [u8; 13] = [
     T_ID_PACK,
     T_LOG_PACK,
     T_ID_FILTER,
+    T_ID_RUN,
+    T_ID_RUN_PACK,
 ];
 
 /// Store metadata name of the format marker.
@@ -145,6 +154,23 @@ pub fn id_filter(sid: u64) -> Vec<u8> {
 /// `[0x18][sid] ++ first id`.
 pub fn id_pack(sid: u64, first: &str) -> Vec<u8> {
     tag_u64_bytes(T_ID_PACK, sid, first.as_bytes())
+}
+
+/// `[0x1B][sid][first seq]`.
+pub fn id_run(sid: u64, first: u64) -> Vec<u8> {
+    tag_u64_u64(T_ID_RUN, sid, first)
+}
+
+/// `[0x1C][sid][run first seq]`: the prefix of one run's id packs.
+pub fn id_run_packs(sid: u64, run: u64) -> Vec<u8> {
+    tag_u64_u64(T_ID_RUN_PACK, sid, run)
+}
+
+/// `[0x1C][sid][run first seq] ++ first id`.
+pub fn id_run_pack(sid: u64, run: u64, first: &str) -> Vec<u8> {
+    let mut k = id_run_packs(sid, run);
+    k.extend_from_slice(first.as_bytes());
+    k
 }
 
 /// `[0x13][sid][parent][child]`; `parent` is [`ROOT`] for roots.

@@ -16,6 +16,7 @@ pub mod error;
 pub mod export;
 mod fold;
 pub mod fork;
+pub mod ids;
 pub mod import;
 pub mod keys;
 pub mod kv;

@@ -3,11 +3,10 @@
 //! written before the index rows and the head that point at it (see `crate::write`), so a
 //! reader never sees an index without its entry.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use grove_codec::entry::Envelope;
 use grove_codec::jsstr::JsString;
-use grove_codec::pack::{IdFilter, IdPack};
 use grove_codec::record::{self, HeadRecord, LabelRecord, LeafTarget, NodeRecord, SessionRecord};
 use grove_codec::view::Fields;
 use grove_codec::writer::NewEntry;
@@ -95,8 +94,6 @@ pub struct Session {
     /// Records `0 .. packed` are stored in log packs and their ids in id packs (an
     /// imported session); the rest in single rows. Fixed when the session is written.
     pub(crate) packed: u64,
-    /// The session's id filter (`None` inside: it has none), read on first use.
-    id_filter: OnceLock<Option<Arc<IdFilter>>>,
 }
 
 impl std::fmt::Debug for Session {
@@ -115,7 +112,6 @@ impl Session {
             sid,
             record: Arc::new(record),
             packed: 0,
-            id_filter: OnceLock::new(),
         }
     }
 
@@ -190,106 +186,6 @@ impl Session {
     /// The record at `seq`.
     pub fn entry_at(&self, seq: u64) -> Result<Entry> {
         decode_row(seq, self.row(seq)?)
-    }
-
-    /// The sequence number the id resolves to (last occurrence), entry or leaf record.
-    /// Ids of packed records are in id packs, the others in single id rows; an id is in
-    /// one place only.
-    pub(crate) fn seq_of_any(&self, id: &str) -> Result<Option<u64>> {
-        if let Some(v) = self.inner.kv.get(&keys::entry_id(self.sid, id))? {
-            return Ok(keys::u64_value(&v));
-        }
-        self.seq_in_packs(id)
-    }
-
-    /// The seq of `id` in the id packs, if the session has packs and they hold it.
-    fn seq_in_packs(&self, id: &str) -> Result<Option<u64>> {
-        if self.packed == 0 {
-            return Ok(None);
-        }
-        // The id pack whose first id is the greatest not above `id`.
-        let start = keys::session_prefix(keys::T_ID_PACK, self.sid);
-        // The smallest key after `id`'s own: the scan ends at `id` inclusive.
-        let mut end = keys::id_pack(self.sid, id);
-        end.push(0);
-        let mut found = Ok(None);
-        self.inner.kv.read_last(&start, &end, &mut |_, value| {
-            found = IdPack::parse(value)
-                .map(|pack| pack.get(id))
-                .map_err(|e| GroveError::Corrupt(format!("id pack: {e}")));
-        })?;
-        found
-    }
-
-    /// Whether `id` is an id of the log (a duplicate check: the seq is not needed, so the id
-    /// filter spares most lookups of ids that are not packed).
-    pub(crate) fn id_taken(&self, id: &str) -> Result<bool> {
-        if self.inner.kv.get(&keys::entry_id(self.sid, id))?.is_some() {
-            return Ok(true);
-        }
-        if self.packed == 0 {
-            return Ok(false);
-        }
-        if let Some(filter) = self.id_filter()? {
-            if !filter.may_contain(id) {
-                return Ok(false);
-            }
-        }
-        Ok(self.seq_in_packs(id)?.is_some())
-    }
-
-    /// The id filter of the packed ids, read once per handle.
-    fn id_filter(&self) -> Result<Option<&IdFilter>> {
-        if let Some(loaded) = self.id_filter.get() {
-            return Ok(loaded.as_deref());
-        }
-        let loaded = match self.inner.kv.get(&keys::id_filter(self.sid))? {
-            None => None,
-            Some(v) => Some(Arc::new(IdFilter::decode(&v).map_err(|e| {
-                GroveError::Corrupt(format!("id filter of session {}: {e}", self.record.id))
-            })?)),
-        };
-        let _ = self.id_filter.set(loaded);
-        Ok(self.id_filter.get().and_then(|f| f.as_deref()))
-    }
-
-    /// Up to `limit` ids of the log starting with `prefix`, in byte order, with their seqs.
-    pub(crate) fn ids_with_prefix(&self, prefix: &str, limit: usize) -> Result<Vec<(String, u64)>> {
-        let mut out = Vec::new();
-        let start = keys::entry_id(self.sid, prefix);
-        for pair in self.inner.kv.scan(&start, &keys::prefix_end(&start)) {
-            let (k, v) = pair?;
-            let seq = keys::u64_value(&v).ok_or_else(|| GroveError::Corrupt("id index".into()))?;
-            out.push((keys::string_suffix(&k, 9).unwrap_or_default(), seq));
-            if out.len() >= limit {
-                break;
-            }
-        }
-        if self.packed > 0 {
-            // The pack before the first one keyed by `prefix` (its later ids may match),
-            // then every pack keyed by `prefix`.
-            let table = keys::session_prefix(keys::T_ID_PACK, self.sid);
-            let from = keys::id_pack(self.sid, prefix);
-            let kv = &self.inner.kv;
-            let before = kv.scan_rev(&table, &from).take(1);
-            let packs = before.chain(kv.scan(&from, &keys::prefix_end(&from)));
-            let mut found = 0;
-            for pair in packs {
-                let (_, value) = pair?;
-                let pack = IdPack::parse(&value)
-                    .map_err(|e| GroveError::Corrupt(format!("id pack: {e}")))?;
-                for (id, seq) in pack.iter().filter(|(id, _)| id.starts_with(prefix)) {
-                    out.push((id.to_owned(), seq));
-                    found += 1;
-                }
-                if found >= limit {
-                    break;
-                }
-            }
-        }
-        out.sort();
-        out.truncate(limit);
-        Ok(out)
     }
 
     /// The sequence number of the tree entry `id`; leaf-record ids are not entries.

@@ -149,6 +149,8 @@ pub(crate) struct Inner {
     pub(crate) durability: Durability,
     catalogue: Mutex<()>,
     session_locks: Mutex<HashMap<u64, Arc<Mutex<Tip>>>>,
+    /// Each session's id index, loaded on first use ([`crate::ids`]).
+    pub(crate) id_indexes: Mutex<HashMap<u64, Arc<crate::ids::IdIndexSlot>>>,
     pub(crate) leases: Leases,
     pub(crate) views: Views,
     poisoned: Mutex<Option<String>>,
@@ -359,10 +361,11 @@ impl Tip {
     }
 }
 
-const FORMAT_MARKER: &[u8] = b"grove\x00\x03";
-/// Store layout 2 is layout 3 without packs: such a store is taken as it is, and its marker
-/// is rewritten before anything can write a pack into it.
-const FORMAT_MARKER_2: &[u8] = b"grove\x00\x02";
+const FORMAT_MARKER: &[u8] = b"grove\x00\x04";
+/// Store layouts 2 and 3 keep the ids of appended records in id rows (layout 2 is layout 3
+/// without packs): opening such a store moves them into id runs, session by session, and then
+/// rewrites its marker.
+const FORMAT_MARKERS_OLD: [&[u8]; 2] = [b"grove\x00\x02", b"grove\x00\x03"];
 
 /// Creates the store directory `path` if missing, and refuses one that holds another backend's
 /// database (opening it would start an empty store beside it).
@@ -444,6 +447,7 @@ impl Store {
             durability,
             catalogue: Mutex::new(()),
             session_locks: Mutex::new(HashMap::new()),
+            id_indexes: Mutex::new(HashMap::new()),
             leases: Leases::default(),
             views: Views::default(),
             poisoned: Mutex::new(None),
@@ -453,7 +457,8 @@ impl Store {
         let marker_key = keys::meta(keys::META_FORMAT);
         match inner.kv.get(&marker_key)? {
             Some(m) if m == FORMAT_MARKER => {}
-            Some(m) if m == FORMAT_MARKER_2 => {
+            Some(m) if FORMAT_MARKERS_OLD.contains(&m.as_slice()) => {
+                while crate::ids::migrate_id_rows(&inner)? {}
                 let mut batch = WriteBatch::new();
                 batch.put(marker_key, FORMAT_MARKER.to_vec());
                 inner.commit(batch, Durability::Sync)?;
@@ -648,6 +653,7 @@ impl Store {
         let lock = self.inner.session_lock(sid);
         let mut tip = lock.lock();
         *tip = Tip::default();
+        self.inner.forget_id_index(sid);
         for tag in keys::SESSION_TABLES {
             if tag == keys::T_PENDING {
                 continue;

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use grove_codec::digest;
 use grove_codec::entry::Envelope;
 use grove_codec::header::Header;
-use grove_codec::pack::{IdFilter, IdPack, LogPack};
+use grove_codec::pack::{IdFilter, IdPack, IdRunMeta, LogPack};
 use grove_codec::record::{
     self, HeadRecord, LabelRecord, LeafTarget, NodeRecord, Parent, SessionRecord, ViewRecord,
 };
@@ -289,56 +289,100 @@ fn verify_session(s: &Session, listed_as: &str, report: &mut VerifyReport) -> Re
     for (seq, r) in rows.iter().enumerate() {
         last.insert(r.node.id.as_str(), seq as u64);
     }
-    // The id index: ids of packed records in id packs, the others in single rows.
+    // The id index (docs/format.md, "Id runs"): the ids of packed records in id packs, those
+    // of appended records up to the tail in id runs, the tail's in none.
+    let kv = &s.inner.kv;
+    let id_rows = keys::session_prefix(keys::T_ENTRY_ID, s.sid);
+    if let Some(pair) = kv.scan(&id_rows, &keys::prefix_end(&id_rows)).next() {
+        let id = keys::string_suffix(&pair?.0, 9).unwrap_or_default();
+        c.fail(
+            Some(&id),
+            "id row of store layout 3 (layout 4 keeps ids in id runs)",
+        );
+    }
+    let mut runs: Vec<(u64, IdRunMeta)> = Vec::new();
+    let start = keys::session_prefix(keys::T_ID_RUN, s.sid);
+    for pair in kv.scan(&start, &keys::prefix_end(&start)) {
+        let (k, v) = pair?;
+        let first = keys::last_u64(&k).unwrap_or(u64::MAX);
+        let expected = runs.last().map_or(packed, |(_, m)| m.end);
+        match IdRunMeta::decode(&v) {
+            Ok(meta) if first == expected && meta.end > first && meta.end <= head.next_seq => {
+                runs.push((first, meta));
+            }
+            Ok(meta) => {
+                c.fail(
+                    None,
+                    format!(
+                        "id run at {first} covers {first} .. {} where the runs go on from \
+                         {expected} and the log ends at {}",
+                        meta.end, head.next_seq
+                    ),
+                );
+                return Ok(());
+            }
+            Err(e) => {
+                c.fail(None, format!("id run at {first}: {e}"));
+                return Ok(());
+            }
+        }
+    }
+    let tail_from = runs.last().map_or(packed, |(_, m)| m.end);
     let mut indexed = 0usize;
     let mut seen: HashSet<String> = HashSet::new();
-    let mut check_id = |c: &mut Checker, id: &str, seq: Option<u64>, in_pack: bool| {
+    let mut check_id = |c: &mut Checker, id: &str, seq: u64, place: std::ops::Range<u64>| {
         indexed += 1;
-        if seq != last.get(id).copied() {
+        if Some(seq) != last.get(id).copied() {
             c.fail(Some(id), "id index disagrees with the log");
-        } else if seq.is_some_and(|q| (q < packed) != in_pack) {
-            c.fail(Some(id), "id indexed in the wrong table (packs or rows)");
+        } else if !place.contains(&seq) {
+            c.fail(
+                Some(id),
+                "id indexed in the wrong place (id packs or a run)",
+            );
         }
         if !seen.insert(id.to_owned()) {
             c.fail(Some(id), "id indexed twice");
         }
     };
-    let istart = keys::session_prefix(keys::T_ENTRY_ID, s.sid);
-    for pair in s.inner.kv.scan(&istart, &keys::prefix_end(&istart)) {
-        let (k, v) = pair?;
-        let id = keys::string_suffix(&k, 9).unwrap_or_default();
-        check_id(&mut c, &id, keys::u64_value(&v), false);
-    }
-    let pstart = keys::session_prefix(keys::T_ID_PACK, s.sid);
-    let mut previous: Option<String> = None;
-    let mut packed_ids: Vec<String> = Vec::new();
-    for pair in s.inner.kv.scan(&pstart, &keys::prefix_end(&pstart)) {
-        let (k, v) = pair?;
-        let key_id = keys::string_suffix(&k, 9).unwrap_or_default();
-        let pack = match IdPack::parse(&v).and_then(|p| p.check().map(|()| p)) {
-            Ok(p) => p,
-            Err(e) => {
-                c.fail(None, format!("id pack {key_id}: {e}"));
-                continue;
+    // Sorted id packs under `table` (keyed by their first id); every id checked against
+    // `place`. Returns the ids.
+    let mut read_packs = |c: &mut Checker, table: &[u8], what: &str, place| -> Result<_> {
+        let mut previous: Option<String> = None;
+        let mut ids: Vec<String> = Vec::new();
+        for pair in kv.scan(table, &keys::prefix_end(table)) {
+            let (k, v) = pair?;
+            let key_id = keys::string_suffix(&k, table.len()).unwrap_or_default();
+            let pack = match IdPack::parse(&v).and_then(|p| p.check().map(|()| p)) {
+                Ok(p) => p,
+                Err(e) => {
+                    c.fail(None, format!("{what} id pack {key_id}: {e}"));
+                    continue;
+                }
+            };
+            if pack.first() != key_id {
+                c.fail(
+                    None,
+                    format!("{what} id pack {key_id} starts with {}", pack.first()),
+                );
             }
-        };
-        if pack.first() != key_id {
-            c.fail(
-                None,
-                format!("id pack {key_id} starts with {}", pack.first()),
-            );
+            if previous.as_deref().is_some_and(|p| p >= pack.first()) {
+                c.fail(
+                    None,
+                    format!("{what} id pack {key_id} overlaps the one before"),
+                );
+            }
+            for (id, seq) in pack.iter() {
+                check_id(c, id, seq, std::ops::Range::clone(&place));
+                previous = Some(id.to_owned());
+                ids.push(id.to_owned());
+            }
         }
-        if previous.as_deref().is_some_and(|p| p >= pack.first()) {
-            c.fail(None, format!("id pack {key_id} overlaps the one before"));
-        }
-        for (id, seq) in pack.iter() {
-            check_id(&mut c, id, Some(seq), true);
-            previous = Some(id.to_owned());
-            packed_ids.push(id.to_owned());
-        }
-    }
+        Ok(ids)
+    };
+    let table = keys::session_prefix(keys::T_ID_PACK, s.sid);
+    let packed_ids = read_packs(&mut c, &table, "imported", 0..packed)?;
     // The id filter: exactly the filter of the packed ids, present when there are packs.
-    let stored = s.inner.kv.get(&keys::id_filter(s.sid))?;
+    let stored = kv.get(&keys::id_filter(s.sid))?;
     match (stored, packed) {
         (None, 0) => {}
         (Some(_), 0) => c.fail(None, "id filter on a session without packs"),
@@ -350,10 +394,45 @@ fn verify_session(s: &Session, listed_as: &str, report: &mut VerifyReport) -> Re
             }
         }
     }
-    if indexed != last.len() {
+    for (first, meta) in &runs {
+        let table = keys::id_run_packs(s.sid, *first);
+        let ids = read_packs(&mut c, &table, &format!("run {first}"), *first..meta.end)?;
+        if ids.len() as u64 != meta.count {
+            c.fail(
+                None,
+                format!(
+                    "id run at {first} holds {} ids, its description says {}",
+                    ids.len(),
+                    meta.count
+                ),
+            );
+        }
+        if IdFilter::build(ids.len(), ids.iter().map(String::as_str)) != meta.filter {
+            c.fail(
+                None,
+                format!("id run at {first}: filter disagrees with its ids"),
+            );
+        }
+    }
+    let table = keys::session_prefix(keys::T_ID_RUN_PACK, s.sid);
+    for pair in kv.scan(&table, &keys::prefix_end(&table)) {
+        let (k, _) = pair?;
+        let run = k.get(9..17).and_then(keys::last_u64).unwrap_or(u64::MAX);
+        if !runs.iter().any(|(first, _)| *first == run) {
+            c.fail(
+                None,
+                format!("id pack of a run at {run}, which does not exist"),
+            );
+        }
+    }
+    let expected = last.values().filter(|&&seq| seq < tail_from).count();
+    if indexed != expected {
         c.fail(
             None,
-            format!("id index has {indexed} ids, the log {}", last.len()),
+            format!(
+                "id index has {indexed} ids, the log {expected} before its tail (records \
+                 {tail_from} ..)"
+            ),
         );
     }
     let is_leaf = |seq: u64| rows[seq as usize].node.kind == EntryKind::Leaf.tag();

@@ -243,15 +243,17 @@ impl<'s> Txn<'s> {
         let mut ops = self.batch;
         ops.put(keys::head(self.session.sid), record::encode(&self.head));
         *tip = Tip::default();
-        self.session.inner.commit_ops(ops, single, durability)?;
+        let inner = &self.session.inner;
+        self.session
+            .commit_with_ids(self.ids, || inner.commit_ops(ops, single, durability))?;
         next_tip.head = Some(self.head);
         *tip = next_tip;
         Ok(())
     }
 }
 
-/// Stages the index rows and head changes one log record implies: the id index, the
-/// children row (at branch points), the compaction and leaf-history rows, the label index,
+/// Stages the index rows and head changes one log record implies (its id goes to the id index
+/// at commit, [`crate::ids`]): the children row (at branch points), the compaction and leaf-history rows, the label index,
 /// and the head's next sequence, leaf, entry count, name and timestamp. The write path and
 /// [`roll_forward`] both use it, so a recovered record is indexed exactly as a written one.
 fn index_record(
@@ -264,7 +266,6 @@ fn index_record(
     env: &Envelope,
 ) {
     let sid = session.sid;
-    batch.put(keys::entry_id(sid, &node.id), seq.to_be_bytes().to_vec());
     match env.kind {
         EntryKind::Leaf => {
             batch.put(keys::leaf_history(sid, seq), Vec::new());

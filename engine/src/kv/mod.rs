@@ -56,7 +56,8 @@ pub type Pair = (Vec<u8>, Vec<u8>);
 /// An iterator over a key range.
 pub type Scan<'a> = Box<dyn Iterator<Item = Result<Pair, KvError>> + 'a>;
 
-/// Puts and deletes applied atomically by [`Kv::apply`].
+/// Puts and deletes applied atomically by [`Kv::apply`], in order: of several operations on
+/// one key, the last wins.
 #[derive(Debug, Default, Clone)]
 pub struct WriteBatch {
     ops: Vec<(Vec<u8>, Option<Vec<u8>>)>,

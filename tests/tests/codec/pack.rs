@@ -154,3 +154,32 @@ fn id_filter_bytes_match_docs_format_md() {
     expected.extend_from_slice(&crc32fast::hash(&expected).to_le_bytes());
     assert_eq!(IdFilter::build(1, ["ab"]).encode(), expected);
 }
+
+#[test]
+fn id_run_description_round_trips_matches_docs_and_refuses_damage() {
+    use grove_codec::pack::{IdFilter, IdRunMeta};
+    let ids: Vec<String> = (0..300).map(|i| format!("{i:x}")).collect();
+    let meta = IdRunMeta {
+        end: 1_300,
+        count: 300,
+        filter: IdFilter::build(ids.len(), ids.iter().map(String::as_str)),
+    };
+    let bytes = meta.encode();
+    assert_eq!(IdRunMeta::decode(&bytes).unwrap(), meta);
+    // end:u64 BE ++ count:u64 BE ++ the filter's probes and bits ++ crc32 of all before, LE.
+    let filter = meta.filter.encode();
+    let mut expected = Vec::new();
+    expected.extend_from_slice(&1_300u64.to_be_bytes());
+    expected.extend_from_slice(&300u64.to_be_bytes());
+    expected.extend_from_slice(&filter[..filter.len() - 4]);
+    expected.extend_from_slice(&crc32fast::hash(&expected).to_le_bytes());
+    assert_eq!(bytes, expected);
+    for at in 0..bytes.len() {
+        let mut bad = bytes.clone();
+        bad[at] ^= 0x20;
+        assert!(IdRunMeta::decode(&bad).is_err(), "flip at {at} accepted");
+    }
+    for len in 0..22 {
+        assert!(IdRunMeta::decode(&bytes[..len.min(bytes.len())]).is_err());
+    }
+}

@@ -40,7 +40,22 @@ fn key_layouts_match_docs_format_md() {
         keys::log_pack(2, 7),
         [0x19, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 7]
     );
-    for table in [keys::T_PACKED, keys::T_ID_PACK, keys::T_LOG_PACK] {
+    assert_eq!(
+        keys::id_run(2, 7),
+        [0x1B, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 7]
+    );
+    assert_eq!(
+        keys::id_run_pack(2, 7, "ab"),
+        [0x1C, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 7, b'a', b'b']
+    );
+    for table in [
+        keys::T_PACKED,
+        keys::T_ID_PACK,
+        keys::T_LOG_PACK,
+        keys::T_ID_RUN,
+        keys::T_ID_RUN_PACK,
+        keys::T_ENTRY_ID,
+    ] {
         assert!(keys::SESSION_TABLES.contains(&table));
     }
     assert_eq!(keys::meta(b"next_sid"), b"\x00next_sid");

@@ -7,6 +7,7 @@ mod deep;
 mod durability;
 mod fork;
 mod hostile;
+mod id_runs;
 mod keys;
 mod model;
 mod navigate;

@@ -10,11 +10,11 @@ use grove::{AppendOptions, GroveError, ImportOptions, Session, Store, StoreConfi
 use super::user;
 
 /// Ids that are prefixes of one another across pack boundaries: hex numbers of varied length.
-fn id_of(i: usize) -> String {
+pub(super) fn id_of(i: usize) -> String {
     format!("{:x}", (i * 7919) % 5003)
 }
 
-fn line(id: &str, parent: Option<&str>) -> String {
+pub(super) fn line(id: &str, parent: Option<&str>) -> String {
     let parent = parent.map_or("null".to_owned(), |p| format!("\"{p}\""));
     format!(
         r#"{{"type":"message","id":"{id}","parentId":{parent},"timestamp":"2030-01-01T00:00:00.000Z","message":{{"role":"user","content":"text of {id}","timestamp":1}}}}"#
@@ -22,9 +22,9 @@ fn line(id: &str, parent: Option<&str>) -> String {
 }
 
 /// The oracle: each id's last occurrence, as a line.
-type Oracle = BTreeMap<String, String>;
+pub(super) type Oracle = BTreeMap<String, String>;
 
-fn check(s: &Session, oracle: &Oracle) {
+pub(super) fn check(s: &Session, oracle: &Oracle) {
     for (id, expected) in oracle {
         assert_eq!(&s.entry(id).unwrap().line, expected, "entry {id}");
     }

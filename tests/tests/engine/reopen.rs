@@ -105,7 +105,7 @@ fn a_store_of_another_layout_is_refused_with_its_layout_named() {
     for (marker, expected) in [
         (
             &b"grove\x00\x01"[..],
-            "store layout 1; this build reads layout 3",
+            "store layout 1; this build reads layout 4",
         ),
         (&b"other"[..], "not a grove store of a known format"),
     ] {
@@ -123,38 +123,105 @@ fn a_store_of_another_layout_is_refused_with_its_layout_named() {
     }
 }
 
-#[test]
-fn a_layout_2_store_opens_and_is_marked_layout_3() {
+/// Rewrites a store as a layout-2 or layout-3 build left it: the ids of appended records in id
+/// rows (`[0x12][sid] ++ id` → seq), no id runs, the older marker.
+fn as_older_layout(store: &Store, marker: &[u8]) {
+    use grove::keys;
     use grove::kv::WriteBatch;
-    let dir = tempfile::tempdir().unwrap();
-    let id = {
-        let store = Store::open(dir.path()).unwrap();
-        let s = store.create_session(CreateSession::default()).unwrap();
-        s.append(super::user("written under layout 2")).unwrap();
-        // What a layout-2 build left: the same rows, the older marker.
-        let mut b = WriteBatch::new();
+    let kv = store.kv();
+    let mut b = WriteBatch::new();
+    for tag in [keys::T_ID_RUN, keys::T_ID_RUN_PACK] {
+        for pair in kv.scan(&[tag], &[tag + 1]) {
+            b.delete(pair.unwrap().0);
+        }
+    }
+    for pair in kv.scan(&[keys::T_LOG], &[keys::T_LOG + 1]) {
+        let (k, _) = pair.unwrap();
+        let sid = u64::from_be_bytes(k[1..9].try_into().unwrap());
+        let seq = u64::from_be_bytes(k[9..17].try_into().unwrap());
+        let id = store.sessions().unwrap().into_iter().find_map(|info| {
+            let s = store.session(&info.id).unwrap();
+            let sid_of = u64::from_be_bytes(
+                kv.get(&keys::session_id(&info.id)).unwrap().unwrap()[..]
+                    .try_into()
+                    .unwrap(),
+            );
+            (sid_of == sid).then(|| s.log().nth(seq as usize).unwrap().unwrap().id().to_owned())
+        });
         b.put(
-            grove::keys::meta(grove::keys::META_FORMAT),
-            b"grove\x00\x02".to_vec(),
+            keys::entry_id(sid, &id.unwrap()),
+            seq.to_be_bytes().to_vec(),
         );
-        store.kv().apply(b).unwrap();
-        store.flush().unwrap();
-        s.id().to_owned()
-    };
-    let store = Store::open(dir.path()).unwrap();
-    assert_eq!(
-        store
-            .kv()
-            .get(&grove::keys::meta(grove::keys::META_FORMAT))
-            .unwrap()
-            .as_deref(),
-        Some(&b"grove\x00\x03"[..])
-    );
-    assert_eq!(
-        texts(&store.session(&id).unwrap()),
-        ["written under layout 2"]
-    );
-    assert!(store.verify().unwrap().is_ok());
+    }
+    b.put(keys::meta(keys::META_FORMAT), marker.to_vec());
+    kv.apply(b).unwrap();
+    store.flush().unwrap();
+}
+
+#[test]
+fn layout_2_and_3_stores_open_with_their_id_rows_moved_into_id_runs() {
+    use grove::keys;
+    for marker in [&b"grove\x00\x02"[..], b"grove\x00\x03"] {
+        let dir = tempfile::tempdir().unwrap();
+        let (id, ids) = {
+            let store = Store::open(dir.path()).unwrap();
+            let s = store.create_session(CreateSession::default()).unwrap();
+            let mut ids = Vec::new();
+            for i in 0..600 {
+                ids.push(s.append(super::user(&format!("old {i}"))).unwrap());
+            }
+            s.move_to(Some(&ids[10])).unwrap();
+            let other = store.create_session(CreateSession::default()).unwrap();
+            other.append(super::user("another session")).unwrap();
+            as_older_layout(&store, marker);
+            assert!(store
+                .kv()
+                .scan(&[keys::T_ENTRY_ID], &[keys::T_ENTRY_ID + 1])
+                .next()
+                .is_some());
+            (s.id().to_owned(), ids)
+        };
+        let store = Store::open(dir.path()).unwrap();
+        let kv = store.kv();
+        assert_eq!(
+            kv.get(&keys::meta(keys::META_FORMAT)).unwrap().as_deref(),
+            Some(&b"grove\x00\x04"[..])
+        );
+        assert!(kv
+            .scan(&[keys::T_ENTRY_ID], &[keys::T_ENTRY_ID + 1])
+            .next()
+            .is_none());
+        // One run per session with appended records.
+        assert_eq!(kv.scan(&[keys::T_ID_RUN], &[keys::T_ID_RUN + 1]).count(), 2);
+        assert!(
+            store.verify().unwrap().is_ok(),
+            "{:?}",
+            store.verify().unwrap()
+        );
+        let s = store.session(&id).unwrap();
+        for (i, entry_id) in ids.iter().enumerate() {
+            assert_eq!(texts_of(&s.entry(entry_id).unwrap()), format!("old {i}"));
+        }
+        let again = s.append_with(
+            super::user("again"),
+            grove::AppendOptions {
+                id: Some(ids[599].clone()),
+                ..Default::default()
+            },
+        );
+        assert!(matches!(again, Err(grove::GroveError::DuplicateId(_))));
+        s.move_to(Some(&ids[599])).unwrap();
+        s.append(super::user("after the upgrade")).unwrap();
+        assert!(store.verify().unwrap().is_ok());
+    }
+}
+
+fn texts_of(e: &grove::Entry) -> String {
+    let v: serde_json::Value = serde_json::from_str(&e.line).unwrap();
+    v["message"]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_owned()
 }
 
 /// Appends `n` entries of compressible text.

@@ -1,0 +1,490 @@
+//! The entry-id index: which record an id names (docs/design.md, "Id index"; docs/format.md,
+//! "Id runs").
+//!
+//! An id is found in one of three places, newest first:
+//! - the **tail**: the ids of the session's last appended records, `tail_from ..`, held in
+//!   memory only. Their log rows are their durable copy; the tail is rebuilt from them (at
+//!   most a few hundred rows) the first time a process needs the session's ids.
+//! - **id runs**: once the tail holds [`ID_RUN_FLUSH`] ids, the next commit first writes them
+//!   as a run — sorted id packs under the run's first seq, and a description with the run's
+//!   end and Bloom filter — and the tail starts again. When [`ID_RUN_FANOUT`] runs of the same
+//!   size class are the newest, they are merged into one (a size-tiered merge), so a session
+//!   has O(log n) runs and each id is rewritten O(log n) times. Runs tile the appended records
+//!   `packed .. tail_from` in seq order.
+//! - the **id packs** of an imported session (records `0 .. packed`), with their filter.
+//!
+//! An append therefore writes no index row for its id: one key less per appended record than
+//! an id row per entry, and no write to a random place of the index.
+//!
+//! The state of one session is shared by every handle of the store (one per session number,
+//! [`crate::store::Inner::id_index`]): readers take it shared, a commit exclusively (so a
+//! reader never sees a record's id before its log row, nor after a merge the packs of runs the
+//! merge removed).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use grove_codec::pack::{self, IdFilter, IdHash, IdPack, IdRunMeta};
+use parking_lot::{RwLock, RwLockWriteGuard};
+
+use crate::error::{GroveError, Result};
+use crate::keys;
+use crate::kv::WriteBatch;
+use crate::session::{decode_node, Session};
+use crate::store::{Durability, Inner};
+
+/// Ids the tail holds before the next commit writes them as a run.
+pub const ID_RUN_FLUSH: usize = 256;
+/// Runs of one size class merged into one.
+pub const ID_RUN_FANOUT: usize = 4;
+
+/// One id run, as its description says.
+#[derive(Debug)]
+pub(crate) struct Run {
+    pub(crate) first: u64,
+    pub(crate) end: u64,
+    pub(crate) filter: IdFilter,
+}
+
+impl Run {
+    fn count(&self) -> u64 {
+        self.end - self.first
+    }
+
+    /// The run's size class: 0 below `FLUSH × FANOUT` ids, then one more per factor FANOUT.
+    fn class(&self) -> u32 {
+        let mut class = 0;
+        let mut bound = (ID_RUN_FLUSH * ID_RUN_FANOUT) as u64;
+        while self.count() >= bound {
+            class += 1;
+            bound = bound.saturating_mul(ID_RUN_FANOUT as u64);
+        }
+        class
+    }
+}
+
+/// A session's id index as loaded in memory.
+#[derive(Debug)]
+pub(crate) struct IdIndex {
+    /// The filter of the id packs (`None`: the session has none).
+    pack_filter: Option<IdFilter>,
+    /// The runs, ascending: they tile `packed .. tail_from`.
+    runs: Vec<Run>,
+    /// The first record of the tail.
+    tail_from: u64,
+    /// Ids of the records `tail_from ..`.
+    tail: HashMap<String, u64>,
+}
+
+/// One session's slot: `None` until first used (and after a failed commit, so that it is
+/// read again from the store).
+pub(crate) type IdIndexSlot = RwLock<Option<IdIndex>>;
+
+/// Slots kept for sessions no one is using (beyond it, unused ones are dropped).
+pub(crate) const ID_INDEXES_KEPT: usize = 4096;
+
+impl Inner {
+    /// The id-index slot of session `sid`.
+    pub(crate) fn id_index(&self, sid: u64) -> Arc<IdIndexSlot> {
+        let mut slots = self.id_indexes.lock();
+        if slots.len() >= ID_INDEXES_KEPT && !slots.contains_key(&sid) {
+            slots.retain(|_, slot| Arc::strong_count(slot) > 1);
+        }
+        slots.entry(sid).or_default().clone()
+    }
+
+    /// Forgets a session's id index (it was deleted).
+    pub(crate) fn forget_id_index(&self, sid: u64) {
+        self.id_indexes.lock().remove(&sid);
+    }
+}
+
+fn corrupt_run(first: u64, e: impl std::fmt::Display) -> GroveError {
+    GroveError::Corrupt(format!("id run at record {first}: {e}"))
+}
+
+/// The first seq of the run (or pack of a run) under `key`.
+fn run_of_key(key: &[u8]) -> Result<u64> {
+    key.get(9..17)
+        .and_then(keys::last_u64)
+        .ok_or_else(|| GroveError::Corrupt("id run key".into()))
+}
+
+/// The id packs of `pairs` (sorted by id) as writes under run `first`, and their keys.
+fn stage_run(batch: &mut WriteBatch, sid: u64, first: u64, end: u64, pairs: &[(&str, u64)]) -> Run {
+    let filter = IdFilter::build(pairs.len(), pairs.iter().map(|(id, _)| *id));
+    for chunk in pairs.chunks(pack::ID_PACK_IDS) {
+        if let Some((head, _)) = chunk.first() {
+            batch.put(
+                keys::id_run_pack(sid, first, head),
+                pack::encode_id_pack(chunk.iter().copied()),
+            );
+        }
+    }
+    let meta = IdRunMeta {
+        end,
+        count: end - first,
+        filter,
+    };
+    batch.put(keys::id_run(sid, first), meta.encode());
+    Run {
+        first,
+        end,
+        filter: meta.filter,
+    }
+}
+
+impl IdIndex {
+    /// Reads a session's id index: its pack filter, run descriptions, and the ids of the log
+    /// rows after the last run (every row to the log's end, a record a crash left beyond the
+    /// head included).
+    fn load(s: &Session) -> Result<IdIndex> {
+        let kv = &s.inner.kv;
+        let pack_filter = if s.packed > 0 {
+            let bytes = kv.get(&keys::id_filter(s.sid))?.ok_or_else(|| {
+                GroveError::Corrupt(format!("session {} has no id filter", s.record.id))
+            })?;
+            Some(IdFilter::decode(&bytes).map_err(|e| {
+                GroveError::Corrupt(format!("id filter of session {}: {e}", s.record.id))
+            })?)
+        } else {
+            None
+        };
+        let mut runs: Vec<Run> = Vec::new();
+        let start = keys::session_prefix(keys::T_ID_RUN, s.sid);
+        for pair in kv.scan(&start, &keys::prefix_end(&start)) {
+            let (k, v) = pair?;
+            let first = run_of_key(&k)?;
+            let meta = IdRunMeta::decode(&v).map_err(|e| corrupt_run(first, e))?;
+            let expected = runs.last().map_or(s.packed, |r| r.end);
+            if first != expected || meta.end <= first || meta.count != meta.end - first {
+                return Err(corrupt_run(
+                    first,
+                    format!(
+                        "covers {first} .. {} with {} ids where the runs go on from {expected}",
+                        meta.end, meta.count
+                    ),
+                ));
+            }
+            runs.push(Run {
+                first,
+                end: meta.end,
+                filter: meta.filter,
+            });
+        }
+        let tail_from = runs.last().map_or(s.packed, |r| r.end);
+        let mut tail = HashMap::new();
+        let from = keys::log(s.sid, tail_from);
+        let end = keys::prefix_end(&keys::session_prefix(keys::T_LOG, s.sid));
+        for (next, pair) in (tail_from..).zip(kv.scan(&from, &end)) {
+            let (k, v) = pair?;
+            let seq = keys::last_u64(&k).ok_or_else(|| GroveError::Corrupt("log key".into()))?;
+            if seq != next {
+                return Err(GroveError::Corrupt(format!(
+                    "missing log record {next} (the next is {seq})"
+                )));
+            }
+            tail.insert(decode_node(seq, &v)?.id, seq);
+        }
+        Ok(IdIndex {
+            pack_filter,
+            runs,
+            tail_from,
+            tail,
+        })
+    }
+
+    /// The seq of `id` (its last occurrence). `pack_filter`: consult the id packs' filter
+    /// first (for a duplicate check, where most ids are absent; a lookup of an id known to
+    /// exist skips it).
+    fn find(&self, s: &Session, id: &str, pack_filter: bool) -> Result<Option<u64>> {
+        if let Some(&seq) = self.tail.get(id) {
+            return Ok(Some(seq));
+        }
+        let hash = IdHash::of(id);
+        for run in self.runs.iter().rev() {
+            if run.filter.may_contain_hash(hash) {
+                let start = keys::id_run_packs(s.sid, run.first);
+                if let Some(seq) =
+                    find_in_packs(s, &start, keys::id_run_pack(s.sid, run.first, id), id)?
+                {
+                    return Ok(Some(seq));
+                }
+            }
+        }
+        if s.packed == 0 {
+            return Ok(None);
+        }
+        if pack_filter {
+            if let Some(filter) = &self.pack_filter {
+                if !filter.may_contain_hash(hash) {
+                    return Ok(None);
+                }
+            }
+        }
+        let start = keys::session_prefix(keys::T_ID_PACK, s.sid);
+        find_in_packs(s, &start, keys::id_pack(s.sid, id), id)
+    }
+
+    /// Writes the tail as a run (one atomic batch), then merges what is due.
+    fn flush(&mut self, s: &Session) -> Result<()> {
+        let first = self.tail_from;
+        let end = first + self.tail.len() as u64;
+        let mut pairs: Vec<(&str, u64)> =
+            self.tail.iter().map(|(id, &q)| (id.as_str(), q)).collect();
+        pairs.sort_unstable();
+        if let Some(&(id, seq)) = pairs.iter().find(|(_, q)| !(first..end).contains(q)) {
+            return Err(GroveError::Corrupt(format!(
+                "id {id} of record {seq} is not among the records {first} .. {end} of the tail"
+            )));
+        }
+        let mut batch = WriteBatch::new();
+        let run = stage_run(&mut batch, s.sid, first, end, &pairs);
+        s.inner.commit(batch, Durability::None)?;
+        self.runs.push(run);
+        self.tail.clear();
+        self.tail_from = end;
+        while self.merge(s)? {}
+        Ok(())
+    }
+
+    /// Merges the newest [`ID_RUN_FANOUT`] runs when they share a size class; whether it did.
+    fn merge(&mut self, s: &Session) -> Result<bool> {
+        let Some(at) = self.runs.len().checked_sub(ID_RUN_FANOUT) else {
+            return Ok(false);
+        };
+        let class = self.runs[at].class();
+        if self.runs[at..].iter().any(|r| r.class() != class) {
+            return Ok(false);
+        }
+        let (first, end) = (self.runs[at].first, self.runs[self.runs.len() - 1].end);
+        let mut values: Vec<(u64, Vec<u8>)> = Vec::new();
+        let mut old_keys = Vec::new();
+        for run in &self.runs[at..] {
+            let start = keys::id_run_packs(s.sid, run.first);
+            for pair in s.inner.kv.scan(&start, &keys::prefix_end(&start)) {
+                let (k, v) = pair?;
+                values.push((run.first, v));
+                old_keys.push(k);
+            }
+            old_keys.push(keys::id_run(s.sid, run.first));
+        }
+        let mut pairs: Vec<(&str, u64)> = Vec::new();
+        for (run, value) in &values {
+            let pack = IdPack::parse(value).map_err(|e| corrupt_run(*run, e))?;
+            pairs.extend(pack.iter());
+        }
+        if pairs.len() as u64 != end - first {
+            return Err(corrupt_run(
+                first,
+                format!("runs covering {first} .. {end} hold {} ids", pairs.len()),
+            ));
+        }
+        // A stable sort: it finds the runs' sorted sequences and merges them.
+        pairs.sort();
+        // The old keys go first: a later write of the same key wins (WriteBatch).
+        let mut batch = WriteBatch::new();
+        for key in old_keys {
+            batch.delete(key);
+        }
+        let run = stage_run(&mut batch, s.sid, first, end, &pairs);
+        s.inner.commit(batch, Durability::None)?;
+        self.runs.truncate(at);
+        self.runs.push(run);
+        Ok(true)
+    }
+}
+
+/// The seq of `id` in the id packs under `start` (a run's or the import's): the pack whose
+/// first id is the greatest not above `id`, found by a floor lookup ending at `key`
+/// (`id`'s own pack key).
+fn find_in_packs(s: &Session, start: &[u8], mut key: Vec<u8>, id: &str) -> Result<Option<u64>> {
+    // The smallest key after `id`'s own: the scan ends at `id` inclusive.
+    key.push(0);
+    let mut found = Ok(None);
+    s.inner.kv.read_last(start, &key, &mut |_, value| {
+        found = IdPack::parse(value)
+            .map(|pack| pack.get(id))
+            .map_err(|e| GroveError::Corrupt(format!("id pack: {e}")));
+    })?;
+    found
+}
+
+/// Up to `limit` pairs of the id packs under `table` (one run's, or the import's) whose id
+/// starts with `prefix`: the pack before the first one keyed by `prefix` (its later ids may
+/// match), then every pack keyed by `prefix`.
+fn prefix_in_packs(
+    s: &Session,
+    table: &[u8],
+    prefix: &str,
+    limit: usize,
+    out: &mut Vec<(String, u64)>,
+) -> Result<()> {
+    let mut from = table.to_vec();
+    from.extend_from_slice(prefix.as_bytes());
+    let kv = &s.inner.kv;
+    let before = kv.scan_rev(table, &from).take(1);
+    let packs = before.chain(kv.scan(&from, &keys::prefix_end(&from)));
+    let mut found = 0;
+    for pair in packs {
+        let (_, value) = pair?;
+        let pack =
+            IdPack::parse(&value).map_err(|e| GroveError::Corrupt(format!("id pack: {e}")))?;
+        for (id, seq) in pack.iter().filter(|(id, _)| id.starts_with(prefix)) {
+            out.push((id.to_owned(), seq));
+            found += 1;
+        }
+        if found >= limit {
+            break;
+        }
+    }
+    Ok(())
+}
+
+impl Session {
+    /// Runs `f` on the session's id index, loading it first if no one has.
+    fn with_ids<T>(&self, f: impl FnOnce(&IdIndex) -> Result<T>) -> Result<T> {
+        let slot = self.inner.id_index(self.sid);
+        {
+            let guard = slot.read();
+            if let Some(index) = guard.as_ref() {
+                return f(index);
+            }
+        }
+        let mut guard = slot.write();
+        let index = loaded(&mut guard, self)?;
+        f(index)
+    }
+
+    /// The sequence number the id resolves to (last occurrence), entry or leaf record.
+    pub(crate) fn seq_of_any(&self, id: &str) -> Result<Option<u64>> {
+        self.with_ids(|ix| ix.find(self, id, false))
+    }
+
+    /// Whether `id` is an id of the log (a duplicate check: the filters spare most reads of
+    /// packs for ids that are not there).
+    pub(crate) fn id_taken(&self, id: &str) -> Result<bool> {
+        self.with_ids(|ix| ix.find(self, id, true).map(|seq| seq.is_some()))
+    }
+
+    /// Up to `limit` ids of the log starting with `prefix`, in byte order, with their seqs.
+    pub(crate) fn ids_with_prefix(&self, prefix: &str, limit: usize) -> Result<Vec<(String, u64)>> {
+        self.with_ids(|ix| {
+            let mut out: Vec<(String, u64)> = ix
+                .tail
+                .iter()
+                .filter(|(id, _)| id.starts_with(prefix))
+                .map(|(id, &seq)| (id.clone(), seq))
+                .collect();
+            for run in &ix.runs {
+                let table = keys::id_run_packs(self.sid, run.first);
+                prefix_in_packs(self, &table, prefix, limit, &mut out)?;
+            }
+            if self.packed > 0 {
+                let table = keys::session_prefix(keys::T_ID_PACK, self.sid);
+                prefix_in_packs(self, &table, prefix, limit, &mut out)?;
+            }
+            out.sort();
+            out.truncate(limit);
+            Ok(out)
+        })
+    }
+
+    /// Commits a transaction's records (`commit`) and adds their ids to the tail, holding the
+    /// id index exclusively. A full tail is first written as a run. When anything fails the
+    /// index is dropped, to be read again from the store.
+    pub(crate) fn commit_with_ids(
+        &self,
+        ids: HashMap<String, u64>,
+        commit: impl FnOnce() -> Result<()>,
+    ) -> Result<()> {
+        let slot = self.inner.id_index(self.sid);
+        let mut guard = slot.write();
+        let index = loaded(&mut guard, self)?;
+        let flushed = if index.tail.len() >= ID_RUN_FLUSH {
+            index.flush(self)
+        } else {
+            Ok(())
+        };
+        let outcome = flushed.and_then(|()| commit());
+        match outcome {
+            Ok(()) => index.tail.extend(ids),
+            Err(_) => *guard = None,
+        }
+        outcome
+    }
+}
+
+/// The loaded index in `slot`, loading it if needed.
+fn loaded<'g>(
+    slot: &'g mut RwLockWriteGuard<'_, Option<IdIndex>>,
+    s: &Session,
+) -> Result<&'g mut IdIndex> {
+    if slot.is_none() {
+        **slot = Some(IdIndex::load(s)?);
+    }
+    slot.as_mut()
+        .ok_or_else(|| GroveError::Corrupt("id index not loaded".into()))
+}
+
+/// Moves the id rows of a layout-2 or layout-3 session into one id run covering its appended
+/// records (`packed ..` to the log's end), in one atomic batch; `false` when the store has no
+/// id rows left. Opening such a store calls it until it returns `false`.
+pub(crate) fn migrate_id_rows(inner: &Inner) -> Result<bool> {
+    let table = [keys::T_ENTRY_ID];
+    let Some(first) = inner.kv.scan(&table, &[keys::T_ENTRY_ID + 1]).next() else {
+        return Ok(false);
+    };
+    let (key, _) = first?;
+    let sid = key
+        .get(1..9)
+        .and_then(keys::last_u64)
+        .ok_or_else(|| GroveError::Corrupt("id row key".into()))?;
+    let packed = match inner.kv.get(&keys::packed(sid))? {
+        None => 0,
+        Some(v) => keys::u64_value(&v)
+            .ok_or_else(|| GroveError::Corrupt(format!("packed count of session {sid}")))?,
+    };
+    let mut batch = WriteBatch::new();
+    let rows = keys::session_prefix(keys::T_ENTRY_ID, sid);
+    for pair in inner.kv.scan(&rows, &keys::prefix_end(&rows)) {
+        batch.delete(pair?.0);
+    }
+    // An unpublished session (an import, or a deletion a crash interrupted) is removed when
+    // the store opens: its rows are only dropped.
+    let published = inner.kv.get(&keys::session(sid))?.is_some()
+        && inner.kv.get(&keys::pending(sid))?.is_none();
+    if !published {
+        inner.commit(batch, Durability::Sync)?;
+        return Ok(true);
+    }
+    let mut ids: Vec<(String, u64)> = Vec::new();
+    let from = keys::log(sid, packed);
+    let end = keys::prefix_end(&keys::session_prefix(keys::T_LOG, sid));
+    for pair in inner.kv.scan(&from, &end) {
+        let (k, v) = pair?;
+        let seq = keys::last_u64(&k).ok_or_else(|| GroveError::Corrupt("log key".into()))?;
+        if seq != packed + ids.len() as u64 {
+            return Err(GroveError::Corrupt(format!(
+                "session {sid}: missing log record {}",
+                packed + ids.len() as u64
+            )));
+        }
+        ids.push((decode_node(seq, &v)?.id, seq));
+    }
+    if !ids.is_empty() {
+        // Appended ids are unique (appends refuse duplicates).
+        ids.sort_unstable();
+        if let Some(w) = ids.windows(2).find(|w| w[0].0 == w[1].0) {
+            return Err(GroveError::Corrupt(format!(
+                "session {sid}: id {} appended twice (records {} and {})",
+                w[0].0, w[0].1, w[1].1
+            )));
+        }
+        let pairs: Vec<(&str, u64)> = ids.iter().map(|(id, q)| (id.as_str(), *q)).collect();
+        let end = packed + ids.len() as u64;
+        stage_run(&mut batch, sid, packed, end, &pairs);
+    }
+    inner.commit(batch, Durability::Sync)?;
+    Ok(true)
+}
