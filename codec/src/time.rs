@@ -106,14 +106,41 @@ pub fn format_ms(ms: i64) -> String {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
-        y,
-        m,
-        d,
+    let (hh, mm, ss, mss) = (
         rem / 3_600_000,
         rem / 60_000 % 60,
         rem / 1000 % 60,
-        rem % 1000
-    )
+        rem % 1000,
+    );
+    if !(0..=9999).contains(&y) {
+        return format!("{y:04}-{m:02}-{d:02}T{hh:02}:{mm:02}:{ss:02}.{mss:03}Z");
+    }
+    // Every append formats a timestamp: the digits are written directly.
+    let mut out = String::with_capacity(24);
+    let fields = [
+        (y, 4, '-'),
+        (m, 2, '-'),
+        (d, 2, 'T'),
+        (hh, 2, ':'),
+        (mm, 2, ':'),
+    ];
+    for (value, width, separator) in fields {
+        push_digits(&mut out, value, width);
+        out.push(separator);
+    }
+    push_digits(&mut out, ss, 2);
+    out.push('.');
+    push_digits(&mut out, mss, 3);
+    out.push('Z');
+    out
+}
+
+/// `value` (in `0 .. 10^width`) as `width` decimal digits.
+fn push_digits(out: &mut String, value: i64, width: u32) {
+    let mut div = 10i64.pow(width - 1);
+    while div > 0 {
+        let digit = (value / div % 10) as u8;
+        out.push(char::from(b'0' + digit));
+        div /= 10;
+    }
 }

@@ -128,7 +128,16 @@ pub fn message_span(line: &str) -> Option<crate::record::MessageSpan> {
 /// (the writer records it while it renders a line).
 pub fn span_at(line: &str, start: usize, len: usize) -> Option<crate::record::MessageSpan> {
     let text = line.get(start..start.checked_add(len)?)?;
-    let null_content = MessageFields::parse(text)
+    span_with(start, len, MessageFields::parse(text).as_ref())
+}
+
+/// [`span_at`] of a message already parsed into `fields` (`None`: it does not parse).
+pub fn span_with(
+    start: usize,
+    len: usize,
+    fields: Option<&MessageFields<'_>>,
+) -> Option<crate::record::MessageSpan> {
+    let null_content = fields
         .and_then(|m| m.content)
         .is_none_or(|c| c.get() == "null");
     Some(crate::record::MessageSpan {

@@ -4,7 +4,7 @@
 use indexmap::IndexMap;
 use serde_json::value::RawValue;
 
-use crate::entry::{message_role, EntryKind, Envelope};
+use crate::entry::{message_role, string_field, EntryKind, Envelope};
 use crate::jsstr::{push_quoted, quote};
 use crate::record::MessageSpan;
 use crate::view;
@@ -178,9 +178,18 @@ impl NewEntry {
             return Err(InvalidNewEntry(format!("entry {id} is missing timestamp")));
         }
         let message_text = span.and_then(|(start, len)| line.get(start..start + len));
-        let kind = EntryKind::classify(&type_name, message_text.and_then(message_role).as_deref());
+        // One parse of the message serves its role and its span; a message it refuses (a
+        // repeated field, say) is classified by its role alone, as `Envelope::parse` does.
+        let fields = message_text.and_then(view::MessageFields::parse);
+        let role = match &fields {
+            Some(f) => f.role.and_then(string_field),
+            None => message_text.and_then(message_role),
+        };
+        let kind = EntryKind::classify(&type_name, role.as_deref());
         let message = match (kind, span) {
-            (EntryKind::Message(_), Some((start, len))) => view::span_at(&line, start, len),
+            (EntryKind::Message(_), Some((start, len))) => {
+                view::span_with(start, len, fields.as_ref())
+            }
             _ => None,
         };
         let target_id = match self {

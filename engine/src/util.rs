@@ -6,7 +6,13 @@ use crate::error::{GroveError, Result};
 
 /// Lowercase hex of bytes.
 pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(2 * bytes.len());
+    for b in bytes {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 0xF)]));
+    }
+    out
 }
 
 /// Now, in `toISOString` form.
@@ -31,14 +37,44 @@ pub fn new_session_id() -> String {
     uuid::Uuid::now_v7().hyphenated().to_string()
 }
 
+/// Random bytes drawn from the OS CSPRNG 256 at a time (one system call per 64 entry ids
+/// instead of one per id), per thread.
+struct RandomPool {
+    bytes: [u8; 256],
+    used: usize,
+}
+
+thread_local! {
+    static POOL: std::cell::RefCell<RandomPool> = const {
+        std::cell::RefCell::new(RandomPool { bytes: [0; 256], used: 256 })
+    };
+}
+
+/// Four random bytes from the pool; `None` when the OS generator is unavailable.
+fn random_4() -> Option<[u8; 4]> {
+    POOL.with(|pool| {
+        let mut pool = pool.borrow_mut();
+        if pool.used + 4 > pool.bytes.len() {
+            getrandom::fill(&mut pool.bytes).ok()?;
+            pool.used = 0;
+        }
+        let at = pool.used;
+        pool.used += 4;
+        let mut b = [0u8; 4];
+        b.copy_from_slice(&pool.bytes[at..at + 4]);
+        Some(b)
+    })
+}
+
 /// 32 random bits from the OS CSPRNG as 8 lowercase hex characters.
 pub fn random_entry_id() -> String {
-    let mut b = [0u8; 4];
-    if getrandom::fill(&mut b).is_err() {
+    let b = random_4().unwrap_or_else(|| {
         // The OS generator is unavailable: fall back to the UUIDv7's random tail.
         let u = uuid::Uuid::now_v7();
+        let mut b = [0u8; 4];
         b.copy_from_slice(&u.as_bytes()[12..16]);
-    }
+        b
+    });
     hex(&b)
 }
 

@@ -1,0 +1,71 @@
+//! Appends of generated small entries to one new session: single `append_with` calls (the
+//! generated ids and timestamps) or `append_many` in batches of 100 (fresh ids), on sled or in
+//! memory (grove's own work without a backend's). docs/design.md ("Id index", "Open
+//! questions") cites its output.
+//!
+//! `cargo run --release -p grove-benches --example append_probe -- [entries] [single|many] [sled|memory]`
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+use std::time::Instant;
+
+use grove::{AppendOptions, CreateSession};
+use grove_benches::gen::{Generator, Record};
+use grove_benches::GenSpec;
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let n: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(100_000);
+    let many = args.next().is_some_and(|a| a == "many");
+    let memory = args.next().is_some_and(|a| a == "memory");
+    let mut generator = Generator::new(&GenSpec::linear(n, 31));
+    let session_id = generator.session_id().to_owned();
+    let mut entries = Vec::new();
+    for record in &mut generator {
+        if let Record::Entry {
+            id,
+            timestamp,
+            entry,
+            ..
+        } = record
+        {
+            let options = AppendOptions {
+                id: Some(id),
+                timestamp: Some(timestamp),
+                durability: None,
+            };
+            entries.push((entry, options));
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = grove::StoreConfig::new(dir.path()).durability(grove::Durability::None);
+    if memory {
+        config = config.backend(grove::Backend::Memory);
+    }
+    let store = grove::Store::open_with(config).unwrap();
+    let session = store
+        .create_session(CreateSession {
+            id: Some(session_id),
+            cwd: "/w".into(),
+            ..Default::default()
+        })
+        .unwrap();
+    let t = Instant::now();
+    if many {
+        let plain: Vec<_> = entries.into_iter().map(|(e, _)| e).collect();
+        for chunk in plain.chunks(100) {
+            session.append_many(chunk).unwrap();
+        }
+    } else {
+        for (entry, options) in entries {
+            session.append_with(entry, options).unwrap();
+        }
+    }
+    store.flush().unwrap();
+    let d = t.elapsed();
+    println!(
+        "{} {} on {}: {:.0} entries/s ({d:?})",
+        n,
+        if many { "append_many (100)" } else { "appends" },
+        store.backend_name(),
+        n as f64 / d.as_secs_f64()
+    );
+}
