@@ -7,8 +7,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 use std::time::Instant;
 
-use grove::{AppendOptions, CreateSession};
-use grove_benches::gen::{Generator, Record};
+use grove::CreateSession;
+use grove_benches::gen::AppendCalls;
 use grove_benches::GenSpec;
 
 fn main() {
@@ -16,25 +16,8 @@ fn main() {
     let n: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(100_000);
     let many = args.next().is_some_and(|a| a == "many");
     let memory = args.next().is_some_and(|a| a == "memory");
-    let mut generator = Generator::new(&GenSpec::linear(n, 31));
-    let session_id = generator.session_id().to_owned();
-    let mut entries = Vec::new();
-    for record in &mut generator {
-        if let Record::Entry {
-            id,
-            timestamp,
-            entry,
-            ..
-        } = record
-        {
-            let options = AppendOptions {
-                id: Some(id),
-                timestamp: Some(timestamp),
-                durability: None,
-            };
-            entries.push((entry, options));
-        }
-    }
+    let calls = AppendCalls::new(&GenSpec::linear(n, 31));
+    let (session_id, entries) = (calls.session_id, calls.entries);
     let dir = tempfile::tempdir().unwrap();
     let mut config = grove::StoreConfig::new(dir.path()).durability(grove::Durability::None);
     if memory {

@@ -12,7 +12,7 @@ use super::report::{Table, Target};
 use super::{progress, Ctx};
 use crate::baseline::jsonl::JsonlStore;
 use crate::baseline::sqlite::SqliteStore;
-use crate::gen::{GenSpec, Generator, Record, CWD};
+use crate::gen::{AppendCalls, GenSpec, CWD};
 use crate::payload::Payload;
 use crate::Result;
 
@@ -28,29 +28,12 @@ struct Workload {
 
 impl Workload {
     fn new(label: &str, spec: &GenSpec) -> Workload {
-        let mut generator = Generator::new(spec);
-        let session_id = generator.session_id().to_owned();
-        let header = generator.header().to_owned();
-        let mut entries = Vec::new();
-        let mut lines = Vec::new();
-        for record in &mut generator {
-            let line = record.line();
-            if let Record::Entry {
-                id,
-                timestamp,
-                entry,
-                ..
-            } = record
-            {
-                let options = AppendOptions {
-                    id: Some(id),
-                    timestamp: Some(timestamp),
-                    durability: None,
-                };
-                entries.push((entry, options));
-            }
-            lines.push(line);
-        }
+        let AppendCalls {
+            session_id,
+            header,
+            entries,
+            lines,
+        } = AppendCalls::new(spec);
         let bytes = lines.iter().map(|l| l.len() as u64).sum();
         Workload {
             label: label.to_owned(),
