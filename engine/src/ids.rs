@@ -25,16 +25,22 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use grove_codec::pack::{self, IdFilter, IdHash, IdPack, IdRunMeta};
+use grove_codec::record::{self, HeadRecord};
 use parking_lot::{RwLock, RwLockWriteGuard};
 
 use crate::error::{GroveError, Result};
 use crate::keys;
 use crate::kv::WriteBatch;
-use crate::session::{decode_node, Session};
+use crate::session::{decode_node, decode_row, Session};
 use crate::store::{Durability, Inner};
+use crate::write;
 
 /// Ids the tail holds before the next commit writes them as a run.
 pub const ID_RUN_FLUSH: usize = 256;
+/// Bytes of log rows the tail's records hold before the next commit writes their ids as a run
+/// (whichever comes first): a process rebuilds the tail by reading those records, so this
+/// bounds what loading a session's state reads.
+pub const ID_RUN_FLUSH_BYTES: u64 = 256 * 1024;
 /// Runs of one size class merged into one.
 pub const ID_RUN_FANOUT: usize = 4;
 
@@ -63,7 +69,7 @@ impl Run {
     }
 }
 
-/// A session's id index as loaded in memory.
+/// A session's id index and head as loaded in memory.
 #[derive(Debug)]
 pub(crate) struct IdIndex {
     /// The filter of the id packs (`None`: the session has none).
@@ -74,6 +80,10 @@ pub(crate) struct IdIndex {
     tail_from: u64,
     /// Ids of the records `tail_from ..`.
     tail: HashMap<String, u64>,
+    /// Bytes of those records' log rows.
+    tail_bytes: u64,
+    /// The session's head: the stored checkpoint folded over the records after it.
+    head: HeadRecord,
 }
 
 /// One session's slot: `None` until first used (and after a failed commit, so that it is
@@ -173,10 +183,21 @@ impl IdIndex {
             });
         }
         let tail_from = runs.last().map_or(s.packed, |r| r.end);
+        let mut head: HeadRecord = s.inner.require(&keys::head(s.sid))?;
+        if head.next_seq < s.packed {
+            return Err(GroveError::Corrupt(format!(
+                "head of session {} at record {}, before its packed records end ({})",
+                s.record.id, head.next_seq, s.packed
+            )));
+        }
+        // The rows after the runs (the tail) and after the head checkpoint: single rows.
+        let start = tail_from.min(head.next_seq);
         let mut tail = HashMap::new();
-        let from = keys::log(s.sid, tail_from);
+        let mut tail_bytes = 0;
+        let mut last = None;
+        let from = keys::log(s.sid, start);
         let end = keys::prefix_end(&keys::session_prefix(keys::T_LOG, s.sid));
-        for (next, pair) in (tail_from..).zip(kv.scan(&from, &end)) {
+        for (next, pair) in (start..).zip(kv.scan(&from, &end)) {
             let (k, v) = pair?;
             let seq = keys::last_u64(&k).ok_or_else(|| GroveError::Corrupt("log key".into()))?;
             if seq != next {
@@ -184,13 +205,34 @@ impl IdIndex {
                     "missing log record {next} (the next is {seq})"
                 )));
             }
-            tail.insert(decode_node(seq, &v)?.id, seq);
+            let node = decode_node(seq, &v)?;
+            if seq >= head.next_seq {
+                write::advance_head(&mut head, seq, &node, None);
+            }
+            if seq >= tail_from {
+                tail.insert(node.id, seq);
+                tail_bytes += v.len() as u64;
+            }
+            last = Some((seq, v));
+        }
+        if let Some((seq, row)) = last {
+            let entry = decode_row(seq, row)?;
+            if seq + 1 == head.next_seq {
+                head.last_timestamp = Some(entry.envelope()?.timestamp);
+            }
+            // Only the last record can be incomplete (the commit protocol); a poisoned store
+            // refuses writes, and the record waits for a reopen.
+            if s.inner.check_writable().is_ok() {
+                write::repair_last(s, &entry)?;
+            }
         }
         Ok(IdIndex {
             pack_filter,
             runs,
             tail_from,
             tail,
+            tail_bytes,
+            head,
         })
     }
 
@@ -240,9 +282,12 @@ impl IdIndex {
         }
         let mut batch = WriteBatch::new();
         let run = stage_run(&mut batch, s.sid, first, end, &pairs);
+        // The head checkpoint travels with the run (the records up to now are complete).
+        batch.put(keys::head(s.sid), record::encode(&self.head));
         s.inner.commit(batch, Durability::None)?;
         self.runs.push(run);
         self.tail.clear();
+        self.tail_bytes = 0;
         self.tail_from = end;
         while self.merge(s)? {}
         Ok(())
@@ -390,25 +435,38 @@ impl Session {
         })
     }
 
-    /// Commits a transaction's records (`commit`) and adds their ids to the tail, holding the
-    /// id index exclusively. A full tail is first written as a run. When anything fails the
-    /// index is dropped, to be read again from the store.
+    /// The head: next sequence number, active leaf, entry count.
+    pub fn head(&self) -> Result<HeadRecord> {
+        self.with_ids(|ix| Ok(ix.head.clone()))
+    }
+
+    /// Commits a transaction's records (`commit`), adds their ids to the tail and makes `head`
+    /// the session's head, holding the session's state exclusively. A full tail is first
+    /// written as a run. When anything fails the state is dropped, to be read again from the
+    /// store.
     pub(crate) fn commit_with_ids(
         &self,
         ids: HashMap<String, u64>,
+        bytes: u64,
+        head: &HeadRecord,
         commit: impl FnOnce() -> Result<()>,
     ) -> Result<()> {
         let slot = self.inner.id_index(self.sid);
         let mut guard = slot.write();
         let index = loaded(&mut guard, self)?;
-        let flushed = if index.tail.len() >= ID_RUN_FLUSH {
+        let full = index.tail.len() >= ID_RUN_FLUSH || index.tail_bytes >= ID_RUN_FLUSH_BYTES;
+        let flushed = if full && !index.tail.is_empty() {
             index.flush(self)
         } else {
             Ok(())
         };
         let outcome = flushed.and_then(|()| commit());
         match outcome {
-            Ok(()) => index.tail.extend(ids),
+            Ok(()) => {
+                index.tail.extend(ids);
+                index.tail_bytes += bytes;
+                index.head = head.clone();
+            }
             Err(_) => *guard = None,
         }
         outcome

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use grove_codec::entry::Envelope;
 use grove_codec::jsstr::JsString;
-use grove_codec::record::{self, HeadRecord, LabelRecord, LeafTarget, NodeRecord, SessionRecord};
+use grove_codec::record::{self, LabelRecord, LeafTarget, NodeRecord, SessionRecord};
 use grove_codec::view::Fields;
 use grove_codec::writer::NewEntry;
 use grove_codec::EntryKind;
@@ -128,21 +128,10 @@ impl Session {
         })
     }
 
-    /// A handle on a stored session, after completing a commit a crash interrupted (a log
-    /// row at the head's `next_seq`; see [`crate::write::roll_forward`]). Costs one point
-    /// read when there is nothing to complete.
+    /// A handle on a stored session. Its state (head, id index) is read, and a last record a
+    /// crash interrupted completed, the first time the process needs it ([`crate::ids`]).
     pub(crate) fn open(inner: Arc<Inner>, sid: u64, record: SessionRecord) -> Result<Session> {
-        let session = Session::load(inner, sid, record)?;
-        let next = session.head()?.next_seq;
-        // A poisoned store refuses writes: the record stays uncompleted until a reopen, and
-        // reads go on from the head.
-        let writable = session.inner.check_writable().is_ok();
-        if writable && session.inner.kv.get(&keys::log(sid, next))?.is_some() {
-            let lock = session.inner.session_lock(sid);
-            let mut tip = lock.lock();
-            crate::write::roll_forward(&session, &mut tip)?;
-        }
-        Ok(session)
+        Session::load(inner, sid, record)
     }
 
     /// The session id.
@@ -153,11 +142,6 @@ impl Session {
     /// The session's stored description (header line, cwd, lineage).
     pub fn record(&self) -> &SessionRecord {
         &self.record
-    }
-
-    /// The head: next sequence number, active leaf, entry count.
-    pub fn head(&self) -> Result<HeadRecord> {
-        self.inner.require(&keys::head(self.sid))
     }
 
     /// The raw log row at `seq`, or `Corrupt` when it is missing.

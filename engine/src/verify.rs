@@ -170,12 +170,21 @@ fn verify_session(s: &Session, listed_as: &str, report: &mut VerifyReport) -> Re
         }
         Err(e) => c.fail(None, format!("header line: {e}")),
     }
-    let head = match s.inner.get::<HeadRecord>(&keys::head(s.sid)) {
+    // The stored head is a checkpoint; the session's head is it folded over the records
+    // after it.
+    let checkpoint = match s.inner.get::<HeadRecord>(&keys::head(s.sid)) {
         Ok(Some(h)) => h,
         Ok(None) => {
             c.fail(None, "missing head");
             return Ok(());
         }
+        Err(e) => {
+            c.fail(None, e.to_string());
+            return Ok(());
+        }
+    };
+    let head = match s.head() {
+        Ok(h) => h,
         Err(e) => {
             c.fail(None, e.to_string());
             return Ok(());
@@ -284,6 +293,32 @@ fn verify_session(s: &Session, listed_as: &str, report: &mut VerifyReport) -> Re
         c.fail(None, format!("records beyond next_seq {}", head.next_seq));
     }
     c.report.records += rows.len() as u64;
+    // The checkpoint is the fold of the log up to its next_seq.
+    let mut replay = HeadRecord {
+        next_seq: 0,
+        leaf: None,
+        entries: 0,
+        name_at: None,
+        last_timestamp: None,
+    };
+    let mut checkpoint_sound = checkpoint.next_seq == 0 && head_agrees(&checkpoint, &replay);
+    for (seq, r) in rows.iter().enumerate() {
+        if let Some(env) = &r.env {
+            crate::write::advance_head(&mut replay, seq as u64, &r.node, Some(&env.timestamp));
+        }
+        if seq as u64 + 1 == checkpoint.next_seq {
+            checkpoint_sound = head_agrees(&checkpoint, &replay);
+        }
+    }
+    if !checkpoint_sound {
+        c.fail(
+            None,
+            format!(
+                "stored head (next_seq {}) is not the log's head at that record",
+                checkpoint.next_seq
+            ),
+        );
+    }
     // Ids resolve to their last occurrence.
     let mut last: HashMap<&str, u64> = HashMap::new();
     for (seq, r) in rows.iter().enumerate() {
@@ -667,4 +702,17 @@ fn compare_set<T: Ord + Copy + std::fmt::Debug>(
         );
     }
     Ok(())
+}
+
+/// Whether a head equals the fold of the log (`replay`); a head written without a timestamp
+/// (by an import) agrees with any.
+fn head_agrees(head: &HeadRecord, replay: &HeadRecord) -> bool {
+    head.next_seq == replay.next_seq
+        && head.entries == replay.entries
+        && head.name_at == replay.name_at
+        && head.leaf == replay.leaf
+        && head
+            .last_timestamp
+            .as_ref()
+            .is_none_or(|t| Some(t) == replay.last_timestamp.as_ref())
 }

@@ -1,14 +1,15 @@
 //! The write path. A [`Txn`] stages the records of one operation (an append, a leaf move, a
 //! move with its branch summary, a batch of appends) over an overlay of what it has staged so
-//! far, then commits them together with the new head. Callers hold the session's writer lock
-//! for the whole transaction.
+//! far, then commits them. Callers hold the session's writer lock for the whole transaction.
 //!
 //! The log is the commit point (docs/design.md, "Commit protocol"). A transaction of one
 //! record is written as ordered single writes — the log row first, then the index rows it
-//! implies, then the head — which the backend recovers as a prefix after a crash; a log row
-//! found at the head's `next_seq` is therefore committed, and [`roll_forward`] rewrites the
-//! index rows and head it implies when the session is next opened. A transaction of several
-//! records (`append_many`, a move with its branch summary) is one atomic batch.
+//! implies — which the backend recovers as a prefix after a crash: only a session's last
+//! record can be incomplete, and [`repair_last`] completes it when a process first loads the
+//! session. The head (next seq, leaf, counts) is a fold of the log, kept in memory; the stored
+//! head is a checkpoint of it, written with each id run ([`crate::ids`]) and with every
+//! transaction of several records (`append_many`, a move with its branch summary), which is
+//! one atomic batch.
 
 use std::collections::HashMap;
 
@@ -34,6 +35,8 @@ pub(crate) struct Txn<'s> {
     batch: WriteBatch,
     nodes: HashMap<u64, NodeRecord>,
     ids: HashMap<String, u64>,
+    /// Bytes of the log rows staged.
+    bytes: u64,
     /// The writer's [`Tip`], taken for the transaction (nodes read are remembered in it).
     tip: std::cell::RefCell<Tip>,
 }
@@ -54,6 +57,7 @@ impl<'s> Txn<'s> {
             batch: WriteBatch::new(),
             nodes: HashMap::new(),
             ids: HashMap::new(),
+            bytes: 0,
         })
     }
 
@@ -113,10 +117,9 @@ impl<'s> Txn<'s> {
     /// Stages the log row of a new record and everything it implies (index rows, head).
     fn put_record(&mut self, seq: u64, line: String, node: NodeRecord, env: &Envelope) {
         let sid = self.session.sid;
-        self.batch.put(
-            keys::log(sid, seq),
-            record::encode_log(&node, line.as_bytes()),
-        );
+        let row = record::encode_log(&node, line.as_bytes());
+        self.bytes += row.len() as u64;
+        self.batch.put(keys::log(sid, seq), row);
         index_record(
             self.session,
             &mut self.batch,
@@ -229,8 +232,8 @@ impl<'s> Txn<'s> {
         Ok(id)
     }
 
-    /// Writes everything staged and the head: one record as ordered single writes (log row
-    /// first, head last), several records as one atomic batch.
+    /// Writes everything staged: one record as ordered single writes (log row first, then
+    /// its index rows), several records and the head as one atomic batch.
     /// `tip` is updated to the committed head and leaf, or emptied when the commit fails.
     pub(crate) fn commit(self, durability: Durability, tip: &mut Tip) -> Result<()> {
         let mut next_tip = self.tip.into_inner();
@@ -241,11 +244,18 @@ impl<'s> Txn<'s> {
             next_tip.remember(seq, node);
         }
         let mut ops = self.batch;
-        ops.put(keys::head(self.session.sid), record::encode(&self.head));
+        // One record commits by its log row alone (the head is a fold of the log; the stored
+        // head is a checkpoint, written with id runs). Several records carry the head in
+        // their atomic batch, which keeps the checkpoint close.
+        if !single {
+            ops.put(keys::head(self.session.sid), record::encode(&self.head));
+        }
         *tip = Tip::default();
         let inner = &self.session.inner;
         self.session
-            .commit_with_ids(self.ids, || inner.commit_ops(ops, single, durability))?;
+            .commit_with_ids(self.ids, self.bytes, &self.head, || {
+                inner.commit_ops(ops, single, durability)
+            })?;
         next_tip.head = Some(self.head);
         *tip = next_tip;
         Ok(())
@@ -253,9 +263,8 @@ impl<'s> Txn<'s> {
 }
 
 /// Stages the index rows and head changes one log record implies (its id goes to the id index
-/// at commit, [`crate::ids`]): the children row (at branch points), the compaction and leaf-history rows, the label index,
-/// and the head's next sequence, leaf, entry count, name and timestamp. The write path and
-/// [`roll_forward`] both use it, so a recovered record is indexed exactly as a written one.
+/// at commit, [`crate::ids`]). The write path and the recovery of a session's last record
+/// ([`repair_last`]) both use it, so a recovered record is indexed exactly as a written one.
 fn index_record(
     session: &Session,
     batch: &mut WriteBatch,
@@ -265,66 +274,89 @@ fn index_record(
     line: &str,
     env: &Envelope,
 ) {
+    index_rows(session, batch, seq, node, line, env);
+    advance_head(head, seq, node, Some(&env.timestamp));
+}
+
+/// The index rows a log record implies: the children row (at branch points), the compaction
+/// and leaf-history rows, the label index.
+fn index_rows(
+    session: &Session,
+    batch: &mut WriteBatch,
+    seq: u64,
+    node: &NodeRecord,
+    line: &str,
+    env: &Envelope,
+) {
     let sid = session.sid;
     match env.kind {
-        EntryKind::Leaf => {
-            batch.put(keys::leaf_history(sid, seq), Vec::new());
-            head.leaf = match node.leaf_target {
-                Some(LeafTarget::Seq(t)) => Some(t),
-                _ => None,
-            };
-        }
+        EntryKind::Leaf => batch.put(keys::leaf_history(sid, seq), Vec::new()),
         kind => {
             match kind {
                 EntryKind::Label => {
                     let target = env.target_id.as_deref().unwrap_or_default();
                     session.label_update(batch, line, target, seq);
                 }
-                EntryKind::SessionInfo => head.name_at = Some(seq),
                 EntryKind::Compaction => batch.put(keys::compaction(sid, seq), Vec::new()),
                 _ => {}
             }
             if let Some(pseq) = keys::child_row(node, seq) {
                 batch.put(keys::child(sid, pseq, seq), Vec::new());
             }
-            head.entries += 1;
-            head.leaf = Some(seq);
         }
     }
-    head.next_seq = seq + 1;
-    head.last_timestamp = Some(env.timestamp.clone());
 }
 
-/// Completes a commit a crash interrupted: every log row at or after the head's `next_seq`
-/// is committed (the log row is written first), so its index rows and the head are written
-/// again, in one atomic batch. Called with the session's writer lock held (`tip` is what it
-/// guards, emptied here); returns how many records were rolled forward.
-pub(crate) fn roll_forward(session: &Session, tip: &mut Tip) -> Result<u64> {
-    *tip = Tip::default();
-    let mut head = session.head()?;
-    let mut batch = WriteBatch::new();
-    let mut done = 0;
-    while let Some(row) = session
-        .inner
-        .kv
-        .get(&keys::log(session.sid, head.next_seq))?
-    {
-        let entry = crate::session::decode_row(head.next_seq, row)?;
-        let env = entry.envelope()?;
-        index_record(
-            session,
-            &mut batch,
-            &mut head,
-            entry.seq,
-            &entry.node,
-            &entry.line,
-            &env,
-        );
-        done += 1;
+/// The head after log record `seq`: its next sequence number, leaf, entry count, name and,
+/// when given, timestamp (the record's kind and leaf target are in its node). The head is a
+/// fold of the log; the stored head is a checkpoint of it (docs/design.md, "Commit protocol").
+pub(crate) fn advance_head(
+    head: &mut HeadRecord,
+    seq: u64,
+    node: &NodeRecord,
+    timestamp: Option<&str>,
+) {
+    if node.kind == EntryKind::Leaf.tag() {
+        head.leaf = match node.leaf_target {
+            Some(LeafTarget::Seq(t)) => Some(t),
+            _ => None,
+        };
+    } else {
+        if node.kind == EntryKind::SessionInfo.tag() {
+            head.name_at = Some(seq);
+        }
+        head.entries += 1;
+        head.leaf = Some(seq);
     }
-    if done > 0 {
-        batch.put(keys::head(session.sid), record::encode(&head));
-        session.inner.commit(batch, Durability::Sync)?;
+    head.next_seq = seq + 1;
+    if let Some(t) = timestamp {
+        head.last_timestamp = Some(t.to_owned());
     }
-    Ok(done)
+}
+
+/// Completes the last record of a session, which a crash may have interrupted after its log
+/// row (the commit point) and before all of its index rows: writes the rows it implies that
+/// are missing or differ (one batch, durably). Called when a process first loads the
+/// session's state ([`crate::ids`]); whether it wrote anything.
+pub(crate) fn repair_last(session: &Session, entry: &crate::session::Entry) -> Result<bool> {
+    let env = entry.envelope()?;
+    let mut rows = WriteBatch::new();
+    index_rows(
+        session,
+        &mut rows,
+        entry.seq,
+        &entry.node,
+        &entry.line,
+        &env,
+    );
+    let mut missing = false;
+    for (key, value) in rows.clone().into_ops() {
+        if session.inner.kv.get(&key)? != value {
+            missing = true;
+        }
+    }
+    if missing {
+        session.inner.commit(rows, Durability::Sync)?;
+    }
+    Ok(missing)
 }

@@ -174,3 +174,59 @@ fn ids_appended_after_an_import_go_to_runs_after_the_packs() {
         assert!(taken(&s, &format!("imp{i:x}")));
     }
 }
+
+/// The stored head of `session` (its checkpoint), decoded.
+fn stored_head(store: &Store, session: &str) -> grove_codec::record::HeadRecord {
+    let kv = store.kv();
+    let sid = kv.get(&grove::keys::session_id(session)).unwrap().unwrap();
+    let sid = u64::from_be_bytes(sid.as_slice().try_into().unwrap());
+    grove_codec::record::decode(&kv.get(&grove::keys::head(sid)).unwrap().unwrap()).unwrap()
+}
+
+#[test]
+fn single_appends_leave_the_stored_head_a_checkpoint_written_with_each_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let open = || Store::open_with(StoreConfig::new(dir.path())).unwrap();
+    let store = open();
+    let s = store
+        .create_session(grove::CreateSession {
+            id: Some("cp".into()),
+            ..Default::default()
+        })
+        .unwrap();
+    let mut ids = Vec::new();
+    for i in 0..100 {
+        ids.push(s.append(user(&format!("entry {i}"))).unwrap());
+    }
+    // No run yet: the checkpoint is still the empty head of the new session.
+    assert_eq!(stored_head(&store, "cp").next_seq, 0);
+    assert_eq!(s.head().unwrap().next_seq, 100);
+    s.move_to(Some(&ids[40])).unwrap();
+    s.set_name("checkpointed").unwrap();
+    let expected = s.head().unwrap();
+    drop(s);
+    drop(store);
+    // A new process folds the checkpoint over the log.
+    let store = open();
+    let s = store.session("cp").unwrap();
+    assert_eq!(s.head().unwrap(), expected);
+    assert_eq!(
+        s.leaf().unwrap(),
+        s.head()
+            .unwrap()
+            .leaf
+            .map(|q| { s.entry_at(q).unwrap().id().to_owned() })
+    );
+    for i in 0..300 {
+        s.append(user(&format!("more {i}"))).unwrap();
+    }
+    // The run written at the 256th tail record carried the head of that moment.
+    let checkpoint = stored_head(&store, "cp");
+    assert!(checkpoint.next_seq >= 256, "{checkpoint:?}");
+    assert!(checkpoint.next_seq < s.head().unwrap().next_seq);
+    assert!(store.verify().unwrap().is_ok());
+    let head = s.head().unwrap();
+    drop(s);
+    drop(store);
+    assert_eq!(open().session("cp").unwrap().head().unwrap(), head);
+}

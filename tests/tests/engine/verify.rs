@@ -192,15 +192,47 @@ fn a_missing_index_row_is_reported_with_its_session() {
         };
         let mut b = WriteBatch::new();
         b.delete(key);
-        store.kv().apply(b).unwrap();
-        let report = store.verify().unwrap();
-        assert!(
-            report
-                .problems
-                .iter()
-                .any(|p| p.session == id && p.to_string().contains("id")),
-            "{which}: {:?}",
-            report.problems
-        );
+        assert_reported(&store, &id, "id", b, which);
+    }
+}
+
+/// Applies `damage`, then asserts that verify reports a problem of session `id` mentioning
+/// `what`.
+fn assert_reported(store: &Store, id: &str, what: &str, damage: WriteBatch, case: &str) {
+    store.kv().apply(damage).unwrap();
+    let report = store.verify().unwrap();
+    assert!(
+        report
+            .problems
+            .iter()
+            .any(|p| p.session == id && p.to_string().contains(what)),
+        "{case}: {:?}",
+        report.problems
+    );
+}
+
+#[test]
+fn a_stored_head_that_is_no_checkpoint_of_the_log_is_reported() {
+    use grove_codec::record::{self, HeadRecord};
+    let (store, id, sid) = appended_store(300);
+    let key = grove::keys::head(sid);
+    let stored: HeadRecord = record::decode(&store.kv().get(&key).unwrap().unwrap()).unwrap();
+    for wrong in [
+        HeadRecord {
+            entries: stored.entries + 1,
+            ..stored.clone()
+        },
+        HeadRecord {
+            leaf: Some(0),
+            ..stored.clone()
+        },
+        HeadRecord {
+            next_seq: stored.next_seq + 1000,
+            ..stored.clone()
+        },
+    ] {
+        let mut b = WriteBatch::new();
+        b.put(key.clone(), record::encode(&wrong));
+        assert_reported(&store, &id, "stored head", b, &format!("{wrong:?}"));
     }
 }
