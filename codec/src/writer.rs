@@ -143,7 +143,9 @@ impl NewEntry {
         parent_id: Option<&str>,
         timestamp: &str,
     ) -> Result<String, InvalidNewEntry> {
-        Ok(self.write(&self.type_name()?, id, parent_id, timestamp)?.0)
+        Ok(self
+            .write(&self.type_name()?, id, parent_id, timestamp)?
+            .line)
     }
 
     /// Serializes the entry as [`NewEntry::to_line`] does and returns, with the line, its
@@ -157,7 +159,7 @@ impl NewEntry {
         timestamp: &str,
     ) -> Result<Rendered, InvalidNewEntry> {
         let type_name = self.type_name()?;
-        let (line, span) = self.write(&type_name, id, parent_id, timestamp)?;
+        let Written { line, span, fields } = self.write(&type_name, id, parent_id, timestamp)?;
         if let NewEntry::Raw { .. } = self {
             let envelope = Envelope::parse(&line).map_err(InvalidNewEntry)?;
             let message = match envelope.kind {
@@ -178,9 +180,9 @@ impl NewEntry {
             return Err(InvalidNewEntry(format!("entry {id} is missing timestamp")));
         }
         let message_text = span.and_then(|(start, len)| line.get(start..start + len));
-        // One parse of the message serves its role and its span; a message it refuses (a
-        // repeated field, say) is classified by its role alone, as `Envelope::parse` does.
-        let fields = message_text.and_then(view::MessageFields::parse);
+        // The parse that validated the message serves its role and its span; a message it
+        // refuses (a repeated field, say) is classified by its role alone, as
+        // `Envelope::parse` does.
         let role = match &fields {
             Some(f) => f.role.and_then(string_field),
             None => message_text.and_then(message_role),
@@ -212,15 +214,15 @@ impl NewEntry {
     }
 
     /// The line (of type `type_name`, [`NewEntry::type_name`]), and for a `Message` the
-    /// byte range of its `message` value in it. Written straight into one string, in the key
-    /// order of spec §2.4.
+    /// byte range of its `message` value in it and its fields. Written straight into one
+    /// string, in the key order of spec §2.4.
     fn write(
         &self,
         type_name: &str,
         id: &str,
         parent_id: Option<&str>,
         timestamp: &str,
-    ) -> Result<(String, Option<(usize, usize)>), InvalidNewEntry> {
+    ) -> Result<Written<'_>, InvalidNewEntry> {
         let mut o = ObjectWriter::new(64 + id.len() + timestamp.len() + self.payload_len());
         o.string("type", type_name);
         o.string("id", id);
@@ -230,9 +232,19 @@ impl NewEntry {
         }
         o.string("timestamp", timestamp);
         let mut span = None;
+        let mut fields = None;
         match self {
             NewEntry::Message { message } => {
-                let start = o.json("message", message, "message", true)?;
+                // Parsing the message's fields validates it whole (serde_json checks the
+                // syntax of every value it skips); only a message they refuse is validated
+                // on its own.
+                fields = view::MessageFields::parse(message);
+                let start = match &fields {
+                    Some(_) if message.trim_start().starts_with('{') => {
+                        o.valid_json("message", message)
+                    }
+                    _ => o.json("message", message, "message", true)?,
+                };
                 span = Some((start, o.len() - start));
             }
             NewEntry::ModelChange { provider, model_id } => {
@@ -322,7 +334,11 @@ impl NewEntry {
                 }
             }
         }
-        Ok((o.finish(), span))
+        Ok(Written {
+            line: o.finish(),
+            span,
+            fields,
+        })
     }
 
     /// The length of the entry's largest text, to size the line's buffer.
@@ -390,6 +406,14 @@ impl ObjectWriter {
         }
     }
 
+    /// Writes JSON text already validated, compacted; returns where the value starts.
+    fn valid_json(&mut self, key: &str, text: &str) -> usize {
+        self.key(key);
+        let start = self.out.len();
+        compact_into(&mut self.out, text.trim());
+        start
+    }
+
     fn optional_json(&mut self, key: &str, text: Option<&str>) -> Result<(), InvalidNewEntry> {
         if let Some(t) = text {
             self.json(key, t, key, false)?;
@@ -421,6 +445,16 @@ impl ObjectWriter {
         self.out.push('}');
         self.out
     }
+}
+
+/// What [`NewEntry::write`] produces.
+struct Written<'a> {
+    line: String,
+    /// Where a message's `message` value lies in the line.
+    span: Option<(usize, usize)>,
+    /// A message's fields, parsed from the caller's text (`None`: not a message, or fields
+    /// the parse refuses).
+    fields: Option<view::MessageFields<'a>>,
 }
 
 /// A `leaf` control line as the pi harness writes it (spec §3.6).

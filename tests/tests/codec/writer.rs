@@ -479,9 +479,15 @@ fn render_agrees_with_parsing_the_line_back() {
         "{\"role\":\"user\",\n\t\"content\":\"tab\\tnew\\nline\"}",
         r#"{"role":"user","content":"😀 \u2028"}"#,
         "[1]",
+        "[null,null]",
         "\"text\"",
         "{",
         "",
+        "  {\"role\":\"user\",\"content\":\"padded\"} \n",
+        r#"{"role":"user","content":[1,]}"#,
+        r#"{"role":"user","x":tru}"#,
+        r#"{"role":"user","x":"\q"}"#,
+        r#"{"role":"user"} trailing"#,
     ];
     let mut entries: Vec<NewEntry> = messages
         .iter()
