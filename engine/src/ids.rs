@@ -440,6 +440,45 @@ impl Session {
         self.with_ids(|ix| Ok(ix.head.clone()))
     }
 
+    /// The number of entries (leaf records excluded), without loading the session's state
+    /// when no one has: the checkpoint's count, plus the records after it, minus the leaf
+    /// records among them — counted by their leaf-history keys, and by its node for the last
+    /// record (whose row a crash may have left unwritten). A few reads whatever the session's
+    /// size, for listings of many sessions.
+    pub(crate) fn entry_count(&self) -> Result<u64> {
+        if let Some(index) = self.inner.id_index(self.sid).read().as_ref() {
+            return Ok(index.head.entries);
+        }
+        let kv = &self.inner.kv;
+        let checkpoint: HeadRecord = self.inner.require(&keys::head(self.sid))?;
+        let from = keys::log(self.sid, checkpoint.next_seq);
+        let end = keys::prefix_end(&keys::session_prefix(keys::T_LOG, self.sid));
+        let mut last = Ok(None);
+        kv.read_last(&from, &end, &mut |key, row| {
+            last = match keys::last_u64(key) {
+                Some(seq) => decode_node(seq, row).map(|node| Some((seq, node))),
+                None => Err(GroveError::Corrupt("log key".into())),
+            };
+        })?;
+        let Some((last_seq, last_node)) = last? else {
+            return Ok(checkpoint.entries);
+        };
+        let from = keys::leaf_history(self.sid, checkpoint.next_seq);
+        let end = keys::prefix_end(&keys::session_prefix(keys::T_LEAF_HISTORY, self.sid));
+        let mut leaves = 0;
+        let mut last_counted = false;
+        for pair in kv.scan(&from, &end) {
+            let (key, _) = pair?;
+            leaves += 1;
+            last_counted |= keys::last_u64(&key) == Some(last_seq);
+        }
+        if last_node.kind == grove_codec::EntryKind::Leaf.tag() && !last_counted {
+            leaves += 1;
+        }
+        let after = (last_seq + 1).saturating_sub(checkpoint.next_seq);
+        Ok(checkpoint.entries + after.saturating_sub(leaves))
+    }
+
     /// Commits a transaction's records (`commit`), adds their ids to the tail and makes `head`
     /// the session's head, holding the session's state exclusively. A full tail is first
     /// written as a run. When anything fails the state is dropped, to be read again from the

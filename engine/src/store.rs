@@ -615,13 +615,12 @@ impl Store {
             let sid = keys::u64_value(&v)
                 .ok_or_else(|| GroveError::Corrupt("session id index value".to_owned()))?;
             let rec: SessionRecord = self.inner.require(&keys::session(sid))?;
-            // Opening completes an interrupted commit, so the entry count is current.
-            let head = Session::open(self.inner.clone(), sid, rec.clone())?.head()?;
+            let entries = Session::open(self.inner.clone(), sid, rec.clone())?.entry_count()?;
             out.push(SessionSummary {
                 id: rec.id,
                 created: rec.created,
                 cwd: rec.cwd,
-                entries: head.entries,
+                entries,
                 parent_session_id: rec.parent_session_id,
                 parent_session: rec.parent_session,
             });
