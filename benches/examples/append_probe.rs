@@ -31,24 +31,36 @@ fn main() {
             ..Default::default()
         })
         .unwrap();
+    // Each call's time too: the slowest show what a run flush or merge costs the caller.
+    let mut calls = Vec::new();
     let t = Instant::now();
     if many {
         let plain: Vec<_> = entries.into_iter().map(|(e, _)| e).collect();
         for chunk in plain.chunks(100) {
+            let call = Instant::now();
             session.append_many(chunk).unwrap();
+            calls.push(call.elapsed());
         }
     } else {
         for (entry, options) in entries {
+            let call = Instant::now();
             session.append_with(entry, options).unwrap();
+            calls.push(call.elapsed());
         }
     }
     store.flush().unwrap();
     let d = t.elapsed();
+    calls.sort_unstable();
+    let at = |q: f64| calls[((calls.len() - 1) as f64 * q) as usize];
     println!(
-        "{} {} on {}: {:.0} entries/s ({d:?})",
+        "{} {} on {}: {:.0} entries/s ({d:?}); per call median {:?}, p99 {:?}, p99.99 {:?}, max {:?}",
         n,
         if many { "append_many (100)" } else { "appends" },
         store.backend_name(),
-        n as f64 / d.as_secs_f64()
+        n as f64 / d.as_secs_f64(),
+        at(0.5),
+        at(0.99),
+        at(0.9999),
+        at(1.0)
     );
 }
