@@ -577,15 +577,25 @@ impl Store {
             .inner
             .sid_of(id)?
             .ok_or_else(|| GroveError::SessionNotFound(id.to_owned()))?;
-        let record: SessionRecord = self.inner.require(&keys::session(sid))?;
-        Session::open(self.inner.clone(), sid, record)
+        self.open_listed(id, sid)
+    }
+
+    /// Opens session `sid`, listed as `id`; `SessionNotFound` when it was deleted meanwhile
+    /// (its catalogue row goes first, its record last).
+    fn open_listed(&self, id: &str, sid: u64) -> Result<Session> {
+        match self.inner.require::<SessionRecord>(&keys::session(sid)) {
+            Ok(record) => Session::open(self.inner.clone(), sid, record),
+            Err(_) if self.inner.sid_of(id)? != Some(sid) => {
+                Err(GroveError::SessionNotFound(id.to_owned()))
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// Opens the session whose id is `prefix` or starts with it (unique prefixes only).
     pub fn find_session(&self, prefix: &str) -> Result<Session> {
         if let Some(sid) = self.inner.sid_of(prefix)? {
-            let record: SessionRecord = self.inner.require(&keys::session(sid))?;
-            return Session::open(self.inner.clone(), sid, record);
+            return self.open_listed(prefix, sid);
         }
         let start = keys::session_id(prefix);
         let end = keys::prefix_end(&start);
@@ -605,27 +615,40 @@ impl Store {
         }
     }
 
-    /// Every session, ordered by id, read from the catalogue (no entry is read).
+    /// Every session, ordered by id, read from the catalogue (a few reads per session, no
+    /// entry loaded; docs/design.md, "Commit protocol"). A session deleted meanwhile is left out.
     pub fn sessions(&self) -> Result<Vec<SessionSummary>> {
         let start = vec![keys::T_SESSION_ID];
         let end = keys::prefix_end(&start);
         let mut out = Vec::new();
         for pair in self.inner.kv.scan(&start, &end) {
-            let (_, v) = pair?;
+            let (key, v) = pair?;
             let sid = keys::u64_value(&v)
                 .ok_or_else(|| GroveError::Corrupt("session id index value".to_owned()))?;
-            let rec: SessionRecord = self.inner.require(&keys::session(sid))?;
-            let entries = Session::open(self.inner.clone(), sid, rec.clone())?.entry_count()?;
-            out.push(SessionSummary {
-                id: rec.id,
-                created: rec.created,
-                cwd: rec.cwd,
-                entries,
-                parent_session_id: rec.parent_session_id,
-                parent_session: rec.parent_session,
-            });
+            let summary = self.summary(sid);
+            // A session deleted meanwhile (its catalogue row goes first, then its rows) is
+            // not listed, whatever reading it gave.
+            let id = keys::string_suffix(&key, 1).unwrap_or_default();
+            if self.inner.sid_of(&id)? != Some(sid) {
+                continue;
+            }
+            out.push(summary?);
         }
         Ok(out)
+    }
+
+    /// The listing of session `sid`.
+    fn summary(&self, sid: u64) -> Result<SessionSummary> {
+        let rec: SessionRecord = self.inner.require(&keys::session(sid))?;
+        let entries = Session::open(self.inner.clone(), sid, rec.clone())?.entry_count()?;
+        Ok(SessionSummary {
+            id: rec.id,
+            created: rec.created,
+            cwd: rec.cwd,
+            entries,
+            parent_session_id: rec.parent_session_id,
+            parent_session: rec.parent_session,
+        })
     }
 
     /// Deletes a session and everything stored for it. It disappears from the catalogue

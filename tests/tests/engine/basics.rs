@@ -295,3 +295,33 @@ fn children_include_the_implicit_run_child_but_never_leaf_records() {
     assert_eq!(ids(s.children(Some(&b)).unwrap()), [c, d]);
     assert!(store.verify().unwrap().is_ok());
 }
+
+#[test]
+fn listing_while_sessions_are_deleted_never_fails() {
+    let store = Store::in_memory().unwrap();
+    let ids: Vec<String> = (0..120)
+        .map(|i| {
+            let s = store.create_session(CreateSession::default()).unwrap();
+            for k in 0..(i % 7) * 40 {
+                s.append(user(&format!("{i}.{k}"))).unwrap();
+            }
+            s.id().to_owned()
+        })
+        .collect();
+    std::thread::scope(|scope| {
+        let lister = scope.spawn(|| {
+            let mut listings = 0;
+            loop {
+                let listed = store.sessions().unwrap();
+                listings += 1;
+                if listed.is_empty() {
+                    return listings;
+                }
+            }
+        });
+        for id in &ids {
+            store.delete_session(id).unwrap();
+        }
+        assert!(lister.join().unwrap() > 1);
+    });
+}
