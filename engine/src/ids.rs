@@ -22,7 +22,7 @@
 //! merge removed).
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use grove_codec::pack::{self, IdFilter, IdHash, IdPack, IdRunMeta};
 use grove_codec::record::{self, HeadRecord};
@@ -69,13 +69,69 @@ impl Run {
     }
 }
 
-/// A session's id index and head as loaded in memory.
+/// What an id lookup beyond the tail needs: read on the first such lookup, not when the
+/// session is loaded (the filters take 10 bits per id, so reading them costs O(session)).
 #[derive(Debug)]
-pub(crate) struct IdIndex {
+struct Lookup {
     /// The filter of the id packs (`None`: the session has none).
     pack_filter: Option<IdFilter>,
     /// The runs, ascending: they tile `packed .. tail_from`.
     runs: Vec<Run>,
+}
+
+impl Lookup {
+    /// Reads the pack filter and every run description of a session whose tail starts at
+    /// `tail_from`.
+    fn load(s: &Session, tail_from: u64) -> Result<Lookup> {
+        let kv = &s.inner.kv;
+        let pack_filter = if s.packed > 0 {
+            let bytes = kv.get(&keys::id_filter(s.sid))?.ok_or_else(|| {
+                GroveError::Corrupt(format!("session {} has no id filter", s.record.id))
+            })?;
+            Some(IdFilter::decode(&bytes).map_err(|e| {
+                GroveError::Corrupt(format!("id filter of session {}: {e}", s.record.id))
+            })?)
+        } else {
+            None
+        };
+        let mut runs: Vec<Run> = Vec::new();
+        let start = keys::session_prefix(keys::T_ID_RUN, s.sid);
+        for pair in kv.scan(&start, &keys::prefix_end(&start)) {
+            let (k, v) = pair?;
+            let first = run_of_key(&k)?;
+            let meta = IdRunMeta::decode(&v).map_err(|e| corrupt_run(first, e))?;
+            let expected = runs.last().map_or(s.packed, |r| r.end);
+            if first != expected || meta.end <= first || meta.count != meta.end - first {
+                return Err(corrupt_run(
+                    first,
+                    format!(
+                        "covers {first} .. {} with {} ids where the runs go on from {expected}",
+                        meta.end, meta.count
+                    ),
+                ));
+            }
+            runs.push(Run {
+                first,
+                end: meta.end,
+                filter: meta.filter,
+            });
+        }
+        let end = runs.last().map_or(s.packed, |r| r.end);
+        if end != tail_from {
+            return Err(corrupt_run(
+                end,
+                format!("the runs end at {end}, the tail starts at {tail_from}"),
+            ));
+        }
+        Ok(Lookup { pack_filter, runs })
+    }
+}
+
+/// A session's id index and head as loaded in memory.
+#[derive(Debug)]
+pub(crate) struct IdIndex {
+    /// The pack filter and runs, read on first use.
+    lookup: OnceLock<Lookup>,
     /// The first record of the tail.
     tail_from: u64,
     /// Ids of the records `tail_from ..`.
@@ -145,44 +201,22 @@ fn stage_run(batch: &mut WriteBatch, sid: u64, first: u64, end: u64, pairs: &[(&
 }
 
 impl IdIndex {
-    /// Reads a session's id index: its pack filter, run descriptions, and the ids of the log
-    /// rows after the last run (every row to the log's end, a record a crash left beyond the
-    /// head included).
+    /// Reads a session's state: its head checkpoint, where its runs end (the last run's
+    /// description alone), and the log rows after both — the tail's ids and the records the
+    /// head is folded over (every row to the log's end, a record a crash interrupted
+    /// included). The runs and filters wait for the first id lookup that needs them.
     fn load(s: &Session) -> Result<IdIndex> {
         let kv = &s.inner.kv;
-        let pack_filter = if s.packed > 0 {
-            let bytes = kv.get(&keys::id_filter(s.sid))?.ok_or_else(|| {
-                GroveError::Corrupt(format!("session {} has no id filter", s.record.id))
-            })?;
-            Some(IdFilter::decode(&bytes).map_err(|e| {
-                GroveError::Corrupt(format!("id filter of session {}: {e}", s.record.id))
-            })?)
-        } else {
-            None
-        };
-        let mut runs: Vec<Run> = Vec::new();
         let start = keys::session_prefix(keys::T_ID_RUN, s.sid);
-        for pair in kv.scan(&start, &keys::prefix_end(&start)) {
-            let (k, v) = pair?;
-            let first = run_of_key(&k)?;
-            let meta = IdRunMeta::decode(&v).map_err(|e| corrupt_run(first, e))?;
-            let expected = runs.last().map_or(s.packed, |r| r.end);
-            if first != expected || meta.end <= first || meta.count != meta.end - first {
-                return Err(corrupt_run(
-                    first,
-                    format!(
-                        "covers {first} .. {} with {} ids where the runs go on from {expected}",
-                        meta.end, meta.count
-                    ),
-                ));
-            }
-            runs.push(Run {
-                first,
-                end: meta.end,
-                filter: meta.filter,
+        let mut last_run = Ok(None);
+        kv.read_last(&start, &keys::prefix_end(&start), &mut |k, v| {
+            last_run = run_of_key(k).and_then(|first| {
+                IdRunMeta::decode(v)
+                    .map(|meta| Some(meta.end))
+                    .map_err(|e| corrupt_run(first, e))
             });
-        }
-        let tail_from = runs.last().map_or(s.packed, |r| r.end);
+        })?;
+        let tail_from = last_run?.unwrap_or(s.packed);
         let mut head: HeadRecord = s.inner.require(&keys::head(s.sid))?;
         if head.next_seq < s.packed {
             return Err(GroveError::Corrupt(format!(
@@ -227,13 +261,31 @@ impl IdIndex {
             }
         }
         Ok(IdIndex {
-            pack_filter,
-            runs,
+            lookup: OnceLock::new(),
             tail_from,
             tail,
             tail_bytes,
             head,
         })
+    }
+
+    /// The lookup structures, read now if no one has.
+    fn lookup(&self, s: &Session) -> Result<&Lookup> {
+        if self.lookup.get().is_none() {
+            // Two readers may both read them; the first to finish is kept.
+            let _ = self.lookup.set(Lookup::load(s, self.tail_from)?);
+        }
+        self.lookup
+            .get()
+            .ok_or_else(|| GroveError::Corrupt("id runs not loaded".into()))
+    }
+
+    /// [`IdIndex::lookup`], to change (a flush or merge, under the slot's write lock).
+    fn lookup_mut(&mut self, s: &Session) -> Result<&mut Lookup> {
+        self.lookup(s)?;
+        self.lookup
+            .get_mut()
+            .ok_or_else(|| GroveError::Corrupt("id runs not loaded".into()))
     }
 
     /// The seq of `id` (its last occurrence). `pack_filter`: consult the id packs' filter
@@ -244,7 +296,8 @@ impl IdIndex {
             return Ok(Some(seq));
         }
         let hash = IdHash::of(id);
-        for run in self.runs.iter().rev() {
+        let lookup = self.lookup(s)?;
+        for run in lookup.runs.iter().rev() {
             if run.filter.may_contain_hash(hash) {
                 let start = keys::id_run_packs(s.sid, run.first);
                 if let Some(seq) =
@@ -258,7 +311,7 @@ impl IdIndex {
             return Ok(None);
         }
         if pack_filter {
-            if let Some(filter) = &self.pack_filter {
+            if let Some(filter) = &lookup.pack_filter {
                 if !filter.may_contain_hash(hash) {
                     return Ok(None);
                 }
@@ -285,7 +338,7 @@ impl IdIndex {
         // The head checkpoint travels with the run (the records up to now are complete).
         batch.put(keys::head(s.sid), record::encode(&self.head));
         s.inner.commit(batch, Durability::None)?;
-        self.runs.push(run);
+        self.lookup_mut(s)?.runs.push(run);
         self.tail.clear();
         self.tail_bytes = 0;
         self.tail_from = end;
@@ -295,17 +348,18 @@ impl IdIndex {
 
     /// Merges the newest [`ID_RUN_FANOUT`] runs when they share a size class; whether it did.
     fn merge(&mut self, s: &Session) -> Result<bool> {
-        let Some(at) = self.runs.len().checked_sub(ID_RUN_FANOUT) else {
+        let runs = &mut self.lookup_mut(s)?.runs;
+        let Some(at) = runs.len().checked_sub(ID_RUN_FANOUT) else {
             return Ok(false);
         };
-        let class = self.runs[at].class();
-        if self.runs[at..].iter().any(|r| r.class() != class) {
+        let class = runs[at].class();
+        if runs[at..].iter().any(|r| r.class() != class) {
             return Ok(false);
         }
-        let (first, end) = (self.runs[at].first, self.runs[self.runs.len() - 1].end);
+        let (first, end) = (runs[at].first, runs[runs.len() - 1].end);
         let mut values: Vec<(u64, Vec<u8>)> = Vec::new();
         let mut old_keys = Vec::new();
-        for run in &self.runs[at..] {
+        for run in &runs[at..] {
             let start = keys::id_run_packs(s.sid, run.first);
             for pair in s.inner.kv.scan(&start, &keys::prefix_end(&start)) {
                 let (k, v) = pair?;
@@ -334,8 +388,8 @@ impl IdIndex {
         }
         let run = stage_run(&mut batch, s.sid, first, end, &pairs);
         s.inner.commit(batch, Durability::None)?;
-        self.runs.truncate(at);
-        self.runs.push(run);
+        runs.truncate(at);
+        runs.push(run);
         Ok(true)
     }
 }
@@ -421,7 +475,7 @@ impl Session {
                 .filter(|(id, _)| id.starts_with(prefix))
                 .map(|(id, &seq)| (id.clone(), seq))
                 .collect();
-            for run in &ix.runs {
+            for run in &ix.lookup(self)?.runs {
                 let table = keys::id_run_packs(self.sid, run.first);
                 prefix_in_packs(self, &table, prefix, limit, &mut out)?;
             }

@@ -308,17 +308,23 @@ fn listing_while_sessions_are_deleted_never_fails() {
             s.id().to_owned()
         })
         .collect();
+    let listed_once = std::sync::Barrier::new(2);
     std::thread::scope(|scope| {
         let lister = scope.spawn(|| {
             let mut listings = 0;
             loop {
                 let listed = store.sessions().unwrap();
                 listings += 1;
+                if listings == 1 {
+                    listed_once.wait();
+                }
                 if listed.is_empty() {
                     return listings;
                 }
             }
         });
+        // Deletions start once a listing has run, and go on while the next ones run.
+        listed_once.wait();
         for id in &ids {
             store.delete_session(id).unwrap();
         }
