@@ -73,27 +73,14 @@ impl Run {
 /// session is loaded (the filters take 10 bits per id, so reading them costs O(session)).
 #[derive(Debug)]
 struct Lookup {
-    /// The filter of the id packs (`None`: the session has none).
-    pack_filter: Option<IdFilter>,
     /// The runs, ascending: they tile `packed .. tail_from`.
     runs: Vec<Run>,
 }
 
 impl Lookup {
-    /// Reads the pack filter and every run description of a session whose tail starts at
-    /// `tail_from`.
+    /// Reads every run description of a session whose tail starts at `tail_from`.
     fn load(s: &Session, tail_from: u64) -> Result<Lookup> {
         let kv = &s.inner.kv;
-        let pack_filter = if s.packed > 0 {
-            let bytes = kv.get(&keys::id_filter(s.sid))?.ok_or_else(|| {
-                GroveError::Corrupt(format!("session {} has no id filter", s.record.id))
-            })?;
-            Some(IdFilter::decode(&bytes).map_err(|e| {
-                GroveError::Corrupt(format!("id filter of session {}: {e}", s.record.id))
-            })?)
-        } else {
-            None
-        };
         let mut runs: Vec<Run> = Vec::new();
         let start = keys::session_prefix(keys::T_ID_RUN, s.sid);
         for pair in kv.scan(&start, &keys::prefix_end(&start)) {
@@ -123,15 +110,18 @@ impl Lookup {
                 format!("the runs end at {end}, the tail starts at {tail_from}"),
             ));
         }
-        Ok(Lookup { pack_filter, runs })
+        Ok(Lookup { runs })
     }
 }
 
 /// A session's id index and head as loaded in memory.
 #[derive(Debug)]
 pub(crate) struct IdIndex {
-    /// The pack filter and runs, read on first use.
+    /// The runs, read on first use.
     lookup: OnceLock<Lookup>,
+    /// The filter of the id packs (of a session that has them), read on the first duplicate
+    /// check that reaches the packs.
+    pack_filter: OnceLock<IdFilter>,
     /// The first record of the tail.
     tail_from: u64,
     /// Ids of the records `tail_from ..`.
@@ -262,6 +252,7 @@ impl IdIndex {
         }
         Ok(IdIndex {
             lookup: OnceLock::new(),
+            pack_filter: OnceLock::new(),
             tail_from,
             tail,
             tail_bytes,
@@ -278,6 +269,22 @@ impl IdIndex {
         self.lookup
             .get()
             .ok_or_else(|| GroveError::Corrupt("id runs not loaded".into()))
+    }
+
+    /// The id packs' filter, read now if no one has (a session with packs has one).
+    fn pack_filter(&self, s: &Session) -> Result<&IdFilter> {
+        if self.pack_filter.get().is_none() {
+            let bytes = s.inner.kv.get(&keys::id_filter(s.sid))?.ok_or_else(|| {
+                GroveError::Corrupt(format!("session {} has no id filter", s.record.id))
+            })?;
+            let filter = IdFilter::decode(&bytes).map_err(|e| {
+                GroveError::Corrupt(format!("id filter of session {}: {e}", s.record.id))
+            })?;
+            let _ = self.pack_filter.set(filter);
+        }
+        self.pack_filter
+            .get()
+            .ok_or_else(|| GroveError::Corrupt("id filter not loaded".into()))
     }
 
     /// [`IdIndex::lookup`], to change (a flush or merge, under the slot's write lock).
@@ -310,12 +317,8 @@ impl IdIndex {
         if s.packed == 0 {
             return Ok(None);
         }
-        if pack_filter {
-            if let Some(filter) = &lookup.pack_filter {
-                if !filter.may_contain_hash(hash) {
-                    return Ok(None);
-                }
-            }
+        if pack_filter && !self.pack_filter(s)?.may_contain_hash(hash) {
+            return Ok(None);
         }
         let start = keys::session_prefix(keys::T_ID_PACK, s.sid);
         find_in_packs(s, &start, keys::id_pack(s.sid, id), id)

@@ -271,6 +271,8 @@ fn loading_a_session_reads_no_id_filter_until_an_id_lookup_needs_it() {
     assert_eq!(s.head().unwrap().next_seq, 600);
     assert_eq!(s.build_context().unwrap().messages.len(), 600);
     assert_eq!(s.leaf().unwrap().as_deref(), Some("lazy599"));
+    // Finding an id that exists does not need the filter either.
+    assert_eq!(s.entry("lazy5").unwrap().id(), "lazy5");
     // A duplicate check consults the filter, and finds it damaged.
     let again = s.append_with(
         user("x"),
