@@ -210,7 +210,8 @@ impl Expect {
                         x.acked_other += 1;
                     }
                     Event::DeleteIntent { session } => {
-                        x.touched.insert(session.clone());
+                        // A deletion the kill interrupted may leave the session as it was.
+                        x.touch(session, baseline);
                         raise(&mut x.stage, session, Stage::MayBeGone);
                         open_deletes.insert(session.clone());
                     }
