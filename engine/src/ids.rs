@@ -16,6 +16,10 @@
 //! An append therefore writes no index row for its id: one key less per appended record than
 //! an id row per entry, and no write to a random place of the index.
 //!
+//! The same state holds the session's **head** (next seq, leaf, counts), a fold of the log:
+//! the stored head is a checkpoint written with each run, folded over the rows after it when
+//! the state is loaded (docs/design.md, "Commit protocol").
+//!
 //! The state of one session is shared by every handle of the store (one per session number,
 //! [`crate::store::Inner::id_index`]): readers take it shared, a commit exclusively (so a
 //! reader never sees a record's id before its log row, nor after a merge the packs of runs the
