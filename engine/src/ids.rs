@@ -35,7 +35,7 @@ use parking_lot::{RwLock, RwLockWriteGuard};
 use crate::error::{GroveError, Result};
 use crate::keys;
 use crate::kv::WriteBatch;
-use crate::session::{decode_node, decode_row, Session};
+use crate::session::{decode_node, decode_row, packed_count, Session};
 use crate::store::{Durability, Inner};
 use crate::write;
 
@@ -598,11 +598,7 @@ pub(crate) fn migrate_id_rows(inner: &Inner) -> Result<bool> {
         .get(1..9)
         .and_then(keys::last_u64)
         .ok_or_else(|| GroveError::Corrupt("id row key".into()))?;
-    let packed = match inner.kv.get(&keys::packed(sid))? {
-        None => 0,
-        Some(v) => keys::u64_value(&v)
-            .ok_or_else(|| GroveError::Corrupt(format!("packed count of session {sid}")))?,
-    };
+    let packed = packed_count(inner, sid)?;
     let mut batch = WriteBatch::new();
     let rows = keys::session_prefix(keys::T_ENTRY_ID, sid);
     for pair in inner.kv.scan(&rows, &keys::prefix_end(&rows)) {

@@ -115,23 +115,15 @@ impl Session {
         }
     }
 
-    /// A handle on a stored session: reads its packed count (one point read).
-    pub(crate) fn load(inner: Arc<Inner>, sid: u64, record: SessionRecord) -> Result<Session> {
-        let packed = match inner.kv.get(&keys::packed(sid))? {
-            None => 0,
-            Some(v) => keys::u64_value(&v)
-                .ok_or_else(|| GroveError::Corrupt(format!("packed count of session {sid}")))?,
-        };
+    /// A handle on a stored session: reads its packed count (one point read). Its state
+    /// (head, id index) is read, and a last record a crash interrupted completed, the first
+    /// time the process needs it ([`crate::ids`]).
+    pub(crate) fn open(inner: Arc<Inner>, sid: u64, record: SessionRecord) -> Result<Session> {
+        let packed = packed_count(&inner, sid)?;
         Ok(Session {
             packed,
             ..Session::new(inner, sid, record)
         })
-    }
-
-    /// A handle on a stored session. Its state (head, id index) is read, and a last record a
-    /// crash interrupted completed, the first time the process needs it ([`crate::ids`]).
-    pub(crate) fn open(inner: Arc<Inner>, sid: u64, record: SessionRecord) -> Result<Session> {
-        Session::load(inner, sid, record)
     }
 
     /// The session id.
@@ -423,6 +415,15 @@ impl Session {
             out.push((node.id, target));
         }
         Ok(out)
+    }
+}
+
+/// The packed count of session `sid` (0 when it has no packs).
+pub(crate) fn packed_count(inner: &Inner, sid: u64) -> Result<u64> {
+    match inner.kv.get(&keys::packed(sid))? {
+        None => Ok(0),
+        Some(v) => keys::u64_value(&v)
+            .ok_or_else(|| GroveError::Corrupt(format!("packed count of session {sid}"))),
     }
 }
 
