@@ -2,7 +2,8 @@
 //! one raw insert per line; a packed log row plus an id row (plus a head row) as single
 //! inserts; separate line, node and id rows; the four rows of store layout 1 as one
 //! `sled::Batch`; the sled operations of an append (a `get` of the id, then the log row, id
-//! and head rows); and `append_many`'s rows in batches of 100 entries. docs/design.md
+//! and head rows); `append_many`'s rows in batches of 100 entries, as one key each (layout 4)
+//! and as one value per batch (layout 5). docs/design.md
 //! ("Commit protocol", "Open questions") cites its output.
 //!
 //! `cargo run --release -p grove-benches --example sled_write_modes -- [entries] [realistic]`
@@ -38,6 +39,7 @@ fn main() {
         "get+packed+id",
         "get+packed+id+head",
         "batch100:packed+id",
+        "batch100:one-value+head",
         "raw",
     ] {
         let dir = tempfile::tempdir().unwrap();
@@ -48,6 +50,7 @@ fn main() {
             .unwrap();
         let t = Instant::now();
         let mut many = sled::Batch::default();
+        let mut value = Vec::new();
         for (i, l) in lines.iter().enumerate() {
             let seq = (i as u64).to_be_bytes();
             let mut k = vec![0x10u8, 0, 0, 0, 0, 0, 0, 0, 1];
@@ -55,6 +58,18 @@ fn main() {
             match variant {
                 "raw" => {
                     db.insert(&k, l.as_bytes()).unwrap();
+                }
+                "batch100:one-value+head" => {
+                    // A batch as store layout 5 writes it: the 100 rows in one value under
+                    // the first one's key, with the head, in one sled batch.
+                    value.extend_from_slice(&[7u8; 100]);
+                    value.extend_from_slice(l.as_bytes());
+                    if i % 100 == 99 {
+                        let mut b = sled::Batch::default();
+                        b.insert(k, std::mem::take(&mut value));
+                        b.insert(&[0x02u8, 0, 0, 0, 0, 0, 0, 0, 1], vec![3u8; 40]);
+                        db.apply_batch(b).unwrap();
+                    }
                 }
                 _ if variant.starts_with("batch100") => {
                     let mut v = vec![7u8; 100];

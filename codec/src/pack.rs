@@ -171,6 +171,65 @@ impl LogPackWriter {
         self.body.clear();
         out
     }
+
+    /// The pack as a batch: the value of a log key (tag `0x10`) holding the rows of one
+    /// transaction, [`BATCH_MARK`] then the pack ([`LogValue`]); the writer is left empty.
+    pub fn take_batch(&mut self) -> Vec<u8> {
+        let pack = self.take();
+        let mut out = Vec::with_capacity(1 + pack.len());
+        out.push(BATCH_MARK);
+        out.extend_from_slice(&pack);
+        out
+    }
+}
+
+/// The first byte of a log value (tag `0x10`) that holds a batch — a log pack of the rows of
+/// one transaction — rather than a single row. A single row begins with its node record's
+/// length as a u32 big-endian, whose first byte is never `0xFF` (a node record is its id and
+/// about a hundred bytes; it would need an id of nearly 4 GiB).
+pub const BATCH_MARK: u8 = 0xFF;
+
+/// The value of a log key (tag `0x10`): one record's row, or a batch of consecutive rows
+/// starting at the key's seq (docs/format.md, "Batches").
+#[derive(Debug, Clone, Copy)]
+pub enum LogValue<'a> {
+    /// A single log row.
+    Row(&'a [u8]),
+    /// A batch: the rows of records `seq ..` of one transaction.
+    Batch(LogPack<'a>),
+}
+
+impl<'a> LogValue<'a> {
+    /// Tells a row from a batch, checking a batch's table (rows are checked when decoded).
+    pub fn parse(bytes: &'a [u8]) -> Result<LogValue<'a>, CodecError> {
+        match bytes.split_first() {
+            Some((&BATCH_MARK, pack)) => {
+                Table::parse("log batch", pack, Covers::Table).map(|t| LogValue::Batch(LogPack(t)))
+            }
+            _ => Ok(LogValue::Row(bytes)),
+        }
+    }
+
+    /// Records held: 1 for a row.
+    pub fn len(&self) -> usize {
+        match self {
+            LogValue::Row(_) => 1,
+            LogValue::Batch(pack) => pack.len(),
+        }
+    }
+
+    /// Always false: a value holds at least one record.
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// The row of record `i` of the value, or `None` past its end.
+    pub fn row(&self, i: usize) -> Option<&'a [u8]> {
+        match self {
+            LogValue::Row(row) => (i == 0).then_some(*row),
+            LogValue::Batch(pack) => pack.row(i),
+        }
+    }
 }
 
 /// A stored log pack: consecutive log rows, the first at the seq of its key.

@@ -193,14 +193,21 @@ pub(crate) fn checksum(bytes: &[u8]) -> [u8; CHECKSUM_LEN] {
 
 /// Encodes a record: `version ++ bincode body ++ crc32(version ++ body)` (little-endian).
 pub fn encode<T: Encode>(value: &T) -> Vec<u8> {
-    let mut out = vec![FormatVersion::CURRENT as u8];
-    // Encoding into a Vec cannot fail for these plain data types.
-    if let Ok(body) = bincode::encode_to_vec(value, bincode::config::standard()) {
-        out.extend_from_slice(&body);
-    }
-    let sum = checksum(&out);
-    out.extend_from_slice(&sum);
+    let mut out = Vec::with_capacity(64);
+    encode_onto(&mut out, value);
     out
+}
+
+/// [`encode`], appending the record to `out` (one buffer, no intermediate copies).
+fn encode_onto<T: Encode>(out: &mut Vec<u8>, value: &T) {
+    let start = out.len();
+    out.push(FormatVersion::CURRENT as u8);
+    // Encoding into a Vec cannot fail for these plain data types.
+    if bincode::encode_into_std_write(value, out, bincode::config::standard()).is_err() {
+        out.truncate(start + 1);
+    }
+    let sum = checksum(&out[start..]);
+    out.extend_from_slice(&sum);
 }
 
 /// Packs a log row: an entry's (or leaf record's) node record and its line in one value,
@@ -208,11 +215,13 @@ pub fn encode<T: Encode>(value: &T) -> Vec<u8> {
 /// The node record carries its own checksum; the line is covered by the node's `content`
 /// hash.
 pub fn encode_log(node: &NodeRecord, line: &[u8]) -> Vec<u8> {
-    let node = encode(node);
-    let mut out = Vec::with_capacity(4 + node.len() + line.len());
+    // A node record is its id and about a hundred bytes of fixed fields.
+    let mut out = Vec::with_capacity(4 + 160 + node.id.len() + line.len());
+    out.extend_from_slice(&[0; 4]);
+    encode_onto(&mut out, node);
     // A node record is a few hundred bytes at most, far below u32::MAX.
-    out.extend_from_slice(&u32::try_from(node.len()).unwrap_or(u32::MAX).to_be_bytes());
-    out.extend_from_slice(&node);
+    let len = u32::try_from(out.len() - 4).unwrap_or(u32::MAX);
+    out[..4].copy_from_slice(&len.to_be_bytes());
     out.extend_from_slice(line);
     out
 }

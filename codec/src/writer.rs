@@ -223,7 +223,15 @@ impl NewEntry {
         parent_id: Option<&str>,
         timestamp: &str,
     ) -> Result<Written<'_>, InvalidNewEntry> {
-        let mut o = ObjectWriter::new(64 + id.len() + timestamp.len() + self.payload_len());
+        // The keys and punctuation of the longest fixed layout take under 128 bytes; the
+        // line is built without growing its buffer unless strings need escapes.
+        let capacity = 128
+            + type_name.len()
+            + id.len()
+            + parent_id.map_or(0, str::len)
+            + timestamp.len()
+            + self.payload_len();
+        let mut o = ObjectWriter::new(capacity);
         o.string("type", type_name);
         o.string("id", id);
         match parent_id {
@@ -341,7 +349,8 @@ impl NewEntry {
         })
     }
 
-    /// The length of the entry's largest text, to size the line's buffer.
+    /// About the length of the entry's texts (the largest, for entries with several), to size
+    /// the line's buffer.
     fn payload_len(&self) -> usize {
         match self {
             NewEntry::Message { message } => message.len(),
@@ -350,7 +359,14 @@ impl NewEntry {
             }
             NewEntry::CustomMessage { content, .. } => content.len(),
             NewEntry::Raw { object } => object.len(),
-            _ => 0,
+            NewEntry::ModelChange { provider, model_id } => provider.len() + model_id.len(),
+            NewEntry::ThinkingLevelChange { thinking_level } => thinking_level.len(),
+            NewEntry::ActiveToolsChange { active_tool_names } => {
+                active_tool_names.iter().map(|n| n.len() + 3).sum()
+            }
+            NewEntry::Custom { data, .. } => data.as_ref().map_or(0, String::len),
+            NewEntry::Label { label, .. } => label.as_ref().map_or(0, String::len) + 16,
+            NewEntry::SessionInfo { name } => name.as_ref().map_or(0, String::len),
         }
     }
 }
@@ -484,26 +500,40 @@ pub fn compact(text: &str) -> String {
 /// [`compact`], appending to `out`.
 pub fn compact_into(out: &mut String, text: &str) {
     let bytes = text.as_bytes();
-    let mut in_string = false;
-    let mut escaped = false;
     let mut copied = 0;
-    for (i, &b) in bytes.iter().enumerate() {
-        if in_string {
-            if escaped {
-                escaped = false;
-            } else if b == b'\\' {
-                escaped = true;
-            } else if b == b'"' {
-                in_string = false;
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'"' => {
+                // Skip the string: to its closing quote, stepping over escapes (an
+                // unterminated string runs to the end).
+                i += 1;
+                loop {
+                    match bytes
+                        .get(i..)
+                        .and_then(|rest| memchr::memchr2(b'"', b'\\', rest))
+                    {
+                        Some(at) if bytes[i + at] == b'"' => {
+                            i += at;
+                            break;
+                        }
+                        Some(at) => i += at + 2,
+                        None => {
+                            i = bytes.len();
+                            break;
+                        }
+                    }
+                }
             }
-        } else if b == b'"' {
-            in_string = true;
-        } else if matches!(b, b' ' | b'\n' | b'\r' | b'\t') {
             // Only ASCII whitespace outside strings is skipped, so every cut is on a
             // character boundary.
-            out.push_str(&text[copied..i]);
-            copied = i + 1;
+            b' ' | b'\n' | b'\r' | b'\t' => {
+                out.push_str(&text[copied..i]);
+                copied = i + 1;
+            }
+            _ => {}
         }
+        i += 1;
     }
     out.push_str(&text[copied..]);
 }

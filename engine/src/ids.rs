@@ -35,6 +35,7 @@ use parking_lot::{RwLock, RwLockWriteGuard};
 use crate::error::{GroveError, Result};
 use crate::keys;
 use crate::kv::WriteBatch;
+use crate::log::LogRows;
 use crate::session::{decode_node, decode_row, packed_count, Session};
 use crate::store::{Durability, Inner};
 use crate::write;
@@ -223,16 +224,8 @@ impl IdIndex {
         let mut tail = HashMap::new();
         let mut tail_bytes = 0;
         let mut last = None;
-        let from = keys::log(s.sid, start);
-        let end = keys::prefix_end(&keys::session_prefix(keys::T_LOG, s.sid));
-        for (next, pair) in (start..).zip(kv.scan(&from, &end)) {
-            let (k, v) = pair?;
-            let seq = keys::last_u64(&k).ok_or_else(|| GroveError::Corrupt("log key".into()))?;
-            if seq != next {
-                return Err(GroveError::Corrupt(format!(
-                    "missing log record {next} (the next is {seq})"
-                )));
-            }
+        for pair in s.log_range(start, u64::MAX) {
+            let (seq, v) = pair?;
             let node = decode_node(seq, &v)?;
             if seq >= head.next_seq {
                 write::advance_head(&mut head, seq, &node, None);
@@ -512,18 +505,10 @@ impl Session {
         }
         let kv = &self.inner.kv;
         let checkpoint: HeadRecord = self.inner.require(&keys::head(self.sid))?;
-        let from = keys::log(self.sid, checkpoint.next_seq);
-        let end = keys::prefix_end(&keys::session_prefix(keys::T_LOG, self.sid));
-        let mut last = Ok(None);
-        kv.read_last(&from, &end, &mut |key, row| {
-            last = match keys::last_u64(key) {
-                Some(seq) => decode_node(seq, row).map(|node| Some((seq, node))),
-                None => Err(GroveError::Corrupt("log key".into())),
-            };
-        })?;
-        let Some((last_seq, last_node)) = last? else {
+        let Some((last_seq, row)) = self.last_row_from(checkpoint.next_seq)? else {
             return Ok(checkpoint.entries);
         };
+        let last_node = decode_node(last_seq, &row)?;
         let from = keys::leaf_history(self.sid, checkpoint.next_seq);
         let end = keys::prefix_end(&keys::session_prefix(keys::T_LEAF_HISTORY, self.sid));
         let mut leaves = 0;
@@ -613,17 +598,9 @@ pub(crate) fn migrate_id_rows(inner: &Inner) -> Result<bool> {
         return Ok(true);
     }
     let mut ids: Vec<(String, u64)> = Vec::new();
-    let from = keys::log(sid, packed);
-    let end = keys::prefix_end(&keys::session_prefix(keys::T_LOG, sid));
-    for pair in inner.kv.scan(&from, &end) {
-        let (k, v) = pair?;
-        let seq = keys::last_u64(&k).ok_or_else(|| GroveError::Corrupt("log key".into()))?;
-        if seq != packed + ids.len() as u64 {
-            return Err(GroveError::Corrupt(format!(
-                "session {sid}: missing log record {}",
-                packed + ids.len() as u64
-            )));
-        }
+    let log = LogRows::new(inner.kv.as_ref(), sid, packed, packed, u64::MAX, false);
+    for pair in log {
+        let (seq, v) = pair.map_err(|e| GroveError::Corrupt(format!("session {sid}: {e}")))?;
         ids.push((decode_node(seq, &v)?.id, seq));
     }
     if !ids.is_empty() {

@@ -1,45 +1,72 @@
-//! Reading a session log, whose leading records may be stored in log packs (an import writes
-//! packs; appends write one log row per record). The session's packed count tells the two
-//! apart: records `0 .. packed` live in packs keyed by their first seq, records from `packed`
-//! on in single rows (docs/format.md, "Packs"). Everything here hands out the value of a
-//! single log row, whichever way it is stored.
+//! Reading a session log. Its leading records may be stored in log packs (an import writes
+//! packs), the rest under log keys (tag `0x10`), whose value is either one record's row or a
+//! **batch**: the rows of one transaction of several records (`append_many`, a move with its
+//! branch summary), keyed by the first one's seq. The session's packed count tells packs and
+//! log keys apart: records `0 .. packed` live in packs keyed by their first seq, records from
+//! `packed` on under log keys (docs/format.md, "Packs", "Batches"). Everything here hands out
+//! the value of a single log row, whichever way it is stored.
 
 use std::collections::VecDeque;
 
-use grove_codec::pack::LogPack;
+use grove_codec::pack::{LogPack, LogValue, BATCH_MARK};
 
 use crate::error::{GroveError, Result};
 use crate::keys;
-use crate::kv::Scan;
+use crate::kv::{Kv, Scan};
 use crate::session::{decode_row, Entry, Session};
 
 fn corrupt_pack(first: u64, e: grove_codec::CodecError) -> GroveError {
     GroveError::Corrupt(format!("log pack at record {first}: {e}"))
 }
 
+fn corrupt_value(first: u64, e: grove_codec::CodecError) -> GroveError {
+    GroveError::Corrupt(format!("log value at record {first}: {e}"))
+}
+
 fn key_seq(key: &[u8]) -> Result<u64> {
     keys::last_u64(key).ok_or_else(|| GroveError::Corrupt("log key".into()))
+}
+
+/// Calls `read` with row `seq` of the value under log key `first`, when the value holds it.
+fn read_in<T>(
+    first: u64,
+    value: &[u8],
+    seq: u64,
+    read: &mut Option<impl FnOnce(&[u8]) -> T>,
+) -> Result<Option<T>> {
+    let value = LogValue::parse(value).map_err(|e| corrupt_value(first, e))?;
+    let row = seq
+        .checked_sub(first)
+        .and_then(|i| usize::try_from(i).ok())
+        .and_then(|i| value.row(i));
+    Ok(row.and_then(|row| read.take().map(|read| read(row))))
 }
 
 impl Session {
     /// Calls `read` with the log row of `seq`; `None` when the log has no such record.
     pub(crate) fn read_row<T>(&self, seq: u64, read: impl FnOnce(&[u8]) -> T) -> Result<Option<T>> {
-        if seq >= self.packed {
-            let mut read = Some(read);
-            let mut out = None;
-            self.inner
-                .kv
-                .read_value(&keys::log(self.sid, seq), &mut |row| {
-                    if let Some(read) = read.take() {
-                        out = Some(read(row));
-                    }
-                })?;
-            return Ok(out);
-        }
-        // The pack with the greatest first seq not above `seq`, read in place.
+        let kv = &self.inner.kv;
         let mut read = Some(read);
         let mut out: Result<Option<T>> = Ok(None);
-        self.inner.kv.read_last(
+        if seq >= self.packed {
+            // The record's own key (a row, or the first record of a batch), else the batch
+            // with the greatest first seq below it.
+            let found = kv.read_value(&keys::log(self.sid, seq), &mut |value| {
+                out = read_in(seq, value, seq, &mut read);
+            })?;
+            if !found {
+                kv.read_last(
+                    &keys::log(self.sid, self.packed),
+                    &keys::log(self.sid, seq),
+                    &mut |key, value| {
+                        out = key_seq(key).and_then(|first| read_in(first, value, seq, &mut read));
+                    },
+                )?;
+            }
+            return out;
+        }
+        // The pack with the greatest first seq not above `seq`, read in place.
+        kv.read_last(
             &keys::log_pack(self.sid, 0),
             &keys::log_pack(self.sid, seq + 1),
             &mut |key, value| {
@@ -57,12 +84,33 @@ impl Session {
     /// The records `lo .. hi` in ascending order (`hi = u64::MAX`: to the end of the log).
     /// A gap in the log is reported as `Corrupt`.
     pub(crate) fn log_range(&self, lo: u64, hi: u64) -> LogRows<'_> {
-        LogRows::new(self, lo, hi, false)
+        LogRows::new(self.inner.kv.as_ref(), self.sid, self.packed, lo, hi, false)
     }
 
     /// The records `lo .. hi` in descending order.
     pub(crate) fn log_range_rev(&self, lo: u64, hi: u64) -> LogRows<'_> {
-        LogRows::new(self, lo, hi, true)
+        LogRows::new(self.inner.kv.as_ref(), self.sid, self.packed, lo, hi, true)
+    }
+
+    /// The seq and row of the log's last record, when it is at `from` or later and not in a
+    /// pack (one floor lookup).
+    pub(crate) fn last_row_from(&self, from: u64) -> Result<Option<(u64, Vec<u8>)>> {
+        let start = keys::log(self.sid, self.packed);
+        let end = keys::prefix_end(&keys::session_prefix(keys::T_LOG, self.sid));
+        let mut out = Ok(None);
+        self.inner.kv.read_last(&start, &end, &mut |key, value| {
+            out = (|| {
+                let first = key_seq(key)?;
+                let value = LogValue::parse(value).map_err(|e| corrupt_value(first, e))?;
+                let i = value.len() - 1;
+                let last = first + i as u64;
+                Ok(value
+                    .row(i)
+                    .filter(|_| last >= from)
+                    .map(|row| (last, row.to_vec())))
+            })();
+        })?;
+        out
     }
 }
 
@@ -74,26 +122,38 @@ enum Part {
     Done,
 }
 
-/// Log records of a range, in either direction, from packs and single rows alike.
+/// Log records of a range, in either direction, from packs, batches and single rows alike.
 pub(crate) struct LogRows<'a> {
-    session: &'a Session,
+    kv: &'a dyn Kv,
+    sid: u64,
+    packed: u64,
     lo: u64,
     hi: u64,
     rev: bool,
     part: Part,
     scan: Option<Scan<'a>>,
-    /// Rows of the current pack still to hand out: `(seq, row)`.
+    /// Rows of the current pack or batch still to hand out: `(seq, row)`.
     buffered: VecDeque<(u64, Vec<u8>)>,
     /// The seq the next record must have.
     expect: Option<u64>,
 }
 
 impl<'a> LogRows<'a> {
-    fn new(session: &'a Session, lo: u64, hi: u64, rev: bool) -> LogRows<'a> {
+    /// The records `lo .. hi` of session `sid` (whose records `0 .. packed` are in packs).
+    pub(crate) fn new(
+        kv: &'a dyn Kv,
+        sid: u64,
+        packed: u64,
+        lo: u64,
+        hi: u64,
+        rev: bool,
+    ) -> LogRows<'a> {
         let empty = lo >= hi;
         let first_part = if rev { Part::Singles } else { Part::Packs };
         LogRows {
-            session,
+            kv,
+            sid,
+            packed,
             lo,
             hi,
             rev,
@@ -105,17 +165,16 @@ impl<'a> LogRows<'a> {
     }
 
     fn key(&self, seq: u64) -> Vec<u8> {
-        keys::log(self.session.sid, seq)
+        keys::log(self.sid, seq)
     }
 
     fn pack_key(&self, first: u64) -> Vec<u8> {
-        keys::log_pack(self.session.sid, first)
+        keys::log_pack(self.sid, first)
     }
 
     /// Opens the scan of the current part; `false` when the part is empty.
     fn open(&mut self) -> Result<bool> {
-        let packed = self.session.packed;
-        let kv = &self.session.inner.kv;
+        let (packed, kv) = (self.packed, self.kv);
         match self.part {
             Part::Singles => {
                 let (lo, hi) = (self.lo.max(packed), self.hi);
@@ -123,14 +182,23 @@ impl<'a> LogRows<'a> {
                     return Ok(false);
                 }
                 let end = if hi == u64::MAX {
-                    keys::prefix_end(&keys::session_prefix(keys::T_LOG, self.session.sid))
+                    keys::prefix_end(&keys::session_prefix(keys::T_LOG, self.sid))
                 } else {
                     self.key(hi)
                 };
-                let start = self.key(lo);
+                let base = self.key(packed);
                 self.scan = Some(if self.rev {
-                    kv.scan_rev(&start, &end)
+                    // Descending from the value holding `hi - 1` (a batch may begin below
+                    // `lo`); stops once past `lo`.
+                    kv.scan_rev(&base, &end)
                 } else {
+                    // From the value holding `lo`: its key, or a batch beginning below it.
+                    let mut start = self.key(lo);
+                    if lo > packed {
+                        kv.read_last(&base, &self.key(lo + 1), &mut |key, _| {
+                            start = key.to_vec();
+                        })?;
+                    }
                     kv.scan(&start, &end)
                 });
             }
@@ -167,29 +235,29 @@ impl<'a> LogRows<'a> {
         };
     }
 
-    /// Queues the rows of one pack that fall in the range; `false` when the pack lies
-    /// entirely below the range (a descending scan is then done).
-    fn unpack(&mut self, first: u64, value: &[u8]) -> Result<bool> {
-        let pack = LogPack::parse(value).map_err(|e| corrupt_pack(first, e))?;
+    /// Queues the rows of one pack or batch that fall in the range; `false` when it lies
+    /// entirely below the range (a descending scan is then done with the part).
+    fn unpack(&mut self, first: u64, pack: &LogPack<'_>) -> bool {
         let end = first.saturating_add(pack.len() as u64);
         if end <= self.lo {
-            return Ok(false);
+            return false;
         }
-        let (from, to) = (
-            first.max(self.lo),
-            end.min(self.hi).min(self.session.packed),
-        );
-        let mut rows: Vec<(u64, Vec<u8>)> = (from..to)
-            .filter_map(|seq| {
-                let i = usize::try_from(seq - first).ok()?;
-                pack.row(i).map(|r| (seq, r.to_vec()))
-            })
-            .collect();
+        let limit = match self.part {
+            Part::Packs => self.packed,
+            _ => u64::MAX,
+        };
+        let (from, to) = (first.max(self.lo), end.min(self.hi).min(limit));
+        let rows = (from..to).filter_map(|seq| {
+            let i = usize::try_from(seq - first).ok()?;
+            pack.row(i).map(|r| (seq, r.to_vec()))
+        });
         if self.rev {
-            rows.reverse();
+            let rows: Vec<_> = rows.collect();
+            self.buffered.extend(rows.into_iter().rev());
+        } else {
+            self.buffered.extend(rows);
         }
-        self.buffered.extend(rows);
-        Ok(true)
+        true
     }
 
     fn check(&mut self, seq: u64) -> Result<()> {
@@ -245,11 +313,28 @@ impl<'a> LogRows<'a> {
             };
             let (key, value) = pair?;
             let seq = key_seq(&key)?;
-            if self.part == Part::Singles {
-                self.check(seq)?;
-                return Ok(Some((seq, value)));
-            }
-            if !self.unpack(seq, &value)? {
+            let pack = if self.part == Part::Singles {
+                if value.first() != Some(&BATCH_MARK) {
+                    // A single row: handed out as it is.
+                    if seq >= self.lo {
+                        self.check(seq)?;
+                        return Ok(Some((seq, value)));
+                    }
+                    // Below the range: the row a floor lookup found (ascending), or the end
+                    // of a descending scan.
+                    if self.rev {
+                        self.advance_part();
+                    }
+                    continue;
+                }
+                match LogValue::parse(&value).map_err(|e| corrupt_value(seq, e))? {
+                    LogValue::Batch(pack) => pack,
+                    LogValue::Row(_) => continue,
+                }
+            } else {
+                LogPack::parse(&value).map_err(|e| corrupt_pack(seq, e))?
+            };
+            if !self.unpack(seq, &pack) && self.rev {
                 self.advance_part();
             }
         }

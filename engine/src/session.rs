@@ -338,6 +338,7 @@ impl Session {
         let lock = self.inner.session_lock(self.sid);
         let mut tip = lock.lock();
         let mut txn = Txn::begin(self, &mut tip)?;
+        txn.reserve(entries.len());
         let ids = entries
             .iter()
             .map(|e| txn.append(e, None, None))

@@ -361,11 +361,12 @@ impl Tip {
     }
 }
 
-const FORMAT_MARKER: &[u8] = b"grove\x00\x04";
-/// Store layouts 2 and 3 keep the ids of appended records in id rows (layout 2 is layout 3
-/// without packs): opening such a store moves them into id runs, session by session, and then
-/// rewrites its marker.
-const FORMAT_MARKERS_OLD: [&[u8]; 2] = [b"grove\x00\x02", b"grove\x00\x03"];
+const FORMAT_MARKER: &[u8] = b"grove\x00\x05";
+/// Older layouts this build opens and upgrades. Layout 4 is layout 5 without batches (every
+/// log key holds one row), so it is read as it is. Layouts 2 and 3 keep the ids of appended
+/// records in id rows (layout 2 is layout 3 without packs): opening such a store moves them
+/// into id runs, session by session. The marker is rewritten last.
+const FORMAT_MARKERS_OLD: [&[u8]; 3] = [b"grove\x00\x02", b"grove\x00\x03", b"grove\x00\x04"];
 
 /// Creates the store directory `path` if missing, and refuses one that holds another backend's
 /// database (opening it would start an empty store beside it).

@@ -15,6 +15,7 @@ use std::collections::HashMap;
 
 use grove_codec::digest;
 use grove_codec::entry::Envelope;
+use grove_codec::pack::LogPackWriter;
 use grove_codec::record::{self, HeadRecord, LeafTarget, NodeRecord, Parent};
 use grove_codec::writer::{leaf_line, NewEntry, Rendered};
 use grove_codec::{EntryKind, Role};
@@ -31,7 +32,9 @@ use crate::util;
 pub(crate) struct Txn<'s> {
     session: &'s Session,
     pub(crate) head: HeadRecord,
-    /// Staged writes: each record's log row, then the index rows it implies.
+    /// Staged log rows, in seq order.
+    rows: Vec<(u64, Vec<u8>)>,
+    /// Staged index rows, in the order of their records.
     batch: WriteBatch,
     nodes: HashMap<u64, NodeRecord>,
     ids: HashMap<String, u64>,
@@ -54,11 +57,19 @@ impl<'s> Txn<'s> {
             session,
             head,
             tip: std::cell::RefCell::new(tip),
+            rows: Vec::new(),
             batch: WriteBatch::new(),
             nodes: HashMap::new(),
             ids: HashMap::new(),
             bytes: 0,
         })
+    }
+
+    /// Makes room for `records` more staged records.
+    pub(crate) fn reserve(&mut self, records: usize) {
+        self.nodes.reserve(records);
+        self.ids.reserve(records);
+        self.rows.reserve(records);
     }
 
     pub(crate) fn node(&self, seq: u64) -> Result<NodeRecord> {
@@ -116,10 +127,9 @@ impl<'s> Txn<'s> {
 
     /// Stages the log row of a new record and everything it implies (index rows, head).
     fn put_record(&mut self, seq: u64, line: String, node: NodeRecord, env: &Envelope) {
-        let sid = self.session.sid;
         let row = record::encode_log(&node, line.as_bytes());
         self.bytes += row.len() as u64;
-        self.batch.put(keys::log(sid, seq), row);
+        self.rows.push((seq, row));
         index_record(
             self.session,
             &mut self.batch,
@@ -233,7 +243,8 @@ impl<'s> Txn<'s> {
     }
 
     /// Writes everything staged: one record as ordered single writes (log row first, then
-    /// its index rows), several records and the head as one atomic batch.
+    /// its index rows); several records as one atomic batch of their rows in batches (one
+    /// log key per [`grove_codec::pack::LOG_PACK_RECORDS`] records), their index rows and the head.
     /// `tip` is updated to the committed head and leaf, or emptied when the commit fails.
     pub(crate) fn commit(self, durability: Durability, tip: &mut Tip) -> Result<()> {
         let mut next_tip = self.tip.into_inner();
@@ -243,12 +254,39 @@ impl<'s> Txn<'s> {
         for (seq, node) in written {
             next_tip.remember(seq, node);
         }
-        let mut ops = self.batch;
-        // One record commits by its log row alone (the head is a fold of the log; the stored
-        // head is a checkpoint, written with id runs). Several records carry the head in
-        // their atomic batch, which keeps the checkpoint close.
-        if !single {
-            ops.put(keys::head(self.session.sid), record::encode(&self.head));
+        let sid = self.session.sid;
+        let mut ops = WriteBatch::new();
+        let mut rows = self.rows;
+        let only = if single { rows.pop() } else { None };
+        if let Some((seq, row)) = only {
+            // One record commits by its log row alone (the head is a fold of the log; the
+            // stored head is a checkpoint, written with id runs).
+            ops.put(keys::log(sid, seq), row);
+        } else {
+            let mut pack = LogPackWriter::new();
+            let mut first = None;
+            for (seq, row) in &rows {
+                first.get_or_insert(*seq);
+                pack.push(row)
+                    .map_err(|e| GroveError::InvalidArgument(e.to_string()))?;
+                if pack.is_full() {
+                    if let Some(first) = first.take() {
+                        ops.put(keys::log(sid, first), pack.take_batch());
+                    }
+                }
+            }
+            if let Some(first) = first {
+                ops.put(keys::log(sid, first), pack.take_batch());
+            }
+            // Several records carry the head in their atomic batch, which keeps the
+            // checkpoint close.
+            ops.put(keys::head(sid), record::encode(&self.head));
+        }
+        for (key, value) in self.batch.into_ops() {
+            match value {
+                Some(value) => ops.put(key, value),
+                None => ops.delete(key),
+            }
         }
         *tip = Tip::default();
         let inner = &self.session.inner;

@@ -2,8 +2,10 @@
 //! id, and refuse damaged tables.
 
 use grove_codec::pack::{
-    encode_id_pack, IdPack, LogPack, LogPackWriter, LOG_PACK_BYTES, LOG_PACK_RECORDS,
+    encode_id_pack, IdPack, LogPack, LogPackWriter, LogValue, BATCH_MARK, LOG_PACK_BYTES,
+    LOG_PACK_RECORDS,
 };
+use grove_codec::record::encode_log;
 
 #[test]
 fn log_pack_round_trips_and_refuses_damage() {
@@ -31,6 +33,41 @@ fn log_pack_round_trips_and_refuses_damage() {
     longer.push(0);
     assert!(LogPack::parse(&longer).is_err());
     assert!(LogPack::parse(&LogPackWriter::new().take()).is_err());
+}
+
+#[test]
+fn a_batch_is_its_mark_then_a_log_pack_and_a_row_is_told_apart() {
+    let mut w = LogPackWriter::new();
+    w.push(b"xy").unwrap();
+    w.push(b"z").unwrap();
+    let batch = w.take_batch();
+    assert!(w.is_empty());
+    w.push(b"xy").unwrap();
+    w.push(b"z").unwrap();
+    let mut expected = vec![0xFF];
+    expected.extend_from_slice(&w.take());
+    assert_eq!(BATCH_MARK, 0xFF);
+    assert_eq!(batch, expected);
+    let LogValue::Batch(pack) = LogValue::parse(&batch).unwrap() else {
+        panic!("a batch read as a row");
+    };
+    assert_eq!((pack.len(), pack.row(1)), (2, Some(&b"z"[..])));
+    let value = LogValue::parse(&batch).unwrap();
+    assert_eq!(
+        (value.len(), value.row(0), value.row(2)),
+        (2, Some(&b"xy"[..]), None)
+    );
+    // A damaged table is refused, with or without the mark.
+    let mut bad = batch.clone();
+    bad[4] ^= 1;
+    assert!(LogValue::parse(&bad).is_err());
+    assert!(LogValue::parse(&[BATCH_MARK]).is_err());
+    // A single row (its node record's length first) is a row, whole.
+    let row = encode_log(&super::record::node(), br#"{"type":"leaf"}"#);
+    assert_ne!(row[0], BATCH_MARK);
+    let value = LogValue::parse(&row).unwrap();
+    assert!(matches!(value, LogValue::Row(r) if r == row.as_slice()));
+    assert_eq!((value.len(), value.row(1)), (1, None));
 }
 
 #[test]

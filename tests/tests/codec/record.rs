@@ -26,7 +26,7 @@ fn seal(mut body: Vec<u8>) -> Vec<u8> {
     body
 }
 
-fn node() -> NodeRecord {
+pub(super) fn node() -> NodeRecord {
     NodeRecord {
         id: "e1".to_owned(),
         kind: EntryKind::Message(Role::Assistant).tag(),

@@ -430,6 +430,42 @@ fn compact_removes_only_insignificant_whitespace() {
     );
     assert_eq!(compact("\"\u{2028} \t\""), "\"\u{2028} \t\"");
     assert_eq!(compact("\t[\r\n]"), "[]");
+    // An escape at the very end, an unterminated string: no panic, nothing after the quote cut.
+    assert_eq!(compact(" \"a \\"), "\"a \\");
+    assert_eq!(compact("[ \"a b"), "[\"a b");
+    assert_eq!(compact("\"\\\\\" , 1"), "\"\\\\\",1");
+}
+
+/// The plain byte-by-byte state machine `compact` must agree with.
+fn compact_oracle(text: &str) -> String {
+    let mut out = String::new();
+    let (mut in_string, mut escaped) = (false, false);
+    for c in text.chars() {
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                in_string = false;
+            }
+        } else if c == '"' {
+            in_string = true;
+        } else if matches!(c, ' ' | '\n' | '\r' | '\t') {
+            continue;
+        }
+        out.push(c);
+    }
+    out
+}
+
+proptest::proptest! {
+    #[test]
+    fn compact_agrees_with_the_state_machine(
+        text in "[ \\t\\r\\n\"\\\\a{}\\[\\],:é\u{2028}]{0,40}"
+    ) {
+        proptest::prop_assert_eq!(compact(&text), compact_oracle(&text));
+    }
 }
 
 /// `render` = `to_line`, then `Envelope::parse` and `view::message_span` of the line: the

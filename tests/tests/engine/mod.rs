@@ -3,6 +3,7 @@
 
 mod bad_input;
 mod basics;
+mod batches;
 mod deep;
 mod durability;
 mod fork;

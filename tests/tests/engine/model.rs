@@ -1,4 +1,4 @@
-//! Model-based test: random sequences of append, move, navigate, fork, label, compaction
+//! Model-based test: random sequences of append, append_many, move, navigate, fork, label, compaction
 //! and restart run against the engine and against a plain in-memory model, compared after
 //! every step. A failure found here becomes a named regression test below.
 
@@ -88,6 +88,8 @@ impl Model {
 #[derive(Debug, Clone)]
 enum Op {
     Append(bool),
+    /// `append_many` of 1 ..= 6 messages (2 or more are stored as one batch).
+    AppendMany(u8),
     Move(Option<u16>),
     Navigate(u16, bool),
     Label(u16, bool),
@@ -99,6 +101,7 @@ enum Op {
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         8 => any::<bool>().prop_map(Op::Append),
+        2 => (1u8..=6).prop_map(Op::AppendMany),
         2 => proptest::option::weighted(0.9, any::<u16>()).prop_map(Op::Move),
         2 => (any::<u16>(), any::<bool>()).prop_map(|(t, h)| Op::Navigate(t, h)),
         1 => (any::<u16>(), any::<bool>()).prop_map(|(t, s)| Op::Label(t, s)),
@@ -136,6 +139,18 @@ fn compare(s: &Session, m: &Model, step: usize) -> Result<(), TestCaseError> {
     let ids: Vec<String> = s.entries().map(|e| e.unwrap().id().to_owned()).collect();
     let mids: Vec<String> = m.entries.iter().map(|e| e.id.clone()).collect();
     prop_assert_eq!(&ids, &mids, "entries at step {}", step);
+    // Every entry by id, wherever it is stored (its own row, inside a batch).
+    for e in &m.entries {
+        let stored = s.entry(&e.id).unwrap();
+        let parent = e.parent.map(|p| m.entries[p].id.clone());
+        prop_assert_eq!(
+            stored.envelope().unwrap().parent_id,
+            parent,
+            "parent of {} at step {}",
+            e.id,
+            step
+        );
+    }
     prop_assert_eq!(
         s.leaf().unwrap(),
         m.leaf.map(|i| m.entries[i].id.clone()),
@@ -213,6 +228,21 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                     text,
                     first_kept: None,
                 });
+            }
+            Op::AppendMany(n) => {
+                let texts: Vec<String> = (0..n).map(|i| format!("m{step}.{i}")).collect();
+                let batch: Vec<NewEntry> = texts.iter().map(|t| msg("user", t)).collect();
+                let ids = s.append_many(&batch).unwrap();
+                for (id, text) in ids.into_iter().zip(texts) {
+                    let parent = m.leaf;
+                    m.push(MEntry {
+                        id,
+                        parent,
+                        kind: "user",
+                        text,
+                        first_kept: None,
+                    });
+                }
             }
             Op::Move(t) => {
                 let target = t.and_then(|t| pick(m, t));

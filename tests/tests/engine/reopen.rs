@@ -105,7 +105,7 @@ fn a_store_of_another_layout_is_refused_with_its_layout_named() {
     for (marker, expected) in [
         (
             &b"grove\x00\x01"[..],
-            "store layout 1; this build reads layout 4",
+            "store layout 1; this build reads layout 5",
         ),
         (&b"other"[..], "not a grove store of a known format"),
     ] {
@@ -159,6 +159,41 @@ fn as_older_layout(store: &Store, marker: &[u8]) {
 }
 
 #[test]
+fn a_layout_4_store_opens_as_it_is_and_takes_batches_after() {
+    use grove::keys;
+    let dir = tempfile::tempdir().unwrap();
+    let (id, ids) = {
+        let store = Store::open(dir.path()).unwrap();
+        let s = store.create_session(CreateSession::default()).unwrap();
+        let ids: Vec<String> = (0..300)
+            .map(|i| s.append(super::user(&format!("old {i}"))).unwrap())
+            .collect();
+        let mut b = grove::kv::WriteBatch::new();
+        b.put(keys::meta(keys::META_FORMAT), b"grove\x00\x04".to_vec());
+        store.kv().apply(b).unwrap();
+        store.flush().unwrap();
+        (s.id().to_owned(), ids)
+    };
+    let store = Store::open(dir.path()).unwrap();
+    assert_eq!(
+        store
+            .kv()
+            .get(&keys::meta(keys::META_FORMAT))
+            .unwrap()
+            .as_deref(),
+        Some(&b"grove\x00\x05"[..])
+    );
+    let s = store.session(&id).unwrap();
+    assert_eq!(s.entry(&ids[123]).unwrap().seq, 123);
+    let more = s
+        .append_many(&[super::user("new 1"), super::user("new 2")])
+        .unwrap();
+    assert_eq!(s.entry(&more[1]).unwrap().seq, 301);
+    assert_eq!(s.entries().count(), 302);
+    assert!(store.verify().unwrap().is_ok());
+}
+
+#[test]
 fn layout_2_and_3_stores_open_with_their_id_rows_moved_into_id_runs() {
     use grove::keys;
     for marker in [&b"grove\x00\x02"[..], b"grove\x00\x03"] {
@@ -185,7 +220,7 @@ fn layout_2_and_3_stores_open_with_their_id_rows_moved_into_id_runs() {
         let kv = store.kv();
         assert_eq!(
             kv.get(&keys::meta(keys::META_FORMAT)).unwrap().as_deref(),
-            Some(&b"grove\x00\x04"[..])
+            Some(&b"grove\x00\x05"[..])
         );
         assert!(kv
             .scan(&[keys::T_ENTRY_ID], &[keys::T_ENTRY_ID + 1])
