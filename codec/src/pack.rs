@@ -7,7 +7,7 @@
 //! pack is found without decoding the others.
 
 use crate::error::CodecError;
-use crate::record::{checksum, CHECKSUM_LEN};
+use crate::record::{checksum, encode_log_into, NodeRecord, CHECKSUM_LEN};
 
 /// Most records in one log pack.
 pub const LOG_PACK_RECORDS: usize = 256;
@@ -35,18 +35,21 @@ enum Covers {
     All,
 }
 
-/// Builds `count:u32 BE ++ end:u32 BE × count ++ crc32 LE ++ body`.
-fn seal(ends: &[usize], body: &[u8], covers: Covers) -> Vec<u8> {
-    let mut out = Vec::with_capacity(4 + 4 * ends.len() + CHECKSUM_LEN + body.len());
+/// Builds `mark ++ count:u32 BE ++ end:u32 BE × count ++ crc32 LE ++ body` (the checksum
+/// does not cover `mark`).
+fn seal(mark: &[u8], ends: &[usize], body: &[u8], covers: Covers) -> Vec<u8> {
+    let mut out = Vec::with_capacity(mark.len() + 4 + 4 * ends.len() + CHECKSUM_LEN + body.len());
+    out.extend_from_slice(mark);
     out.extend_from_slice(&u32_of(ends.len()));
     for &end in ends {
         out.extend_from_slice(&u32_of(end));
     }
+    let table = &out[mark.len()..];
     let sum = match covers {
-        Covers::Table => checksum(&out),
+        Covers::Table => checksum(table),
         Covers::All => {
             let mut h = crc32fast::Hasher::new();
-            h.update(&out);
+            h.update(table);
             h.update(body);
             h.finalize().to_le_bytes()
         }
@@ -166,19 +169,54 @@ impl LogPackWriter {
 
     /// The pack's value; the writer is left empty.
     pub fn take(&mut self) -> Vec<u8> {
-        let out = seal(&self.ends, &self.body, Covers::Table);
+        let out = seal(&[], &self.ends, &self.body, Covers::Table);
         self.ends.clear();
         self.body.clear();
         out
     }
 
+    /// Adds the log row of `node` and `line`, encoded in place
+    /// ([`crate::record::encode_log`]). A row that would end past 4 GiB is refused, and the
+    /// pack is left as it was.
+    pub fn push_log(&mut self, node: &NodeRecord, line: &[u8]) -> Result<(), CodecError> {
+        let start = self.body.len();
+        encode_log_into(&mut self.body, node, line);
+        let end = self.body.len();
+        if u32::try_from(end).is_err() {
+            self.body.truncate(start);
+            return Err(corrupt(
+                "log pack",
+                format!(
+                    "a row of {} bytes does not fit (4 GiB at most)",
+                    end - start
+                ),
+            ));
+        }
+        self.ends.push(end);
+        Ok(())
+    }
+
+    /// Bytes of the rows held.
+    pub fn body_len(&self) -> usize {
+        self.body.len()
+    }
+
+    /// The one row held, as a single log row's value; `None` (and the writer unchanged)
+    /// unless it holds exactly one.
+    pub fn take_row(&mut self) -> Option<Vec<u8>> {
+        if self.ends.len() != 1 {
+            return None;
+        }
+        self.ends.clear();
+        Some(std::mem::take(&mut self.body))
+    }
+
     /// The pack as a batch: the value of a log key (tag `0x10`) holding the rows of one
     /// transaction, [`BATCH_MARK`] then the pack ([`LogValue`]); the writer is left empty.
     pub fn take_batch(&mut self) -> Vec<u8> {
-        let pack = self.take();
-        let mut out = Vec::with_capacity(1 + pack.len());
-        out.push(BATCH_MARK);
-        out.extend_from_slice(&pack);
+        let out = seal(&[BATCH_MARK], &self.ends, &self.body, Covers::Table);
+        self.ends.clear();
+        self.body.clear();
         out
     }
 }
@@ -267,7 +305,7 @@ pub fn encode_id_pack<'s>(pairs: impl IntoIterator<Item = (&'s str, u64)>) -> Ve
         body.extend_from_slice(id.as_bytes());
         ends.push(body.len());
     }
-    seal(&ends, &body, Covers::All)
+    seal(&[], &ends, &body, Covers::All)
 }
 
 /// A stored id pack: a sorted run of the entry-id index, `(id, seq)` pairs.

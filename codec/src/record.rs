@@ -217,13 +217,19 @@ fn encode_onto<T: Encode>(out: &mut Vec<u8>, value: &T) {
 pub fn encode_log(node: &NodeRecord, line: &[u8]) -> Vec<u8> {
     // A node record is its id and about a hundred bytes of fixed fields.
     let mut out = Vec::with_capacity(4 + 160 + node.id.len() + line.len());
-    out.extend_from_slice(&[0; 4]);
-    encode_onto(&mut out, node);
-    // A node record is a few hundred bytes at most, far below u32::MAX.
-    let len = u32::try_from(out.len() - 4).unwrap_or(u32::MAX);
-    out[..4].copy_from_slice(&len.to_be_bytes());
-    out.extend_from_slice(line);
+    encode_log_into(&mut out, node, line);
     out
+}
+
+/// [`encode_log`], appending the row to `out`.
+pub fn encode_log_into(out: &mut Vec<u8>, node: &NodeRecord, line: &[u8]) {
+    let start = out.len();
+    out.extend_from_slice(&[0; 4]);
+    encode_onto(out, node);
+    // A node record is a few hundred bytes at most, far below u32::MAX.
+    let len = u32::try_from(out.len() - start - 4).unwrap_or(u32::MAX);
+    out[start..start + 4].copy_from_slice(&len.to_be_bytes());
+    out.extend_from_slice(line);
 }
 
 /// Splits a log row into its encoded node record and its line bytes.

@@ -25,18 +25,21 @@ use crate::fold;
 use crate::keys;
 use crate::kv::WriteBatch;
 use crate::session::Session;
-use crate::store::{Durability, Tip};
+use crate::store::{Durability, Tip, TIP_NODES};
 use crate::util;
 
 /// One operation's staged writes.
 pub(crate) struct Txn<'s> {
     session: &'s Session,
     pub(crate) head: HeadRecord,
-    /// Staged log rows, in seq order.
-    rows: Vec<(u64, Vec<u8>)>,
+    /// Staged log rows, in seq order, in packs of the log-pack limits: `(first seq, rows)`.
+    packs: Vec<(u64, LogPackWriter)>,
     /// Staged index rows, in the order of their records.
     batch: WriteBatch,
-    nodes: HashMap<u64, NodeRecord>,
+    /// The seq of the first staged record: records `first ..` are staged, in order.
+    first: u64,
+    /// Their node records.
+    nodes: Vec<NodeRecord>,
     ids: HashMap<String, u64>,
     /// Bytes of the log rows staged.
     bytes: u64,
@@ -55,11 +58,12 @@ impl<'s> Txn<'s> {
         };
         Ok(Txn {
             session,
+            first: head.next_seq,
             head,
             tip: std::cell::RefCell::new(tip),
-            rows: Vec::new(),
+            packs: Vec::new(),
             batch: WriteBatch::new(),
-            nodes: HashMap::new(),
+            nodes: Vec::new(),
             ids: HashMap::new(),
             bytes: 0,
         })
@@ -69,11 +73,14 @@ impl<'s> Txn<'s> {
     pub(crate) fn reserve(&mut self, records: usize) {
         self.nodes.reserve(records);
         self.ids.reserve(records);
-        self.rows.reserve(records);
     }
 
     pub(crate) fn node(&self, seq: u64) -> Result<NodeRecord> {
-        if let Some(n) = self.nodes.get(&seq) {
+        let staged = seq
+            .checked_sub(self.first)
+            .and_then(|i| usize::try_from(i).ok())
+            .and_then(|i| self.nodes.get(i));
+        if let Some(n) = staged {
             return Ok(n.clone());
         }
         if let Some(n) = self.tip.borrow().node(seq) {
@@ -126,10 +133,22 @@ impl<'s> Txn<'s> {
     }
 
     /// Stages the log row of a new record and everything it implies (index rows, head).
-    fn put_record(&mut self, seq: u64, line: String, node: NodeRecord, env: &Envelope) {
-        let row = record::encode_log(&node, line.as_bytes());
-        self.bytes += row.len() as u64;
-        self.rows.push((seq, row));
+    fn put_record(
+        &mut self,
+        seq: u64,
+        line: String,
+        node: NodeRecord,
+        env: &Envelope,
+    ) -> Result<()> {
+        if !matches!(self.packs.last(), Some((_, pack)) if !pack.is_full()) {
+            self.packs.push((seq, LogPackWriter::new()));
+        }
+        if let Some((_, pack)) = self.packs.last_mut() {
+            let before = pack.body_len();
+            pack.push_log(&node, line.as_bytes())
+                .map_err(|e| GroveError::InvalidArgument(format!("entry {}: {e}", node.id)))?;
+            self.bytes += (pack.body_len() - before) as u64;
+        }
         index_record(
             self.session,
             &mut self.batch,
@@ -140,7 +159,8 @@ impl<'s> Txn<'s> {
             env,
         );
         self.ids.insert(node.id.clone(), seq);
-        self.nodes.insert(seq, node);
+        self.nodes.push(node);
+        Ok(())
     }
 
     /// Stages an entry as a child of the (staged) leaf; it becomes the leaf.
@@ -208,7 +228,7 @@ impl<'s> Txn<'s> {
             digest::content_hash(line.as_bytes()),
         );
         node.message = message;
-        self.put_record(seq, line, node, &envelope);
+        self.put_record(seq, line, node, &envelope)?;
         Ok(id)
     }
 
@@ -238,7 +258,7 @@ impl<'s> Txn<'s> {
             digest::content_hash(line.as_bytes()),
         );
         let envelope = Envelope::parse(&line).map_err(GroveError::InvalidArgument)?;
-        self.put_record(seq, line, node, &envelope);
+        self.put_record(seq, line, node, &envelope)?;
         Ok(id)
     }
 
@@ -248,34 +268,25 @@ impl<'s> Txn<'s> {
     /// `tip` is updated to the committed head and leaf, or emptied when the commit fails.
     pub(crate) fn commit(self, durability: Durability, tip: &mut Tip) -> Result<()> {
         let mut next_tip = self.tip.into_inner();
-        let mut written: Vec<_> = self.nodes.into_iter().collect();
-        written.sort_unstable_by_key(|(seq, _)| *seq);
-        let single = written.len() == 1;
-        for (seq, node) in written {
+        let single = self.nodes.len() == 1;
+        // The tip keeps only the most recent nodes.
+        let skip = self.nodes.len().saturating_sub(TIP_NODES);
+        for (seq, node) in (self.first..).zip(self.nodes).skip(skip) {
             next_tip.remember(seq, node);
         }
         let sid = self.session.sid;
         let mut ops = WriteBatch::new();
-        let mut rows = self.rows;
-        let only = if single { rows.pop() } else { None };
+        let mut packs = self.packs;
+        let only = match packs.as_mut_slice() {
+            [(seq, pack)] if single => pack.take_row().map(|row| (*seq, row)),
+            _ => None,
+        };
         if let Some((seq, row)) = only {
             // One record commits by its log row alone (the head is a fold of the log; the
             // stored head is a checkpoint, written with id runs).
             ops.put(keys::log(sid, seq), row);
         } else {
-            let mut pack = LogPackWriter::new();
-            let mut first = None;
-            for (seq, row) in &rows {
-                first.get_or_insert(*seq);
-                pack.push(row)
-                    .map_err(|e| GroveError::InvalidArgument(e.to_string()))?;
-                if pack.is_full() {
-                    if let Some(first) = first.take() {
-                        ops.put(keys::log(sid, first), pack.take_batch());
-                    }
-                }
-            }
-            if let Some(first) = first {
+            for (first, mut pack) in packs {
                 ops.put(keys::log(sid, first), pack.take_batch());
             }
             // Several records carry the head in their atomic batch, which keeps the
@@ -368,7 +379,10 @@ pub(crate) fn advance_head(
     }
     head.next_seq = seq + 1;
     if let Some(t) = timestamp {
-        head.last_timestamp = Some(t.to_owned());
+        match &mut head.last_timestamp {
+            Some(last) => t.clone_into(last),
+            None => head.last_timestamp = Some(t.to_owned()),
+        }
     }
 }
 

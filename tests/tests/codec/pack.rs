@@ -68,6 +68,19 @@ fn a_batch_is_its_mark_then_a_log_pack_and_a_row_is_told_apart() {
     let value = LogValue::parse(&row).unwrap();
     assert!(matches!(value, LogValue::Row(r) if r == row.as_slice()));
     assert_eq!((value.len(), value.row(1)), (1, None));
+    // Rows encoded in place are the rows `encode_log` makes; one row is taken as it is.
+    let node = super::record::node();
+    let mut w = LogPackWriter::new();
+    w.push_log(&node, b"{}").unwrap();
+    assert_eq!(w.body_len(), encode_log(&node, b"{}").len());
+    assert_eq!(w.take_row(), Some(encode_log(&node, b"{}")));
+    assert!(w.is_empty());
+    w.push_log(&node, b"{}").unwrap();
+    w.push_log(&node, b"[]").unwrap();
+    assert_eq!(w.take_row(), None);
+    let batch = w.take_batch();
+    let value = LogValue::parse(&batch).unwrap();
+    assert_eq!(value.row(1), Some(encode_log(&node, b"[]").as_slice()));
 }
 
 #[test]
