@@ -38,6 +38,13 @@ enum Covers {
 /// Builds `mark ++ count:u32 BE ++ end:u32 BE × count ++ crc32 LE ++ body` (the checksum
 /// does not cover `mark`).
 fn seal(mark: &[u8], ends: &[usize], body: &[u8], covers: Covers) -> Vec<u8> {
+    let mut out = header(mark, ends, body, covers);
+    out.extend_from_slice(body);
+    out
+}
+
+/// The part of a sealed pack before its body.
+fn header(mark: &[u8], ends: &[usize], body: &[u8], covers: Covers) -> Vec<u8> {
     let mut out = Vec::with_capacity(mark.len() + 4 + 4 * ends.len() + CHECKSUM_LEN + body.len());
     out.extend_from_slice(mark);
     out.extend_from_slice(&u32_of(ends.len()));
@@ -55,7 +62,6 @@ fn seal(mark: &[u8], ends: &[usize], body: &[u8], covers: Covers) -> Vec<u8> {
         }
     };
     out.extend_from_slice(&sum);
-    out.extend_from_slice(body);
     out
 }
 
@@ -137,6 +143,14 @@ impl LogPackWriter {
         LogPackWriter::default()
     }
 
+    /// An empty pack with room for `rows` rows of `bytes` bytes in all, and its table.
+    pub fn with_capacity(rows: usize, bytes: usize) -> LogPackWriter {
+        LogPackWriter {
+            ends: Vec::with_capacity(rows),
+            body: Vec::with_capacity(bytes + 1 + 4 + 4 * rows + CHECKSUM_LEN),
+        }
+    }
+
     /// Adds one log row (the value [`crate::record::encode_log`] returns). A pack's offsets
     /// are u32: a row that would end past 4 GiB is refused, and the pack is left as it was.
     pub fn push(&mut self, row: &[u8]) -> Result<(), CodecError> {
@@ -214,9 +228,12 @@ impl LogPackWriter {
     /// The pack as a batch: the value of a log key (tag `0x10`) holding the rows of one
     /// transaction, [`BATCH_MARK`] then the pack ([`LogValue`]); the writer is left empty.
     pub fn take_batch(&mut self) -> Vec<u8> {
-        let out = seal(&[BATCH_MARK], &self.ends, &self.body, Covers::Table);
+        // The table goes in front of the rows in place (a move within the buffer, which
+        // `with_capacity` sized for it), not into a copy.
+        let header = header(&[BATCH_MARK], &self.ends, &[], Covers::Table);
+        let mut out = std::mem::take(&mut self.body);
+        out.splice(0..0, header);
         self.ends.clear();
-        self.body.clear();
         out
     }
 }

@@ -15,7 +15,7 @@ use std::collections::HashMap;
 
 use grove_codec::digest;
 use grove_codec::entry::Envelope;
-use grove_codec::pack::LogPackWriter;
+use grove_codec::pack::{LogPackWriter, LOG_PACK_BYTES, LOG_PACK_RECORDS};
 use grove_codec::record::{self, HeadRecord, LeafTarget, NodeRecord, Parent};
 use grove_codec::writer::{leaf_line, NewEntry, Rendered};
 use grove_codec::{EntryKind, Role};
@@ -40,6 +40,8 @@ pub(crate) struct Txn<'s> {
     first: u64,
     /// Their node records.
     nodes: Vec<NodeRecord>,
+    /// Records the caller said it will stage ([`Txn::reserve`]), to size the packs.
+    expected: usize,
     ids: HashMap<String, u64>,
     /// Bytes of the log rows staged.
     bytes: u64,
@@ -64,6 +66,7 @@ impl<'s> Txn<'s> {
             packs: Vec::new(),
             batch: WriteBatch::new(),
             nodes: Vec::new(),
+            expected: 1,
             ids: HashMap::new(),
             bytes: 0,
         })
@@ -73,6 +76,7 @@ impl<'s> Txn<'s> {
     pub(crate) fn reserve(&mut self, records: usize) {
         self.nodes.reserve(records);
         self.ids.reserve(records);
+        self.expected = self.nodes.len() + records;
     }
 
     pub(crate) fn node(&self, seq: u64) -> Result<NodeRecord> {
@@ -141,7 +145,15 @@ impl<'s> Txn<'s> {
         env: &Envelope,
     ) -> Result<()> {
         if !matches!(self.packs.last(), Some((_, pack)) if !pack.is_full()) {
-            self.packs.push((seq, LogPackWriter::new()));
+            // Sized for the records still expected, as large as this one.
+            let rows = self
+                .expected
+                .saturating_sub(self.nodes.len())
+                .clamp(1, LOG_PACK_RECORDS);
+            let row = line.len() + node.id.len() + 192;
+            let bytes = (rows * row).min(LOG_PACK_BYTES + row);
+            self.packs
+                .push((seq, LogPackWriter::with_capacity(rows, bytes)));
         }
         if let Some((_, pack)) = self.packs.last_mut() {
             let before = pack.body_len();
