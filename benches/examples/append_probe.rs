@@ -1,9 +1,9 @@
 //! Appends of generated small entries to one new session: single `append_with` calls (the
-//! generated ids and timestamps) or `append_many` in batches of 100 (fresh ids), on sled or in
-//! memory (grove's own work without a backend's). docs/design.md ("Id index", "Open
+//! generated ids and timestamps) or `append_many` in batches of 100 (`many`) or N (`many:N`)
+//! entries (fresh ids), on sled or in memory (grove's own work without a backend's). docs/design.md ("Id index", "Open
 //! questions") cites its output.
 //!
-//! `cargo run --release -p grove-benches --example append_probe -- [entries] [single|many] [sled|memory]`
+//! `cargo run --release -p grove-benches --example append_probe -- [entries] [single|many|many:N] [sled|memory]`
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 use std::time::Instant;
 
@@ -14,7 +14,13 @@ use grove_benches::GenSpec;
 fn main() {
     let mut args = std::env::args().skip(1);
     let n: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(100_000);
-    let many = args.next().is_some_and(|a| a == "many");
+    let mode = args.next().unwrap_or_default();
+    let batch: Option<usize> = match mode.strip_prefix("many") {
+        Some("") => Some(100),
+        Some(n) => Some(n.trim_start_matches(':').parse().unwrap()),
+        None => None,
+    };
+    let many = batch.is_some();
     let memory = args.next().is_some_and(|a| a == "memory");
     let calls = AppendCalls::new(&GenSpec::linear(n, 31));
     let (session_id, entries) = (calls.session_id, calls.entries);
@@ -36,7 +42,7 @@ fn main() {
     let t = Instant::now();
     if many {
         let plain: Vec<_> = entries.into_iter().map(|(e, _)| e).collect();
-        for chunk in plain.chunks(100) {
+        for chunk in plain.chunks(batch.unwrap_or(100)) {
             let call = Instant::now();
             session.append_many(chunk).unwrap();
             calls.push(call.elapsed());
@@ -55,7 +61,10 @@ fn main() {
     println!(
         "{} {} on {}: {:.0} entries/s ({d:?}); per call median {:?}, p99 {:?}, p99.99 {:?}, max {:?}",
         n,
-        if many { "append_many (100)" } else { "appends" },
+        match batch {
+            Some(b) => format!("append_many ({b})"),
+            None => "appends".to_owned(),
+        },
         store.backend_name(),
         n as f64 / d.as_secs_f64(),
         at(0.5),

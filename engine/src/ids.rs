@@ -36,7 +36,7 @@ use crate::error::{GroveError, Result};
 use crate::keys;
 use crate::kv::WriteBatch;
 use crate::log::LogRows;
-use crate::session::{decode_node, decode_row, packed_count, Session};
+use crate::session::{decode_node, decode_row, packed_count, Entry, Session};
 use crate::store::{Durability, Inner};
 use crate::write;
 
@@ -223,7 +223,6 @@ impl IdIndex {
         let start = tail_from.min(head.next_seq);
         let mut tail = HashMap::new();
         let mut tail_bytes = 0;
-        let mut last = None;
         for pair in s.log_range(start, u64::MAX) {
             let (seq, v) = pair?;
             let node = decode_node(seq, &v)?;
@@ -234,17 +233,20 @@ impl IdIndex {
                 tail.insert(node.id, seq);
                 tail_bytes += v.len() as u64;
             }
-            last = Some((seq, v));
         }
-        if let Some((seq, row)) = last {
-            let entry = decode_row(seq, row)?;
-            if seq + 1 == head.next_seq {
+        // Only the last log value can be incomplete (the commit protocol): its records' index
+        // rows are completed now. A poisoned store refuses writes; they wait for a reopen.
+        let last: Vec<Entry> = s
+            .last_value()?
+            .into_iter()
+            .map(|(seq, row)| decode_row(seq, row))
+            .collect::<Result<_>>()?;
+        if let Some(entry) = last.last() {
+            if entry.seq + 1 == head.next_seq {
                 head.last_timestamp = Some(entry.envelope()?.timestamp);
             }
-            // Only the last record can be incomplete (the commit protocol); a poisoned store
-            // refuses writes, and the record waits for a reopen.
             if s.inner.check_writable().is_ok() {
-                write::repair_last(s, &entry)?;
+                write::repair_last(s, &last)?;
             }
         }
         Ok(IdIndex {
@@ -496,30 +498,36 @@ impl Session {
 
     /// The number of entries (leaf records excluded), without loading the session's state
     /// when no one has: the checkpoint's count, plus the records after it, minus the leaf
-    /// records among them — counted by their leaf-history keys, and by its node for the last
-    /// record (whose row a crash may have left unwritten). A few reads whatever the session's
-    /// size, for listings of many sessions.
+    /// records among them — counted by their leaf-history keys, and by their nodes for the
+    /// records of the last log value (whose index rows a crash may have left unwritten). A few
+    /// reads whatever the session's size, for listings of many sessions.
     pub(crate) fn entry_count(&self) -> Result<u64> {
         if let Some(index) = self.inner.id_index(self.sid).read().as_ref() {
             return Ok(index.head.entries);
         }
         let kv = &self.inner.kv;
         let checkpoint: HeadRecord = self.inner.require(&keys::head(self.sid))?;
-        let Some((last_seq, row)) = self.last_row_from(checkpoint.next_seq)? else {
+        let last = self.last_value()?;
+        let (Some(&(first, _)), Some(&(last_seq, _))) = (last.first(), last.last()) else {
             return Ok(checkpoint.entries);
         };
-        let last_node = decode_node(last_seq, &row)?;
-        let from = keys::leaf_history(self.sid, checkpoint.next_seq);
-        let end = keys::prefix_end(&keys::session_prefix(keys::T_LEAF_HISTORY, self.sid));
-        let mut leaves = 0;
-        let mut last_counted = false;
-        for pair in kv.scan(&from, &end) {
-            let (key, _) = pair?;
-            leaves += 1;
-            last_counted |= keys::last_u64(&key) == Some(last_seq);
+        if last_seq < checkpoint.next_seq {
+            return Ok(checkpoint.entries);
         }
-        if last_node.kind == grove_codec::EntryKind::Leaf.tag() && !last_counted {
+        // Leaf records before the last value, by their keys; in it, by their nodes.
+        let from = keys::leaf_history(self.sid, checkpoint.next_seq);
+        let end = keys::leaf_history(self.sid, first.max(checkpoint.next_seq));
+        let mut leaves = 0;
+        for pair in kv.scan(&from, &end) {
+            pair?;
             leaves += 1;
+        }
+        for (seq, row) in &last {
+            if *seq >= checkpoint.next_seq
+                && decode_node(*seq, row)?.kind == grove_codec::EntryKind::Leaf.tag()
+            {
+                leaves += 1;
+            }
         }
         let after = (last_seq + 1).saturating_sub(checkpoint.next_seq);
         Ok(checkpoint.entries + after.saturating_sub(leaves))

@@ -92,22 +92,20 @@ impl Session {
         LogRows::new(self.inner.kv.as_ref(), self.sid, self.packed, lo, hi, true)
     }
 
-    /// The seq and row of the log's last record, when it is at `from` or later and not in a
-    /// pack (one floor lookup).
-    pub(crate) fn last_row_from(&self, from: u64) -> Result<Option<(u64, Vec<u8>)>> {
+    /// The records of the log's last value under a log key (a single row, or a batch): the
+    /// last transaction's, the only one a crash may have left with index rows missing (one
+    /// floor lookup). Empty when the session has no records after its packs.
+    pub(crate) fn last_value(&self) -> Result<Vec<(u64, Vec<u8>)>> {
         let start = keys::log(self.sid, self.packed);
         let end = keys::prefix_end(&keys::session_prefix(keys::T_LOG, self.sid));
-        let mut out = Ok(None);
+        let mut out = Ok(Vec::new());
         self.inner.kv.read_last(&start, &end, &mut |key, value| {
             out = (|| {
                 let first = key_seq(key)?;
                 let value = LogValue::parse(value).map_err(|e| corrupt_value(first, e))?;
-                let i = value.len() - 1;
-                let last = first + i as u64;
-                Ok(value
-                    .row(i)
-                    .filter(|_| last >= from)
-                    .map(|row| (last, row.to_vec())))
+                Ok((0..value.len())
+                    .filter_map(|i| value.row(i).map(|row| (first + i as u64, row.to_vec())))
+                    .collect())
             })();
         })?;
         out

@@ -2,14 +2,14 @@
 //! move with its branch summary, a batch of appends) over an overlay of what it has staged so
 //! far, then commits them. Callers hold the session's writer lock for the whole transaction.
 //!
-//! The log is the commit point (docs/design.md, "Commit protocol"). A transaction of one
-//! record is written as ordered single writes — the log row first, then the index rows it
-//! implies — which the backend recovers as a prefix after a crash: only a session's last
-//! record can be incomplete, and [`repair_last`] completes it when a process first loads the
-//! session. The head (next seq, leaf, counts) is a fold of the log, kept in memory; the stored
-//! head is a checkpoint of it, written with each id run ([`crate::ids`]) and with every
-//! transaction of several records (`append_many`, a move with its branch summary), which is
-//! one atomic batch.
+//! The log is the commit point (docs/design.md, "Commit protocol"). A transaction whose
+//! records fit one log value — a single row, or one batch — is written as ordered single
+//! writes: the value first, then the index rows its records imply. The backend recovers them
+//! as a prefix after a crash: only a session's last log value can be incomplete, and
+//! [`repair_last`] completes its records when a process first loads the session. The head
+//! (next seq, leaf, counts) is a fold of the log, kept in memory; the stored head is a
+//! checkpoint of it, written with each id run ([`crate::ids`]) and with every transaction of
+//! several log values, which is one atomic batch.
 
 use std::collections::HashMap;
 
@@ -274,9 +274,10 @@ impl<'s> Txn<'s> {
         Ok(id)
     }
 
-    /// Writes everything staged: one record as ordered single writes (log row first, then
-    /// its index rows); several records as one atomic batch of their rows in batches (one
-    /// log key per [`grove_codec::pack::LOG_PACK_RECORDS`] records), their index rows and the head.
+    /// Writes everything staged. Records that fit one log value (a single row, or one batch
+    /// of up to [`LOG_PACK_RECORDS`] records and [`LOG_PACK_BYTES`]) as ordered single writes:
+    /// the value, then the index rows. More records as one atomic batch of their batches,
+    /// their index rows and the head.
     /// `tip` is updated to the committed head and leaf, or emptied when the commit fails.
     pub(crate) fn commit(self, durability: Durability, tip: &mut Tip) -> Result<()> {
         let mut next_tip = self.tip.into_inner();
@@ -289,21 +290,24 @@ impl<'s> Txn<'s> {
         let sid = self.session.sid;
         let mut ops = WriteBatch::new();
         let mut packs = self.packs;
-        let only = match packs.as_mut_slice() {
-            [(seq, pack)] if single => pack.take_row().map(|row| (*seq, row)),
-            _ => None,
-        };
-        if let Some((seq, row)) = only {
-            // One record commits by its log row alone (the head is a fold of the log; the
-            // stored head is a checkpoint, written with id runs).
-            ops.put(keys::log(sid, seq), row);
-        } else {
-            for (first, mut pack) in packs {
-                ops.put(keys::log(sid, first), pack.take_batch());
+        // Records that fit one log value commit by that value alone, as ordered single
+        // writes: the value first, then the index rows (the head is a fold of the log; the
+        // stored head is a checkpoint, written with id runs). Several values, which no single
+        // write holds, go in one atomic batch with the head.
+        let ordered = packs.len() == 1;
+        match packs.as_mut_slice() {
+            [(first, pack)] => {
+                // One record is a single row, several a batch.
+                let row = if single { pack.take_row() } else { None };
+                let value = row.unwrap_or_else(|| pack.take_batch());
+                ops.put(keys::log(sid, *first), value);
             }
-            // Several records carry the head in their atomic batch, which keeps the
-            // checkpoint close.
-            ops.put(keys::head(sid), record::encode(&self.head));
+            _ => {
+                for (first, mut pack) in packs {
+                    ops.put(keys::log(sid, first), pack.take_batch());
+                }
+                ops.put(keys::head(sid), record::encode(&self.head));
+            }
         }
         for (key, value) in self.batch.into_ops() {
             match value {
@@ -315,7 +319,7 @@ impl<'s> Txn<'s> {
         let inner = &self.session.inner;
         self.session
             .commit_with_ids(self.ids, self.bytes, &self.head, || {
-                inner.commit_ops(ops, single, durability)
+                inner.commit_ops(ops, ordered, durability)
             })?;
         next_tip.head = Some(self.head);
         *tip = next_tip;
@@ -398,23 +402,27 @@ pub(crate) fn advance_head(
     }
 }
 
-/// Completes the last record of a session, which a crash may have interrupted after its log
-/// row (the commit point) and before all of its index rows: writes the rows it implies that
-/// are missing or differ (one batch, durably). Called when a process first loads the
-/// session's state ([`crate::ids`]); whether it wrote anything.
-pub(crate) fn repair_last(session: &Session, entry: &crate::session::Entry) -> Result<bool> {
-    let env = entry.envelope()?;
+/// Completes the records of a session's last log value (a row or a batch), which a crash may
+/// have interrupted after that value (the commit point) and before all of its index rows:
+/// writes the rows they imply that are missing or differ (one batch, durably). Called when a
+/// process first loads the session's state ([`crate::ids`]); whether it wrote anything.
+pub(crate) fn repair_last(session: &Session, entries: &[crate::session::Entry]) -> Result<bool> {
     let mut rows = WriteBatch::new();
-    index_rows(
-        session,
-        &mut rows,
-        entry.seq,
-        &entry.node,
-        &entry.line,
-        &env,
-    );
+    for entry in entries {
+        let env = entry.envelope()?;
+        index_rows(
+            session,
+            &mut rows,
+            entry.seq,
+            &entry.node,
+            &entry.line,
+            &env,
+        );
+    }
+    // What the rows leave behind: a later write of a key wins (two labels of one target).
+    let outcome: std::collections::BTreeMap<_, _> = rows.clone().into_ops().into_iter().collect();
     let mut missing = false;
-    for (key, value) in rows.clone().into_ops() {
+    for (key, value) in outcome {
         if session.inner.kv.get(&key)? != value {
             missing = true;
         }

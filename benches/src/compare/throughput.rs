@@ -276,50 +276,27 @@ pub(crate) fn append_throughput(cx: &mut Ctx) -> Result<()> {
     Ok(())
 }
 
-/// `append_many` in batches.
+/// Entries of one agent turn written by one `append_many` in the comparison.
+const TURN: usize = 4;
+
+/// `append_many` in batches: of a turn's few entries, and of the target's size.
 pub(crate) fn append_many(cx: &mut Ctx) -> Result<()> {
     let s = cx.sizes.clone();
     let w = Workload::new("small", &GenSpec::linear(s.appends, 33));
-    let batch = s.batch.max(1);
-    progress(&format!("append_many, batches of {batch}"));
+    let target_batch = s.batch.max(1);
     let entries: Vec<NewEntry> = w.entries.iter().map(|(e, _)| e.clone()).collect();
-    let mut r = runner(cx, &w);
-    let many = |session: &grove::Session| -> Result<()> {
-        for chunk in entries.chunks(batch) {
-            session.append_many(chunk)?;
-        }
-        Ok(())
-    };
-    let grove = r.grove(many)?;
-    let grove_redb = r.grove_on(Flavor::Redb, many)?;
-    let raw = r.sled(|db| {
-        for (c, chunk) in w.lines.chunks(batch).enumerate() {
-            let mut b = sled::Batch::default();
-            for (i, line) in chunk.iter().enumerate() {
-                b.insert(&((c * batch + i) as u64).to_be_bytes(), line.as_bytes());
-            }
-            db.apply_batch(b)?;
-        }
-        Ok(())
-    })?;
-    let sqlite = r.sqlite(|db| {
-        for chunk in w.lines.chunks(batch) {
-            db.append_lines(&w.session_id, chunk)?;
-        }
-        Ok(())
-    })?;
-    let jsonl = r.jsonl(|store| {
-        for chunk in w.lines.chunks(batch) {
-            store.append_lines(chunk)?;
-        }
-        Ok(())
-    })?;
     let mut table = Table::new(
-        &format!("append_many throughput (batches of {batch})"),
-        "grove: `append_many` of each batch (one atomic batch, `Durability::None`); raw sled: \
-         one `apply_batch` per batch; SQLite: one transaction per batch; JSONL: one `write` \
-         per batch. Small payload.",
+        "append_many throughput",
+        &format!(
+            "grove: `append_many` of each batch (records that fit one log value — up to 256 \
+             records, 128 KiB — as ordered single writes, more as one atomic batch; \
+             `Durability::None`); raw sled: one `apply_batch` per batch; SQLite: one \
+             transaction per batch; JSONL: one `write` per batch. Small payload. Batches of \
+             {TURN} entries are a turn (user, assistant, tool result, assistant); the target \
+             is stated for batches of {target_batch}."
+        ),
         &[
+            "batch",
             "entries",
             "grove append_many",
             "grove (redb)",
@@ -329,31 +306,69 @@ pub(crate) fn append_many(cx: &mut Ctx) -> Result<()> {
             "grove / raw sled",
         ],
     );
-    table.row(vec![
-        fmt_count(w.lines.len() as u64),
-        w.rate(&grove),
-        w.rate(&grove_redb),
-        w.rate(&raw),
-        w.rate(&sqlite),
-        w.rate(&jsonl),
-        fmt_ratio(raw.secs() / grove.secs()),
-    ]);
+    for batch in [TURN, target_batch] {
+        progress(&format!("append_many, batches of {batch}"));
+        let mut r = runner(cx, &w);
+        let many = |session: &grove::Session| -> Result<()> {
+            for chunk in entries.chunks(batch) {
+                session.append_many(chunk)?;
+            }
+            Ok(())
+        };
+        let grove = r.grove(many)?;
+        let grove_redb = r.grove_on(Flavor::Redb, many)?;
+        let raw = r.sled(|db| {
+            for (c, chunk) in w.lines.chunks(batch).enumerate() {
+                let mut b = sled::Batch::default();
+                for (i, line) in chunk.iter().enumerate() {
+                    b.insert(&((c * batch + i) as u64).to_be_bytes(), line.as_bytes());
+                }
+                db.apply_batch(b)?;
+            }
+            Ok(())
+        })?;
+        let sqlite = r.sqlite(|db| {
+            for chunk in w.lines.chunks(batch) {
+                db.append_lines(&w.session_id, chunk)?;
+            }
+            Ok(())
+        })?;
+        let jsonl = r.jsonl(|store| {
+            for chunk in w.lines.chunks(batch) {
+                store.append_lines(chunk)?;
+            }
+            Ok(())
+        })?;
+        table.row(vec![
+            batch.to_string(),
+            fmt_count(w.lines.len() as u64),
+            w.rate(&grove),
+            w.rate(&grove_redb),
+            w.rate(&raw),
+            w.rate(&sqlite),
+            w.rate(&jsonl),
+            fmt_ratio(raw.secs() / grove.secs()),
+        ]);
+        if batch != target_batch {
+            continue;
+        }
+        let rate = w.lines.len() as f64 / grove.secs();
+        cx.targets.push(Target {
+            measurement: format!("append_many entries/s (batches of {batch}, small payload)"),
+            target: "≥ 200,000 entries/s".to_owned(),
+            result: fmt_rate(rate),
+            met: rate >= 200_000.0,
+        });
+        let redb_rate = w.lines.len() as f64 / grove_redb.secs();
+        cx.targets.push(Target {
+            measurement: format!(
+                "append_many entries/s (batches of {batch}, small payload), redb backend"
+            ),
+            target: "≥ 200,000 entries/s".to_owned(),
+            result: fmt_rate(redb_rate),
+            met: redb_rate >= 200_000.0,
+        });
+    }
     cx.tables.push(table);
-    let rate = w.lines.len() as f64 / grove.secs();
-    cx.targets.push(Target {
-        measurement: format!("append_many entries/s (batches of {batch}, small payload)"),
-        target: "≥ 200,000 entries/s".to_owned(),
-        result: fmt_rate(rate),
-        met: rate >= 200_000.0,
-    });
-    let redb_rate = w.lines.len() as f64 / grove_redb.secs();
-    cx.targets.push(Target {
-        measurement: format!(
-            "append_many entries/s (batches of {batch}, small payload), redb backend"
-        ),
-        target: "≥ 200,000 entries/s".to_owned(),
-        result: fmt_rate(redb_rate),
-        met: redb_rate >= 200_000.0,
-    });
     Ok(())
 }
