@@ -448,9 +448,14 @@ fn random_entry(s: &Session, rng: &mut Rng) -> Result<Option<String>, String> {
     }
 }
 
-/// One atomic batch of appends.
+/// One atomic batch of appends: a turn's few entries (one log value, ordered writes) or
+/// hundreds (one log value or several in an atomic batch).
 fn grow(s: &Session, rng: &mut Rng) -> Result<(), String> {
-    let n = rng.range(50, 300);
+    let n = if rng.chance(50) {
+        rng.range(2, 8)
+    } else {
+        rng.range(50, 300)
+    };
     let batch: Vec<NewEntry> = (0..n).map(|_| message(rng)).collect::<Result<_, _>>()?;
     emit(&Event::BatchIntent {
         session: s.id().to_owned(),
