@@ -315,8 +315,11 @@ impl<'a> LogPack<'a> {
 
 /// Builds an id pack from `(id, seq)` pairs in strictly increasing byte order of the ids.
 pub fn encode_id_pack<'s>(pairs: impl IntoIterator<Item = (&'s str, u64)>) -> Vec<u8> {
-    let mut ends = Vec::new();
-    let mut body = Vec::new();
+    let pairs = pairs.into_iter();
+    // Room for the pairs the iterator announces, with ids of a pi entry's 8 characters.
+    let (at_least, _) = pairs.size_hint();
+    let mut ends = Vec::with_capacity(at_least);
+    let mut body = Vec::with_capacity(at_least * 16);
     for (id, seq) in pairs {
         body.extend_from_slice(&seq.to_be_bytes());
         body.extend_from_slice(id.as_bytes());
