@@ -608,7 +608,10 @@ pub(crate) fn migrate_id_rows(inner: &Inner) -> Result<bool> {
     let mut ids: Vec<(String, u64)> = Vec::new();
     let log = LogRows::new(inner.kv.as_ref(), sid, packed, packed, u64::MAX, false);
     for pair in log {
-        let (seq, v) = pair.map_err(|e| GroveError::Corrupt(format!("session {sid}: {e}")))?;
+        let (seq, v) = pair.map_err(|e| match e {
+            GroveError::Corrupt(m) => GroveError::Corrupt(format!("session {sid}: {m}")),
+            other => other,
+        })?;
         ids.push((decode_node(seq, &v)?.id, seq));
     }
     if !ids.is_empty() {
