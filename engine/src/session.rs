@@ -332,8 +332,9 @@ impl Session {
         Ok(AppendOutcome::Appended(id))
     }
 
-    /// Appends several entries as a chain (each the child of the one before) in one atomic
-    /// batch. Returns their ids.
+    /// Appends several entries as a chain (each the child of the one before), atomically: after
+    /// a crash either all of them are in the log or none is (up to 256 entries and 128 KiB
+    /// are one log value, more one atomic batch; docs/format.md, "Batches"). Returns their ids.
     pub fn append_many(&self, entries: &[NewEntry]) -> Result<Vec<String>> {
         let lock = self.inner.session_lock(self.sid);
         let mut tip = lock.lock();
@@ -377,7 +378,7 @@ impl Session {
     }
 
     /// Moves the leaf and, with `summary`, appends a branch summary at the target in the
-    /// same atomic batch (spec §7.1). Returns the summary entry's id.
+    /// same atomic write (one log value, spec §7.1). Returns the summary entry's id.
     pub(crate) fn move_to_with(
         &self,
         target: Option<&str>,
