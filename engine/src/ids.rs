@@ -21,7 +21,7 @@
 //! the state is loaded (docs/design.md, "Commit protocol").
 //!
 //! The state of one session is shared by every handle of the store (one per session number,
-//! [`crate::store::Inner::id_index`]): readers take it shared, a commit exclusively (so a
+//! `Inner::id_index`): readers take it shared, a commit exclusively (so a
 //! reader never sees a record's id before its log row, nor after a merge the packs of runs the
 //! merge removed).
 
