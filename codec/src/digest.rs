@@ -2,6 +2,10 @@
 //! binds the content hash to the parent's chain digest under a domain tag, so the digest of
 //! a leaf authenticates every entry on its path to the root.
 
+use std::sync::LazyLock;
+
+use blake3::hazmat::HasherExt;
+
 /// A 32-byte blake3 digest.
 pub type Digest = [u8; 32];
 
@@ -18,7 +22,10 @@ pub fn content_hash(line: &[u8]) -> Digest {
 
 /// The chain digest of an entry: `derive_key(CHAIN_CONTEXT, parent_digest || content_hash)`.
 pub fn chain(parent: &Digest, content: &Digest) -> Digest {
-    let mut h = blake3::Hasher::new_derive_key(CHAIN_CONTEXT);
+    // The context string's key, hashed once per process rather than once per entry.
+    static CONTEXT_KEY: LazyLock<blake3::hazmat::ContextKey> =
+        LazyLock::new(|| blake3::hazmat::hash_derive_key_context(CHAIN_CONTEXT));
+    let mut h = blake3::Hasher::new_from_context_key(&CONTEXT_KEY);
     h.update(parent);
     h.update(content);
     *h.finalize().as_bytes()
@@ -28,3 +35,4 @@ pub fn chain(parent: &Digest, content: &Digest) -> Digest {
 pub fn hex(d: &Digest) -> String {
     d.iter().map(|b| format!("{b:02x}")).collect()
 }
+

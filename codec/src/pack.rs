@@ -419,8 +419,10 @@ pub const FILTER_PROBES: u8 = 7;
 /// index — for them (false-positive rate about 1 % at 10 bits per id).
 ///
 /// `filter := probes:u8 ++ bits (m = 8 × len bits) ++ crc32(probes ++ bits) LE`; id `x` sets
-/// the bits `(h1 + i × h2) mod m` for `i < probes`, where `h1`, `h2` are the little-endian u64
-/// at bytes 0..8 and 8..16 of `blake3(x)`, `h2` with its low bit set.
+/// the bits `(h1 + i × h2) mod m` for `i < probes`, where `h1` is the low and `h2` the high 64
+/// bits of XXH3-128 of `x` (seed 0), `h2` with its low bit set (store layout 6; layouts up to 5
+/// took them from `blake3(x)`, and opening such a store rebuilds its filters). A filter only
+/// needs a fast, stable, well-mixed hash: the ids' integrity is the digests' job.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IdFilter {
     probes: u8,
@@ -434,14 +436,9 @@ pub struct IdHash(u64, u64);
 impl IdHash {
     /// The hashes of `id`.
     pub fn of(id: &str) -> IdHash {
-        let hash = blake3::hash(id.as_bytes());
-        let bytes = hash.as_bytes();
-        let word = |at: usize| {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(&bytes[at..at + 8]);
-            u64::from_le_bytes(w)
-        };
-        IdHash(word(0), word(8) | 1)
+        let hash = twox_hash::XxHash3_128::oneshot(id.as_bytes());
+        // The two halves of the 128-bit value (truncation intended).
+        IdHash(hash as u64, (hash >> 64) as u64 | 1)
     }
 }
 

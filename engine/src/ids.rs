@@ -240,7 +240,7 @@ impl IdIndex {
             .last_value()?
             .into_iter()
             .map(|(seq, row)| decode_row(seq, row))
-            .collect::<Result<_>>()?;
+            .collect::<std::result::Result<_, _>>()?;
         if let Some(entry) = last.last() {
             if entry.seq + 1 == head.next_seq {
                 head.last_timestamp = Some(entry.envelope()?.timestamp);
@@ -629,4 +629,70 @@ pub(crate) fn migrate_id_rows(inner: &Inner) -> Result<bool> {
     }
     inner.commit(batch, Durability::Sync)?;
     Ok(true)
+}
+
+/// Rebuilds every id filter of the store — each id run's and each imported session's — from
+/// the ids it describes. Store layouts up to 5 hashed ids with blake3 for their filters,
+/// layout 6 with XXH3-128 (docs/format.md, "Packs"); opening an older store calls this
+/// before rewriting its marker. Each filter is rewritten alone and is rebuilt from its ids, not
+/// from the old filter, so an interrupted rebuild is simply run again at the next open.
+pub(crate) fn rebuild_id_filters(inner: &Inner) -> Result<()> {
+    let kv = inner.kv.as_ref();
+    let ids_under = |prefix: &[u8], what: &dyn Fn() -> String| -> Result<Vec<String>> {
+        let mut ids = Vec::new();
+        for pair in kv.scan(prefix, &keys::prefix_end(prefix)) {
+            let (_, value) = pair?;
+            let pack = IdPack::parse(&value)
+                .map_err(|e| GroveError::Corrupt(format!("{}: id pack: {e}", what())))?;
+            ids.extend(pack.iter().map(|(id, _)| id.to_owned()));
+        }
+        Ok(ids)
+    };
+    // The runs' descriptions (their keys first: each is rewritten while the table is read).
+    let runs: Vec<Vec<u8>> = kv
+        .scan(&[keys::T_ID_RUN], &[keys::T_ID_RUN + 1])
+        .map(|pair| pair.map(|(k, _)| k))
+        .collect::<std::result::Result<_, _>>()?;
+    for key in runs {
+        let sid = key
+            .get(1..9)
+            .and_then(keys::last_u64)
+            .ok_or_else(|| GroveError::Corrupt("id run key".into()))?;
+        let first = run_of_key(&key)?;
+        let what = || format!("session {sid}: id run at record {first}");
+        let value = kv.get(&key)?.ok_or_else(|| GroveError::Corrupt(what()))?;
+        let mut meta = IdRunMeta::decode(&value)
+            .map_err(|e| GroveError::Corrupt(format!("{}: {e}", what())))?;
+        let ids = ids_under(&keys::id_run_packs(sid, first), &what)?;
+        if ids.len() as u64 != meta.count {
+            return Err(GroveError::Corrupt(format!(
+                "{}: {} ids in its packs, {} in its description",
+                what(),
+                ids.len(),
+                meta.count
+            )));
+        }
+        meta.filter = IdFilter::build(ids.len(), ids.iter().map(String::as_str));
+        let mut batch = WriteBatch::new();
+        batch.put(key, meta.encode());
+        inner.commit(batch, Durability::None)?;
+    }
+    // The filters of imported sessions' id packs.
+    let filters: Vec<Vec<u8>> = kv
+        .scan(&[keys::T_ID_FILTER], &[keys::T_ID_FILTER + 1])
+        .map(|pair| pair.map(|(k, _)| k))
+        .collect::<std::result::Result<_, _>>()?;
+    for key in filters {
+        let sid =
+            keys::last_u64(&key).ok_or_else(|| GroveError::Corrupt("id filter key".into()))?;
+        let what = || format!("session {sid}: id packs");
+        let ids = ids_under(&keys::session_prefix(keys::T_ID_PACK, sid), &what)?;
+        let mut batch = WriteBatch::new();
+        batch.put(
+            key,
+            IdFilter::build(ids.len(), ids.iter().map(String::as_str)).encode(),
+        );
+        inner.commit(batch, Durability::None)?;
+    }
+    Ok(())
 }

@@ -361,12 +361,19 @@ impl Tip {
     }
 }
 
-const FORMAT_MARKER: &[u8] = b"grove\x00\x05";
-/// Older layouts this build opens and upgrades. Layout 4 is layout 5 without batches (every
-/// log key holds one row), so it is read as it is. Layouts 2 and 3 keep the ids of appended
-/// records in id rows (layout 2 is layout 3 without packs): opening such a store moves them
-/// into id runs, session by session. The marker is rewritten last.
-const FORMAT_MARKERS_OLD: [&[u8]; 3] = [b"grove\x00\x02", b"grove\x00\x03", b"grove\x00\x04"];
+const FORMAT_MARKER: &[u8] = b"grove\x00\x06";
+/// Older layouts this build opens and upgrades. Layout 5 is layout 6 with id filters hashed by
+/// blake3 rather than XXH3-128: opening such a store rebuilds them from their ids. Layout 4 is
+/// layout 5 without batches (every log key holds one row), so its log is read as it is.
+/// Layouts 2 and 3 keep the ids of appended records in id rows (layout 2 is layout 3 without
+/// packs): opening such a store moves them into id runs, session by session. The marker is
+/// rewritten last.
+const FORMAT_MARKERS_OLD: [&[u8]; 4] = [
+    b"grove\x00\x02",
+    b"grove\x00\x03",
+    b"grove\x00\x04",
+    b"grove\x00\x05",
+];
 
 /// Creates the store directory `path` if missing, and refuses one that holds another backend's
 /// database (opening it would start an empty store beside it).
@@ -460,6 +467,7 @@ impl Store {
             Some(m) if m == FORMAT_MARKER => {}
             Some(m) if FORMAT_MARKERS_OLD.contains(&m.as_slice()) => {
                 while crate::ids::migrate_id_rows(&inner)? {}
+                crate::ids::rebuild_id_filters(&inner)?;
                 let mut batch = WriteBatch::new();
                 batch.put(marker_key, FORMAT_MARKER.to_vec());
                 inner.commit(batch, Durability::Sync)?;

@@ -332,7 +332,7 @@ fn verify_session(s: &Session, listed_as: &str, report: &mut VerifyReport) -> Re
         let id = keys::string_suffix(&pair?.0, 9).unwrap_or_default();
         c.fail(
             Some(&id),
-            "id row of store layout 3 (layouts 4 and 5 keep ids in id runs)",
+            "id row of store layout 3 (later layouts keep ids in id runs)",
         );
     }
     let mut runs: Vec<(u64, IdRunMeta)> = Vec::new();

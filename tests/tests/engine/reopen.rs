@@ -105,7 +105,7 @@ fn a_store_of_another_layout_is_refused_with_its_layout_named() {
     for (marker, expected) in [
         (
             &b"grove\x00\x01"[..],
-            "store layout 1; this build reads layout 5",
+            "store layout 1; this build reads layout 6",
         ),
         (&b"other"[..], "not a grove store of a known format"),
     ] {
@@ -159,7 +159,7 @@ fn as_older_layout(store: &Store, marker: &[u8]) {
 }
 
 #[test]
-fn a_layout_4_store_opens_as_it_is_and_takes_batches_after() {
+fn a_layout_4_store_opens_and_takes_batches_after() {
     use grove::keys;
     let dir = tempfile::tempdir().unwrap();
     let (id, ids) = {
@@ -181,7 +181,7 @@ fn a_layout_4_store_opens_as_it_is_and_takes_batches_after() {
             .get(&keys::meta(keys::META_FORMAT))
             .unwrap()
             .as_deref(),
-        Some(&b"grove\x00\x05"[..])
+        Some(&b"grove\x00\x06"[..])
     );
     let s = store.session(&id).unwrap();
     assert_eq!(s.entry(&ids[123]).unwrap().seq, 123);
@@ -220,7 +220,7 @@ fn layout_2_and_3_stores_open_with_their_id_rows_moved_into_id_runs() {
         let kv = store.kv();
         assert_eq!(
             kv.get(&keys::meta(keys::META_FORMAT)).unwrap().as_deref(),
-            Some(&b"grove\x00\x05"[..])
+            Some(&b"grove\x00\x06"[..])
         );
         assert!(kv
             .scan(&[keys::T_ENTRY_ID], &[keys::T_ENTRY_ID + 1])
@@ -334,4 +334,157 @@ fn compression_is_chosen_at_creation_and_kept_by_the_store() {
             .compress(true),
     );
     assert!(matches!(err, Err(grove::GroveError::InvalidArgument(_))));
+}
+
+/// A filter of `ids` as store layouts up to 5 wrote it: the probes of each id taken from
+/// `blake3(id)` (docs/format.md, "Packs", before layout 6).
+fn blake3_filter(ids: &[String]) -> grove_codec::pack::IdFilter {
+    let bytes = (ids.len() * 10).div_ceil(8).max(8);
+    let mut bits = vec![0u8; bytes];
+    let m = (bytes * 8) as u64;
+    for id in ids {
+        let h = blake3::hash(id.as_bytes());
+        let h = h.as_bytes();
+        let h1 = u64::from_le_bytes(h[0..8].try_into().unwrap());
+        let h2 = u64::from_le_bytes(h[8..16].try_into().unwrap()) | 1;
+        for i in 0..7u64 {
+            let bit = (h1.wrapping_add(i.wrapping_mul(h2)) % m) as usize;
+            bits[bit / 8] |= 1 << (bit % 8);
+        }
+    }
+    let mut body = vec![7u8];
+    body.extend_from_slice(&bits);
+    body.extend_from_slice(&crc32fast::hash(&body).to_le_bytes());
+    grove_codec::pack::IdFilter::decode(&body).unwrap()
+}
+
+/// The ids of the id packs under `prefix`.
+fn packed_ids(store: &Store, prefix: &[u8]) -> Vec<String> {
+    let mut ids = Vec::new();
+    for pair in store.kv().scan(prefix, &grove::keys::prefix_end(prefix)) {
+        let (_, v) = pair.unwrap();
+        let pack = grove_codec::pack::IdPack::parse(&v).unwrap();
+        ids.extend(pack.iter().map(|(id, _)| id.to_owned()));
+    }
+    ids
+}
+
+#[test]
+fn a_layout_5_store_opens_with_its_id_filters_rebuilt() {
+    use grove::keys;
+    use grove_codec::pack::{IdFilter, IdRunMeta};
+    use std::io::Write as _;
+    let dir = tempfile::tempdir().unwrap();
+    // An appended session (several id runs, merged ones among them) and an imported one (id
+    // packs and their filter), rewritten with the filters a layout-5 build wrote.
+    let (appended, ids, runs) = {
+        let store = Store::open(dir.path()).unwrap();
+        let s = store.create_session(CreateSession::default()).unwrap();
+        let ids: Vec<String> = (0..1500)
+            .map(|i| s.append(super::user(&format!("old {i}"))).unwrap())
+            .collect();
+        let mut text = Vec::new();
+        writeln!(text, r#"{{"type":"session","version":3,"id":"imported-5","timestamp":"2030-01-01T00:00:00.000Z","cwd":"/"}}"#).unwrap();
+        let mut parent = "null".to_owned();
+        for i in 0..700 {
+            writeln!(text, r#"{{"type":"message","id":"i{i}","parentId":{parent},"timestamp":"2030-01-01T00:00:00.000Z","message":{{"role":"user","content":[{{"type":"text","text":"imported {i}"}}]}}}}"#).unwrap();
+            parent = format!("\"i{i}\"");
+        }
+        store
+            .import_reader(std::io::Cursor::new(text), grove::ImportOptions::default())
+            .unwrap();
+        let kv = store.kv();
+        let mut b = grove::kv::WriteBatch::new();
+        let mut runs = 0;
+        for pair in kv.scan(&[keys::T_ID_RUN], &[keys::T_ID_RUN + 1]) {
+            let (k, v) = pair.unwrap();
+            let mut meta = IdRunMeta::decode(&v).unwrap();
+            let mut prefix = vec![keys::T_ID_RUN_PACK];
+            prefix.extend_from_slice(&k[1..17]);
+            let run_ids = packed_ids(&store, &prefix);
+            assert_eq!(run_ids.len() as u64, meta.count);
+            let old = blake3_filter(&run_ids);
+            assert_ne!(old, meta.filter, "the hashes do not differ");
+            meta.filter = old;
+            b.put(k, meta.encode());
+            runs += 1;
+        }
+        assert!(runs >= 2, "{runs} id runs");
+        let mut filters = 0;
+        for pair in kv.scan(&[keys::T_ID_FILTER], &[keys::T_ID_FILTER + 1]) {
+            let (k, _) = pair.unwrap();
+            let mut prefix = vec![keys::T_ID_PACK];
+            prefix.extend_from_slice(&k[1..9]);
+            b.put(k, blake3_filter(&packed_ids(&store, &prefix)).encode());
+            filters += 1;
+        }
+        assert_eq!(filters, 1);
+        b.put(keys::meta(keys::META_FORMAT), b"grove\x00\x05".to_vec());
+        kv.apply(b).unwrap();
+        store.flush().unwrap();
+        // What this build makes of such a store before the upgrade: filters it cannot read.
+        assert!(!store.verify().unwrap().is_ok());
+        (s.id().to_owned(), ids, runs)
+    };
+    let store = Store::open(dir.path()).unwrap();
+    let kv = store.kv();
+    assert_eq!(
+        kv.get(&keys::meta(keys::META_FORMAT)).unwrap().as_deref(),
+        Some(&b"grove\x00\x06"[..])
+    );
+    assert_eq!(
+        kv.scan(&[keys::T_ID_RUN], &[keys::T_ID_RUN + 1]).count(),
+        runs
+    );
+    assert!(
+        store.verify().unwrap().is_ok(),
+        "{:?}",
+        store.verify().unwrap()
+    );
+    let s = store.session(&appended).unwrap();
+    for (i, id) in ids.iter().enumerate() {
+        assert_eq!(s.entry(id).unwrap().seq, i as u64, "{id}");
+    }
+    let imported = store.session("imported-5").unwrap();
+    for i in (0..700).step_by(7) {
+        let id = format!("i{i}");
+        assert_eq!(
+            texts_of(&imported.entry(&id).unwrap()),
+            format!("imported {i}")
+        );
+        // The duplicate check consults the rebuilt filter first.
+        let again = imported.append_with(
+            super::user("again"),
+            grove::AppendOptions {
+                id: Some(id),
+                ..Default::default()
+            },
+        );
+        assert!(
+            matches!(again, Err(grove::GroveError::DuplicateId(_))),
+            "{again:?}"
+        );
+    }
+    let dup = s.append_with(
+        super::user("again"),
+        grove::AppendOptions {
+            id: Some(ids[7].clone()),
+            ..Default::default()
+        },
+    );
+    assert!(
+        matches!(dup, Err(grove::GroveError::DuplicateId(_))),
+        "{dup:?}"
+    );
+    // Rebuilt filters are this build's filters.
+    for pair in kv.scan(&[keys::T_ID_RUN], &[keys::T_ID_RUN + 1]) {
+        let (k, v) = pair.unwrap();
+        let mut prefix = vec![keys::T_ID_RUN_PACK];
+        prefix.extend_from_slice(&k[1..17]);
+        let run_ids = packed_ids(&store, &prefix);
+        assert_eq!(
+            IdRunMeta::decode(&v).unwrap().filter,
+            IdFilter::build(run_ids.len(), run_ids.iter().map(String::as_str))
+        );
+    }
 }
