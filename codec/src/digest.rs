@@ -35,4 +35,3 @@ pub fn chain(parent: &Digest, content: &Digest) -> Digest {
 pub fn hex(d: &Digest) -> String {
     d.iter().map(|b| format!("{b:02x}")).collect()
 }
-

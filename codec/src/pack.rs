@@ -225,8 +225,8 @@ impl LogPackWriter {
         Some(std::mem::take(&mut self.body))
     }
 
-    /// The pack as a batch: the value of a log key (tag `0x10`) holding the rows of one
-    /// transaction, [`BATCH_MARK`] then the pack ([`LogValue`]); the writer is left empty.
+    /// The pack as a batch: the value of a log key (tag `0x10`) holding the rows of
+    /// consecutive records, [`BATCH_MARK`] then the pack ([`LogValue`]); the writer is left empty.
     pub fn take_batch(&mut self) -> Vec<u8> {
         // The table goes in front of the rows in place (a move within the buffer, which
         // `with_capacity` sized for it), not into a copy.
@@ -239,7 +239,7 @@ impl LogPackWriter {
 }
 
 /// The first byte of a log value (tag `0x10`) that holds a batch — a log pack of the rows of
-/// one transaction — rather than a single row. A single row begins with its node record's
+/// consecutive records — rather than a single row. A single row begins with its node record's
 /// length as a u32 big-endian, whose first byte is never `0xFF` (a node record is its id and
 /// about a hundred bytes; it would need an id of nearly 4 GiB).
 pub const BATCH_MARK: u8 = 0xFF;
@@ -250,7 +250,7 @@ pub const BATCH_MARK: u8 = 0xFF;
 pub enum LogValue<'a> {
     /// A single log row.
     Row(&'a [u8]),
-    /// A batch: the rows of records `seq ..` of one transaction.
+    /// A batch: the rows of records `seq ..` (of one transaction, or of several coalesced).
     Batch(LogPack<'a>),
 }
 

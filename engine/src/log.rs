@@ -1,7 +1,8 @@
 //! Reading a session log. Its leading records may be stored in log packs (an import writes
 //! packs), the rest under log keys (tag `0x10`), whose value is either one record's row or a
-//! **batch**: the rows of one transaction of several records (`append_many`, a move with its
-//! branch summary), keyed by the first one's seq. The session's packed count tells packs and
+//! **batch**: the rows of consecutive records — of one transaction of several (`append_many`,
+//! a move with its branch summary), or of several coalesced by the write buffer — keyed by
+//! the first one's seq. The session's packed count tells packs and
 //! log keys apart: records `0 .. packed` live in packs keyed by their first seq, records from
 //! `packed` on under log keys (docs/format.md, "Packs", "Batches"). Everything here hands out
 //! the value of a single log row, whichever way it is stored.

@@ -12,7 +12,7 @@ use parking_lot::Mutex;
 
 use crate::error::{GroveError, Result};
 use crate::keys;
-use crate::kv::{self, Kv, MemoryKv, RedbKv, SledKv, WriteBatch};
+use crate::kv::{self, BufferedKv, Kv, MemoryKv, RedbKv, SledKv, WriteBatch};
 use crate::lease::Leases;
 use crate::session::Session;
 use crate::util;
@@ -22,9 +22,11 @@ use crate::view::Views;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum Durability {
-    /// The write is applied atomically but not flushed: a process kill may lose it only if
-    /// the backend had not yet written it out (sled flushes in the background every 500 ms);
-    /// a power loss may lose recent writes. Never a torn write.
+    /// The write is applied atomically but not flushed, and may wait up to 50 ms in the
+    /// store's write buffer ([`crate::kv::BufferedKv`]): a process kill may lose it only if
+    /// the buffer or the backend had not yet written it out (sled flushes in the background
+    /// every 500 ms); a power loss may lose recent writes. What survives is a prefix of the
+    /// writes, never a torn one.
     None,
     /// Group commit: the call returns after a flush that covers the write, shared with every
     /// writer waiting at the same time (one writer flushes for all; the others wait for it).
@@ -206,10 +208,11 @@ impl Inner {
         durability: Durability,
     ) -> Result<()> {
         self.check_writable()?;
-        let applied = if ordered {
-            self.kv.apply_ordered(ops)
-        } else {
-            self.kv.apply(ops)
+        let applied = match durability {
+            // Not durable yet: the write buffer may hold it (docs/design.md, "Write buffer").
+            Durability::None => self.kv.apply_buffered(ops, ordered),
+            _ if ordered => self.kv.apply_ordered(ops),
+            _ => self.kv.apply(ops),
         };
         if let Err(e) = applied {
             return Err(self.poison(format!("write failed: {e}")));
@@ -437,6 +440,9 @@ impl Store {
             Backend::SledTemporary => Box::new(SledKv::temporary()?),
             Backend::Memory => Box::new(MemoryKv::new()),
         };
+        // Commits that need not be durable yet wait in a write buffer (docs/design.md, "Write
+        // buffer"); `Store::from_kv` takes a backend as it is.
+        let kv: Box<dyn Kv> = Box::new(BufferedKv::new(kv)?);
         let spool_dir = match &config.backend {
             Backend::Sled(path) | Backend::Redb(path) => Some(path.clone()),
             Backend::SledTemporary | Backend::Memory => None,

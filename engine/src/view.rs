@@ -224,7 +224,7 @@ impl Session {
         if self.inner.check_writable().is_ok() {
             let mut batch = WriteBatch::new();
             batch.put(keys::view(self.sid), record::encode(&rec));
-            let _ = self.inner.kv.apply(batch);
+            let _ = self.inner.kv.apply_buffered(batch, false);
         }
         Ok(())
     }

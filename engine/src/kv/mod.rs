@@ -7,12 +7,14 @@
 //! backend apply every call atomically); after [`Kv::flush`] returns, every write applied
 //! before it survives a process kill and a power loss. No transactions.
 
+mod buffered;
 mod memory;
 mod redb_kv;
 mod sled_kv;
 
 use std::path::Path;
 
+pub use buffered::{BufferedKv, BUFFER_BYTES, BUFFER_INTERVAL, BUFFER_OPS};
 pub use memory::MemoryKv;
 pub use redb_kv::{RedbKv, REDB_FILE};
 pub use sled_kv::{stored_compression, SledKv};
@@ -39,6 +41,10 @@ pub enum KvError {
     /// redb reported an error.
     #[error("redb: {0}")]
     Redb(#[from] redb::Error),
+    /// Handing buffered writes to the backend failed earlier ([`BufferedKv`]): the store
+    /// takes no more writes.
+    #[error("buffered writes could not be written: {0}")]
+    Buffer(String),
     /// Preparing the store directory failed.
     #[error("{context}: {source}")]
     Io {
@@ -148,6 +154,17 @@ pub trait Kv: Send + Sync {
     /// writes out its buffer for every batch) override this; the default is [`Kv::apply`].
     fn apply_ordered(&self, batch: WriteBatch) -> Result<(), KvError> {
         self.apply(batch)
+    }
+    /// Applies `batch` as [`Kv::apply`] (or, with `ordered`, [`Kv::apply_ordered`]) does, or
+    /// later: a backend with a write buffer ([`BufferedKv`]) keeps it in memory, where every
+    /// read sees it, and applies it with later buffered batches in one atomic batch, before
+    /// any other write and on [`Kv::flush`]. For commits that need not be durable yet.
+    fn apply_buffered(&self, batch: WriteBatch, ordered: bool) -> Result<(), KvError> {
+        if ordered {
+            self.apply_ordered(batch)
+        } else {
+            self.apply(batch)
+        }
     }
     /// Makes every applied batch durable.
     fn flush(&self) -> Result<(), KvError>;

@@ -6,13 +6,7 @@ use grove::keys;
 use grove::{CreateSession, Store};
 use grove_codec::pack::{LogValue, BATCH_MARK, LOG_PACK_RECORDS};
 
-use super::user;
-
-/// The internal number of session `id`.
-fn sid_of(store: &Store, id: &str) -> u64 {
-    let sid = store.kv().get(&keys::session_id(id)).unwrap().unwrap();
-    u64::from_be_bytes(sid.try_into().unwrap())
-}
+use super::{sid_of, user};
 
 /// The log keys of session `sid`: (first seq, records held).
 fn log_keys(store: &Store, sid: u64) -> Vec<(u64, usize)> {

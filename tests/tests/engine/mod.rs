@@ -4,6 +4,7 @@
 mod bad_input;
 mod basics;
 mod batches;
+mod buffered;
 mod deep;
 mod durability;
 mod fork;
@@ -42,6 +43,16 @@ pub fn assistant(text: &str) -> NewEntry {
             serde_json::to_string(text).unwrap()
         ),
     }
+}
+
+/// The internal number of session `id`.
+pub fn sid_of(store: &grove::Store, id: &str) -> u64 {
+    let sid = store
+        .kv()
+        .get(&grove::keys::session_id(id))
+        .unwrap()
+        .unwrap();
+    u64::from_be_bytes(sid.try_into().unwrap())
 }
 
 /// The texts of a context's messages (first text block or string content).

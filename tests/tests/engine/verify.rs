@@ -106,16 +106,7 @@ fn appended_store(n: usize) -> (Store, String, u64) {
     for i in 0..n {
         s.append(user(&format!("entry {i}"))).unwrap();
     }
-    let sid = u64::from_be_bytes(
-        store
-            .kv()
-            .get(&grove::keys::session_id(s.id()))
-            .unwrap()
-            .unwrap()
-            .as_slice()
-            .try_into()
-            .unwrap(),
-    );
+    let sid = super::sid_of(&store, s.id());
     (store, s.id().to_owned(), sid)
 }
 
@@ -130,6 +121,9 @@ fn every_flipped_byte_of_an_id_run_is_detected() {
 /// Flips every byte of every value of the session (of the given tables only, if any); returns
 /// the tables it found rows in.
 fn every_flipped_byte_is_detected(store: &Store, id: &str, only: Option<&[u8]>) -> Vec<u8> {
+    // The keys as the backend holds them: the write buffer coalesces log rows when it hands
+    // them over, so its keys are read after it has.
+    store.flush().unwrap();
     let kv = store.kv();
     // Every value stored for the session: catalogue row, record, head, and each table.
     let sid = {

@@ -1,0 +1,492 @@
+//! A write buffer in front of a backend (docs/design.md, "Write buffer").
+//!
+//! Commits made with `Durability::None` promise atomicity, not durability: the backend may
+//! write them out later. [`BufferedKv`] takes that further: such a commit
+//! ([`Kv::apply_buffered`]) goes to an in-memory **buffer**, which every read of the store
+//! consults first, and the buffer is handed to the backend later as **one atomic batch** — when
+//! it holds [`BUFFER_BYTES`] or [`BUFFER_OPS`] operations, every [`BUFFER_INTERVAL`] from a
+//! background thread, before any other write (which is therefore applied after everything
+//! buffered before it), on [`Kv::flush`], and when the store is dropped. A backend charges per
+//! key and per write, so many small commits cost it one write of many keys.
+//!
+//! Handing the buffer over also **coalesces the log**: consecutive log values of one session
+//! (rows and batches under log keys `10 ++ sid ++ seq` whose records follow each other) become
+//! one batch under the first one's key, within the log-pack limits — the value one
+//! `append_many` of the same records writes (docs/format.md, "Batches"). So single appends and
+//! small batches cost the backend one key per pack of records, not one per commit.
+//!
+//! What a crash keeps is unchanged in kind: every batch handed over is atomic and applied in
+//! order, so what survives is a prefix of the commits; a process kill may lose the commits of
+//! the last [`BUFFER_INTERVAL`] more than the backend's own buffering would lose.
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use grove_codec::pack::{LogPackWriter, LogValue, LOG_PACK_BYTES, LOG_PACK_RECORDS};
+use parking_lot::{Mutex, RwLock};
+
+use super::{Kv, KvError, Pair, Scan, WriteBatch};
+use crate::keys;
+
+/// The buffer is handed to the backend once it holds this many bytes of keys and values.
+pub const BUFFER_BYTES: usize = 512 * 1024;
+/// … or this many operations.
+pub const BUFFER_OPS: usize = 1024;
+/// … or, from a background thread, at this interval when it holds anything.
+pub const BUFFER_INTERVAL: Duration = Duration::from_millis(50);
+
+/// Buffered operations by key: `Some(value)` a put, `None` a delete.
+type Overlay = BTreeMap<Vec<u8>, Option<Vec<u8>>>;
+
+/// One buffered operation with its key.
+type BufferedOp = (Vec<u8>, Option<Vec<u8>>);
+
+#[derive(Default)]
+struct State {
+    /// Operations not yet handed to the backend.
+    active: Overlay,
+    /// Bytes of keys and values in `active`.
+    bytes: usize,
+    /// Operations being handed to the backend: still read from here until it has them.
+    handing: Option<Arc<Overlay>>,
+}
+
+struct Shared {
+    base: Box<dyn Kv>,
+    state: RwLock<State>,
+    /// Held while the buffer is handed over, and while a write goes past it: one at a time,
+    /// in order.
+    order: Mutex<()>,
+    /// Why handing the buffer over failed, if it did (reported by every later write).
+    failed: Mutex<Option<String>>,
+}
+
+/// A backend with a write buffer in front (module docs).
+pub struct BufferedKv {
+    shared: Arc<Shared>,
+}
+
+impl BufferedKv {
+    /// Puts a buffer in front of `base`, with a background thread that hands it over every
+    /// [`BUFFER_INTERVAL`] (it stops once the store is dropped).
+    pub fn new(base: Box<dyn Kv>) -> Result<BufferedKv, KvError> {
+        let shared = Arc::new(Shared {
+            base,
+            state: RwLock::new(State::default()),
+            order: Mutex::new(()),
+            failed: Mutex::new(None),
+        });
+        let weak = Arc::downgrade(&shared);
+        std::thread::Builder::new()
+            .name("grove-write-buffer".into())
+            .spawn(move || hand_over_periodically(&weak))
+            .map_err(|source| KvError::Io {
+                context: "starting the write buffer's thread".into(),
+                source,
+            })?;
+        Ok(BufferedKv { shared })
+    }
+}
+
+fn hand_over_periodically(shared: &Weak<Shared>) {
+    loop {
+        std::thread::sleep(BUFFER_INTERVAL);
+        let Some(shared) = shared.upgrade() else {
+            return;
+        };
+        if !shared.state.read().active.is_empty() {
+            let _order = shared.order.lock();
+            // A failure is recorded, and reported by the next write or flush.
+            let _ = shared.hand_over();
+        }
+    }
+}
+
+impl Shared {
+    /// Refuses writes once handing the buffer over has failed.
+    fn check(&self) -> Result<(), KvError> {
+        match self.failed.lock().as_ref() {
+            Some(reason) => Err(KvError::Buffer(reason.clone())),
+            None => Ok(()),
+        }
+    }
+
+    /// Hands the buffer to the backend as one atomic batch. The caller holds `order`.
+    fn hand_over(&self) -> Result<(), KvError> {
+        self.check()?;
+        let overlay = {
+            let mut state = self.state.write();
+            if state.active.is_empty() {
+                return Ok(());
+            }
+            let overlay = Arc::new(std::mem::take(&mut state.active));
+            state.bytes = 0;
+            state.handing = Some(Arc::clone(&overlay));
+            overlay
+        };
+        match self.base.apply(coalesce(&overlay)) {
+            Ok(()) => {
+                self.state.write().handing = None;
+                Ok(())
+            }
+            Err(e) => {
+                // The operations stay visible (`handing`); the store takes no more writes.
+                *self.failed.lock() = Some(e.to_string());
+                Err(e)
+            }
+        }
+    }
+
+    /// The buffered operation on `key`, if any.
+    fn buffered(&self, key: &[u8]) -> Option<Option<Vec<u8>>> {
+        let state = self.state.read();
+        state
+            .active
+            .get(key)
+            .or_else(|| state.handing.as_ref().and_then(|h| h.get(key)))
+            .cloned()
+    }
+
+    /// The buffered operations on keys in `[start, end)`, ascending (the newer of two on one
+    /// key).
+    fn buffered_range(&self, start: &[u8], end: &[u8]) -> Vec<BufferedOp> {
+        if start >= end {
+            return Vec::new();
+        }
+        let state = self.state.read();
+        let range = (Bound::Included(start), Bound::Excluded(end));
+        let newer = state.active.range::<[u8], _>(range);
+        let Some(handing) = &state.handing else {
+            return newer.map(|(k, v)| (k.clone(), v.clone())).collect();
+        };
+        let mut older = handing.range::<[u8], _>(range).peekable();
+        let mut newer = newer.peekable();
+        let mut out = Vec::new();
+        loop {
+            let order = match (newer.peek(), older.peek()) {
+                (None, None) => break,
+                (Some(_), None) => std::cmp::Ordering::Less,
+                (None, Some(_)) => std::cmp::Ordering::Greater,
+                (Some((a, _)), Some((b, _))) => a.cmp(b),
+            };
+            if order == std::cmp::Ordering::Equal {
+                // The older operation on the key is replaced by the newer.
+                older.next();
+            }
+            let take_newer = order != std::cmp::Ordering::Greater;
+            let next = if take_newer {
+                newer.next()
+            } else {
+                older.next()
+            };
+            if let Some((k, v)) = next {
+                out.push((k.clone(), v.clone()));
+            }
+        }
+        out
+    }
+
+    /// The buffered operation on the greatest buffered key in `[start, end)`, if any.
+    fn last_buffered(&self, start: &[u8], end: &[u8]) -> Option<BufferedOp> {
+        if start >= end {
+            return None;
+        }
+        let state = self.state.read();
+        let range = (Bound::Included(start), Bound::Excluded(end));
+        let newer = state.active.range::<[u8], _>(range).next_back();
+        let older = state
+            .handing
+            .as_ref()
+            .and_then(|h| h.range::<[u8], _>(range).next_back());
+        let last = match (newer, older) {
+            (Some(n), Some(o)) if o.0 > n.0 => o,
+            (Some(n), _) => n,
+            (None, o) => o?,
+        };
+        Some((last.0.clone(), last.1.clone()))
+    }
+
+    /// `scan` or `scan_rev` of the backend with the buffered operations laid over it.
+    fn merged(&self, start: &[u8], end: &[u8], rev: bool) -> Scan<'_> {
+        let mut over = self.buffered_range(start, end);
+        if over.is_empty() {
+            return if rev {
+                self.base.scan_rev(start, end)
+            } else {
+                self.base.scan(start, end)
+            };
+        }
+        if rev {
+            over.reverse();
+        }
+        let base = if rev {
+            self.base.scan_rev(start, end)
+        } else {
+            self.base.scan(start, end)
+        };
+        Box::new(Merged {
+            base: base.peekable(),
+            over: over.into_iter().peekable(),
+            rev,
+        })
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        // The last handle is gone: what is buffered goes to the backend now. A failure here
+        // has no one to report to (`Store::flush` is how a caller learns of one).
+        let _ = self.hand_over();
+    }
+}
+
+/// A backend scan with buffered operations laid over it, in the scan's direction.
+struct Merged<'a> {
+    base: std::iter::Peekable<Scan<'a>>,
+    over: std::iter::Peekable<std::vec::IntoIter<BufferedOp>>,
+    rev: bool,
+}
+
+impl Iterator for Merged<'_> {
+    type Item = Result<Pair, KvError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let take_over = match (self.base.peek(), self.over.peek()) {
+                (None, None) => return None,
+                (Some(Err(_)), _) | (Some(_), None) => false,
+                (None, Some(_)) => true,
+                (Some(Ok((base_key, _))), Some((over_key, _))) => {
+                    let order = over_key.cmp(base_key);
+                    match if self.rev { order.reverse() } else { order } {
+                        std::cmp::Ordering::Less => true,
+                        std::cmp::Ordering::Greater => false,
+                        std::cmp::Ordering::Equal => {
+                            // The buffered operation replaces the stored value.
+                            self.base.next();
+                            true
+                        }
+                    }
+                }
+            };
+            if !take_over {
+                return self.base.next();
+            }
+            match self.over.next() {
+                Some((key, Some(value))) => return Some(Ok((key, value))),
+                Some((_, None)) => continue,
+                None => return None,
+            }
+        }
+    }
+}
+
+/// The log value under `key` — a row or a batch — as its first seq and its rows; `None` for
+/// any other key (or a value that does not parse, which is passed on as it is).
+fn log_rows<'v>(key: &[u8], value: &'v [u8]) -> Option<(u64, LogValue<'v>)> {
+    if key.len() != 17 || key.first() != Some(&keys::T_LOG) {
+        return None;
+    }
+    Some((keys::last_u64(key)?, LogValue::parse(value).ok()?))
+}
+
+/// Consecutive log values of one session being coalesced into one batch.
+struct RowRun<'o> {
+    key: &'o [u8],
+    /// The first value, written as it is when nothing joins it.
+    first: &'o [u8],
+    next_seq: u64,
+    pack: LogPackWriter,
+}
+
+impl<'o> RowRun<'o> {
+    fn start(key: &'o [u8], first: &'o [u8], seq: u64, rows: &LogValue<'o>) -> RowRun<'o> {
+        let mut pack = LogPackWriter::new();
+        for i in 0..rows.len() {
+            if let Some(row) = rows.row(i) {
+                // A row is far below the 4 GiB a pack's offsets allow.
+                let _ = pack.push(row);
+            }
+        }
+        RowRun {
+            key,
+            first,
+            next_seq: seq + rows.len() as u64,
+            pack,
+        }
+    }
+
+    /// Adds the rows of the value under `key` if they continue the run and fit its pack.
+    fn join(&mut self, key: &[u8], seq: u64, rows: &LogValue<'_>) -> bool {
+        // The log-pack limits: a pack is closed once its rows reach LOG_PACK_BYTES (a row may
+        // pass it, a batch joins only below it).
+        let bytes: usize = (0..rows.len())
+            .filter_map(|i| rows.row(i))
+            .map(<[u8]>::len)
+            .sum();
+        let fits = self.pack.len() + rows.len() <= LOG_PACK_RECORDS
+            && self.pack.body_len() < LOG_PACK_BYTES
+            && (rows.len() == 1 || self.pack.body_len() + bytes <= LOG_PACK_BYTES);
+        if seq != self.next_seq || key.get(..9) != self.key.get(..9) || !fits {
+            return false;
+        }
+        for i in 0..rows.len() {
+            if let Some(row) = rows.row(i) {
+                let _ = self.pack.push(row);
+            }
+        }
+        self.next_seq = seq + rows.len() as u64;
+        true
+    }
+
+    fn finish(mut self, batch: &mut WriteBatch, values: usize) {
+        if values == 1 {
+            batch.put(self.key.to_vec(), self.first.to_vec());
+        } else {
+            batch.put(self.key.to_vec(), self.pack.take_batch());
+        }
+    }
+}
+
+/// The buffered operations as one batch, consecutive log values of a session coalesced into
+/// batches within the log-pack limits.
+fn coalesce(overlay: &Overlay) -> WriteBatch {
+    let mut batch = WriteBatch::new();
+    let mut run: Option<(RowRun<'_>, usize)> = None;
+    for (key, value) in overlay {
+        if let Some((value, (seq, rows))) = value
+            .as_deref()
+            .and_then(|v| log_rows(key, v).map(|found| (v, found)))
+        {
+            if let Some((r, values)) = &mut run {
+                if r.join(key, seq, &rows) {
+                    *values += 1;
+                    continue;
+                }
+            }
+            if let Some((r, values)) = run.take() {
+                r.finish(&mut batch, values);
+            }
+            run = Some((RowRun::start(key, value, seq, &rows), 1));
+            continue;
+        }
+        if let Some((r, values)) = run.take() {
+            r.finish(&mut batch, values);
+        }
+        match value {
+            Some(v) => batch.put(key.clone(), v.clone()),
+            None => batch.delete(key.clone()),
+        }
+    }
+    if let Some((r, values)) = run.take() {
+        r.finish(&mut batch, values);
+    }
+    batch
+}
+
+impl Kv for BufferedKv {
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, KvError> {
+        match self.shared.buffered(key) {
+            Some(op) => Ok(op),
+            None => self.shared.base.get(key),
+        }
+    }
+
+    fn read_value(&self, key: &[u8], read: &mut dyn FnMut(&[u8])) -> Result<bool, KvError> {
+        match self.shared.buffered(key) {
+            Some(Some(value)) => {
+                read(&value);
+                Ok(true)
+            }
+            Some(None) => Ok(false),
+            None => self.shared.base.read_value(key, read),
+        }
+    }
+
+    fn read_last(
+        &self,
+        start: &[u8],
+        end: &[u8],
+        read: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> Result<bool, KvError> {
+        // The greatest buffered key below `end`, against the backend's keys above it (the
+        // backend's own floor lookup, not a scan); below a buffered delete, again.
+        let mut end = end.to_vec();
+        loop {
+            let Some((key, op)) = self.shared.last_buffered(start, &end) else {
+                return self.shared.base.read_last(start, &end, read);
+            };
+            let mut above = key.clone();
+            above.push(0);
+            if self.shared.base.read_last(&above, &end, read)? {
+                return Ok(true);
+            }
+            match op {
+                Some(value) => {
+                    read(&key, &value);
+                    return Ok(true);
+                }
+                None => end = key,
+            }
+        }
+    }
+
+    fn scan(&self, start: &[u8], end: &[u8]) -> Scan<'_> {
+        self.shared.merged(start, end, false)
+    }
+
+    fn scan_rev(&self, start: &[u8], end: &[u8]) -> Scan<'_> {
+        self.shared.merged(start, end, true)
+    }
+
+    /// Applies `batch` after everything buffered (which goes first, as one batch).
+    fn apply(&self, batch: WriteBatch) -> Result<(), KvError> {
+        let _order = self.shared.order.lock();
+        self.shared.hand_over()?;
+        self.shared.base.apply(batch)
+    }
+
+    fn apply_ordered(&self, batch: WriteBatch) -> Result<(), KvError> {
+        let _order = self.shared.order.lock();
+        self.shared.hand_over()?;
+        self.shared.base.apply_ordered(batch)
+    }
+
+    fn apply_buffered(&self, batch: WriteBatch, ordered: bool) -> Result<(), KvError> {
+        self.shared.check()?;
+        if batch.size() >= BUFFER_BYTES {
+            return if ordered {
+                self.apply_ordered(batch)
+            } else {
+                self.apply(batch)
+            };
+        }
+        let full = {
+            let mut state = self.shared.state.write();
+            state.bytes += batch.size();
+            for (key, value) in batch.into_ops() {
+                state.active.insert(key, value);
+            }
+            state.bytes >= BUFFER_BYTES || state.active.len() >= BUFFER_OPS
+        };
+        if full {
+            let _order = self.shared.order.lock();
+            self.shared.hand_over()?;
+        }
+        Ok(())
+    }
+
+    fn flush(&self) -> Result<(), KvError> {
+        {
+            let _order = self.shared.order.lock();
+            self.shared.hand_over()?;
+        }
+        self.shared.base.flush()
+    }
+
+    fn name(&self) -> &'static str {
+        self.shared.base.name()
+    }
+}
