@@ -244,18 +244,16 @@ proptest! {
 fn consecutive_log_values_of_a_session_are_coalesced_within_the_pack_limits() {
     let base = Shared::default();
     let buffered = BufferedKv::new(Box::new(base.clone())).unwrap();
-    // 600 single rows of session 1, 3 of session 2, and a batch of 3 for session 1 after a
-    // gap (a value that does not continue the run stays apart).
+    // 600 single rows of session 1 and 3 of session 2.
+    // (One buffered write, so that the background thread cannot hand over a part of it.)
+    let mut b = WriteBatch::new();
     for seq in 0..600 {
-        let mut b = WriteBatch::new();
         b.put(log_key(1, seq), row(1, seq, 100));
-        buffered.apply_buffered(b, true).unwrap();
     }
     for seq in 0..3 {
-        let mut b = WriteBatch::new();
         b.put(log_key(2, seq), row(2, seq, 100));
-        buffered.apply_buffered(b, true).unwrap();
     }
+    buffered.apply_buffered(b, true).unwrap();
     buffered.flush().unwrap();
     let keys: Vec<Vec<u8>> = all(&base).into_iter().map(|(k, _)| k).collect();
     // 600 rows: packs of 256 records (the limit) → keys 0, 256, 512; session 2: one batch.
@@ -274,11 +272,11 @@ fn consecutive_log_values_of_a_session_are_coalesced_within_the_pack_limits() {
     // Large rows: a pack closes once its rows reach 128 KiB.
     let base = Shared::default();
     let buffered = BufferedKv::new(Box::new(base.clone())).unwrap();
+    let mut b = WriteBatch::new();
     for seq in 0..10 {
-        let mut b = WriteBatch::new();
         b.put(log_key(3, seq), row(3, seq, 40_000));
-        buffered.apply_buffered(b, true).unwrap();
     }
+    buffered.apply_buffered(b, true).unwrap();
     buffered.flush().unwrap();
     let values = all(&base);
     assert!(values.len() >= 3, "{} values", values.len());
