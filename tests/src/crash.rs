@@ -600,17 +600,22 @@ fn open_store(dir: &Path, backend: &str) -> Result<Store, String> {
 
 /// Opens the store in `dir` with sync durability on the named backend (`sled` or `redb`).
 pub fn open_backend(dir: &Path, backend: &str) -> Result<Store, String> {
+    open_backend_with(dir, backend, Durability::Sync)
+}
+
+/// Opens the store in `dir` with `durability` on the named backend (`sled` or `redb`).
+pub fn open_backend_with(
+    dir: &Path,
+    backend: &str,
+    durability: Durability,
+) -> Result<Store, String> {
     let b = match backend {
         "sled" => grove::Backend::Sled(dir.to_owned()),
         "redb" => grove::Backend::Redb(dir.to_owned()),
         other => return Err(format!("unknown backend {other} (sled or redb)")),
     };
-    Store::open_with(
-        StoreConfig::new(dir)
-            .backend(b)
-            .durability(Durability::Sync),
-    )
-    .map_err(|e| e.to_string())
+    Store::open_with(StoreConfig::new(dir).backend(b).durability(durability))
+        .map_err(|e| e.to_string())
 }
 
 /// Runs the harness as configured.

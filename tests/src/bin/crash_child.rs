@@ -5,7 +5,7 @@
 //! after every operation (protocol in `grove_tests::crash::protocol`), flushed each time.
 //!
 //! ```text
-//! grove-crash-child --store DIR --mode append|move|fork|import --cycle N --seed S
+//! grove-crash-child --store DIR --mode append|move|fork|import|buffered --cycle N --seed S
 //!                   [--threads T] [--import-file FILE] [--max-seconds S] [--backend sled|redb]
 //! ```
 #![forbid(unsafe_code)]
@@ -237,6 +237,9 @@ fn check_context(s: &Session, leaf: Option<&str>) -> Result<(), String> {
 type Worker = fn(&Ctx, usize) -> Result<(), String>;
 
 fn run(args: &Args) -> Result<(), String> {
+    if args.mode == "buffered" {
+        return buffered_appends(args);
+    }
     emit(&Event::Starting)?;
     let started = Instant::now();
     let store = grove_tests::crash::open_backend(&args.store, &args.backend)
@@ -275,6 +278,48 @@ fn run(args: &Args) -> Result<(), String> {
     });
     emit(&Event::End)
 }
+
+/// Mode `buffered`: appends "entry N" to the session `buffered` with `Durability::None` (the
+/// write buffer) until killed — a single append, or at every N divisible by 10 one
+/// `append_many` of entries N, N+1, N+2 — with no protocol lines. What may survive a kill is a
+/// prefix of the entries, never part of an `append_many`
+/// (`tests/tests/crash/mod.rs`, `buffered_appends_survive_a_kill_as_a_prefix`).
+fn buffered_appends(args: &Args) -> Result<(), String> {
+    let store =
+        grove_tests::crash::open_backend_with(&args.store, &args.backend, grove::Durability::None)?;
+    let session = match store.session(BUFFERED_SESSION) {
+        Ok(s) => s,
+        Err(grove::GroveError::SessionNotFound(_)) => store
+            .create_session(CreateSession {
+                id: Some(BUFFERED_SESSION.into()),
+                cwd: "/buffered".into(),
+                ..Default::default()
+            })
+            .map_err(|e| e.to_string())?,
+        Err(e) => return Err(e.to_string()),
+    };
+    let entry = |n: u64| -> Result<NewEntry, String> {
+        Ok(NewEntry::Message {
+            message: user_message(&format!("entry {n}"))?,
+        })
+    };
+    let mut n = session.entries().count() as u64;
+    let deadline = Instant::now() + Duration::from_secs(args.max_seconds);
+    while Instant::now() < deadline {
+        if n.is_multiple_of(10) {
+            let group = [entry(n)?, entry(n + 1)?, entry(n + 2)?];
+            session.append_many(&group).map_err(|e| e.to_string())?;
+            n += 3;
+        } else {
+            session.append(entry(n)?).map_err(|e| e.to_string())?;
+            n += 1;
+        }
+    }
+    Ok(())
+}
+
+/// The session mode `buffered` appends to.
+const BUFFERED_SESSION: &str = "buffered";
 
 const AP_LIVE: usize = 3;
 const AP_RETIRE_AT: u64 = 3000;
