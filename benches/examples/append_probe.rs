@@ -1,9 +1,10 @@
 //! Appends of generated small entries to one new session: single `append_with` calls (the
 //! generated ids and timestamps) or `append_many` in batches of 100 (`many`) or N (`many:N`)
-//! entries (fresh ids), on sled or in memory (grove's own work without a backend's). docs/design.md ("Id index", "Open
-//! questions") cites its output.
+//! entries (fresh ids), on sled or in memory (grove's own work without a backend's), or on sled
+//! without the write buffer (`sled-direct`: `Store::from_kv`); small or realistic payloads.
+//! docs/design.md ("Id index", "Write buffer", "Open questions") cites its output.
 //!
-//! `cargo run --release -p grove-benches --example append_probe -- [entries] [single|many|many:N] [sled|memory]`
+//! `cargo run --release -p grove-benches --example append_probe -- [entries] [single|many|many:N] [sled|memory|sled-direct] [small|realistic]`
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 use std::time::Instant;
 
@@ -21,15 +22,27 @@ fn main() {
         None => None,
     };
     let many = batch.is_some();
-    let memory = args.next().is_some_and(|a| a == "memory");
-    let calls = AppendCalls::new(&GenSpec::linear(n, 31));
+    let backend = args.next().unwrap_or_default();
+    let payload: grove_benches::Payload = args
+        .next()
+        .map_or(grove_benches::Payload::Small, |p| p.parse().unwrap());
+    let calls = AppendCalls::new(&GenSpec::linear(n, 31).payload(payload));
     let (session_id, entries) = (calls.session_id, calls.entries);
     let dir = tempfile::tempdir().unwrap();
-    let mut config = grove::StoreConfig::new(dir.path()).durability(grove::Durability::None);
-    if memory {
-        config = config.backend(grove::Backend::Memory);
-    }
-    let store = grove::Store::open_with(config).unwrap();
+    let store = match backend.as_str() {
+        "sled-direct" => {
+            let kv = grove::kv::SledKv::open(dir.path(), 256 << 20, false).unwrap();
+            grove::Store::from_kv(Box::new(kv), grove::Durability::None).unwrap()
+        }
+        other => {
+            let mut config =
+                grove::StoreConfig::new(dir.path()).durability(grove::Durability::None);
+            if other == "memory" {
+                config = config.backend(grove::Backend::Memory);
+            }
+            grove::Store::open_with(config).unwrap()
+        }
+    };
     let session = store
         .create_session(CreateSession {
             id: Some(session_id),
