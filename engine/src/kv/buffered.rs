@@ -25,7 +25,7 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use grove_codec::pack::{LogPackWriter, LogValue, LOG_PACK_BYTES, LOG_PACK_RECORDS};
-use parking_lot::{Mutex, RwLock};
+use parking_lot::{Condvar, Mutex, RwLock};
 
 use super::{Kv, KvError, Pair, Scan, WriteBatch};
 use crate::keys;
@@ -66,11 +66,20 @@ struct Shared {
 /// A backend with a write buffer in front (module docs).
 pub struct BufferedKv {
     shared: Arc<Shared>,
+    stop: Arc<Stop>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// Tells the background thread to end (when the store is dropped).
+#[derive(Default)]
+struct Stop {
+    stopped: Mutex<bool>,
+    cv: Condvar,
 }
 
 impl BufferedKv {
     /// Puts a buffer in front of `base`, with a background thread that hands it over every
-    /// [`BUFFER_INTERVAL`] (it stops once the store is dropped).
+    /// [`BUFFER_INTERVAL`] (it ends when the store is dropped).
     pub fn new(base: Box<dyn Kv>) -> Result<BufferedKv, KvError> {
         let shared = Arc::new(Shared {
             base,
@@ -79,20 +88,50 @@ impl BufferedKv {
             failed: Mutex::new(None),
         });
         let weak = Arc::downgrade(&shared);
-        std::thread::Builder::new()
+        let stop = Arc::new(Stop::default());
+        let thread_stop = Arc::clone(&stop);
+        let thread = std::thread::Builder::new()
             .name("grove-write-buffer".into())
-            .spawn(move || hand_over_periodically(&weak))
+            .spawn(move || hand_over_periodically(&weak, &thread_stop))
             .map_err(|source| KvError::Io {
                 context: "starting the write buffer's thread".into(),
                 source,
             })?;
-        Ok(BufferedKv { shared })
+        Ok(BufferedKv {
+            shared,
+            stop,
+            thread: Some(thread),
+        })
     }
 }
 
-fn hand_over_periodically(shared: &Weak<Shared>) {
+impl Drop for BufferedKv {
+    /// Ends the background thread first, so that the last handle of the shared state — and
+    /// with it the final hand-over and the backend's own close — is dropped here, on the
+    /// dropping thread, before the store's owner goes on (a process that exits right after
+    /// closing its store loses nothing to a thread it did not wait for).
+    fn drop(&mut self) {
+        *self.stop.stopped.lock() = true;
+        self.stop.cv.notify_one();
+        if let Some(thread) = self.thread.take() {
+            // A panic of that thread has been reported already; the hand-over below is what
+            // matters now.
+            let _ = thread.join();
+        }
+    }
+}
+
+fn hand_over_periodically(shared: &Weak<Shared>, stop: &Stop) {
     loop {
-        std::thread::sleep(BUFFER_INTERVAL);
+        {
+            let mut stopped = stop.stopped.lock();
+            if !*stopped {
+                stop.cv.wait_for(&mut stopped, BUFFER_INTERVAL);
+            }
+            if *stopped {
+                return;
+            }
+        }
         let Some(shared) = shared.upgrade() else {
             return;
         };
