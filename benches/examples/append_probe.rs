@@ -1,7 +1,7 @@
 //! Appends of generated small entries to one new session: single `append_with` calls (the
 //! generated ids and timestamps) or `append_many` in batches of 100 (`many`) or N (`many:N`)
 //! entries (fresh ids), on sled or in memory (grove's own work without a backend's), or on sled
-//! without the write buffer (`sled-direct`: `Store::from_kv`); small or realistic payloads.
+//! without the write buffer (`sled-direct`: `StoreConfig::write_buffer(false)`); small or realistic payloads.
 //! docs/design.md ("Id index", "Write buffer", "Open questions") cites its output.
 //!
 //! `cargo run --release -p grove-benches --example append_probe -- [entries] [single|many|many:N] [sled|memory|sled-direct] [small|realistic]`
@@ -29,20 +29,13 @@ fn main() {
     let calls = AppendCalls::new(&GenSpec::linear(n, 31).payload(payload));
     let (session_id, entries) = (calls.session_id, calls.entries);
     let dir = tempfile::tempdir().unwrap();
-    let store = match backend.as_str() {
-        "sled-direct" => {
-            let kv = grove::kv::SledKv::open(dir.path(), 256 << 20, false).unwrap();
-            grove::Store::from_kv(Box::new(kv), grove::Durability::None).unwrap()
-        }
-        other => {
-            let mut config =
-                grove::StoreConfig::new(dir.path()).durability(grove::Durability::None);
-            if other == "memory" {
-                config = config.backend(grove::Backend::Memory);
-            }
-            grove::Store::open_with(config).unwrap()
-        }
-    };
+    let mut config = grove::StoreConfig::new(dir.path()).durability(grove::Durability::None);
+    match backend.as_str() {
+        "memory" => config = config.backend(grove::Backend::Memory),
+        "sled-direct" => config = config.write_buffer(false),
+        _ => {}
+    }
+    let store = grove::Store::open_with(config).unwrap();
     let session = store
         .create_session(CreateSession {
             id: Some(session_id),

@@ -68,6 +68,10 @@ pub struct StoreConfig {
     /// and 2–5× in import time (docs/benchmarks.md): meant for archives, replay and audit
     /// stores. An existing store keeps the setting it was created with, whatever this says.
     pub compress: bool,
+    /// Commits made with [`Durability::None`] wait in a write buffer and reach the backend in
+    /// batches (default on; docs/design.md, "Write buffer"). Off, each is applied to the
+    /// backend as it is made, as [`Store::from_kv`] does.
+    pub write_buffer: bool,
 }
 
 /// The zstd level of compressed sled stores.
@@ -84,12 +88,19 @@ impl StoreConfig {
             durability: Durability::default(),
             cache_bytes: DEFAULT_CACHE_BYTES,
             compress: false,
+            write_buffer: true,
         }
     }
 
     /// Creates sled stores with zstd page compression (see [`StoreConfig::compress`]).
     pub fn compress(mut self, on: bool) -> StoreConfig {
         self.compress = on;
+        self
+    }
+
+    /// Turns the write buffer on or off (see [`StoreConfig::write_buffer`]).
+    pub fn write_buffer(mut self, on: bool) -> StoreConfig {
+        self.write_buffer = on;
         self
     }
 
@@ -407,6 +418,7 @@ impl Store {
             durability: Durability::None,
             cache_bytes: DEFAULT_CACHE_BYTES,
             compress: false,
+            write_buffer: true,
         })
     }
 
@@ -417,6 +429,7 @@ impl Store {
             durability: Durability::None,
             cache_bytes: DEFAULT_CACHE_BYTES,
             compress: false,
+            write_buffer: true,
         })
     }
 
@@ -440,9 +453,13 @@ impl Store {
             Backend::SledTemporary => Box::new(SledKv::temporary()?),
             Backend::Memory => Box::new(MemoryKv::new()),
         };
-        // Commits that need not be durable yet wait in a write buffer (docs/design.md, "Write
-        // buffer"); `Store::from_kv` takes a backend as it is.
-        let kv: Box<dyn Kv> = Box::new(BufferedKv::new(kv)?);
+        // Commits that need not be durable yet wait in a write buffer unless it is turned off
+        // (docs/design.md, "Write buffer"); `Store::from_kv` takes a backend as it is.
+        let kv: Box<dyn Kv> = if config.write_buffer {
+            Box::new(BufferedKv::new(kv)?)
+        } else {
+            kv
+        };
         let spool_dir = match &config.backend {
             Backend::Sled(path) | Backend::Redb(path) => Some(path.clone()),
             Backend::SledTemporary | Backend::Memory => None,

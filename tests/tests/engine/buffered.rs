@@ -400,3 +400,32 @@ fn single_appends_reach_sled_as_batches_and_survive_a_reopen() {
     assert_eq!(s.leaf().unwrap().as_deref(), Some(ids[999].as_str()));
     assert!(store.verify().unwrap().is_ok());
 }
+
+#[test]
+fn without_the_write_buffer_each_append_reaches_the_backend_as_it_is_made() {
+    let dir = tempfile::tempdir().unwrap();
+    let log_keys = |buffer: bool| {
+        let path = dir.path().join(format!("buffer-{buffer}"));
+        let store = Store::open_with(
+            StoreConfig::new(&path)
+                .durability(Durability::None)
+                .write_buffer(buffer),
+        )
+        .unwrap();
+        let s = store.create_session(CreateSession::default()).unwrap();
+        for i in 0..300 {
+            s.append(super::user(&format!("entry {i}"))).unwrap();
+        }
+        store.flush().unwrap();
+        let start = grove::keys::session_prefix(grove::keys::T_LOG, super::sid_of(&store, s.id()));
+        let keys = store
+            .kv()
+            .scan(&start, &grove::keys::prefix_end(&start))
+            .count();
+        assert_eq!(s.entries().count(), 300);
+        keys
+    };
+    // One log key per append, against a few batches.
+    assert_eq!(log_keys(false), 300);
+    assert!(log_keys(true) < 30);
+}
