@@ -111,17 +111,7 @@ pub struct InvalidNewEntry(pub String);
 impl NewEntry {
     /// The entry's `type`.
     pub fn type_name(&self) -> Result<String, InvalidNewEntry> {
-        Ok(match self {
-            NewEntry::Message { .. } => "message".into(),
-            NewEntry::ModelChange { .. } => "model_change".into(),
-            NewEntry::ThinkingLevelChange { .. } => "thinking_level_change".into(),
-            NewEntry::ActiveToolsChange { .. } => "active_tools_change".into(),
-            NewEntry::Compaction { .. } => "compaction".into(),
-            NewEntry::BranchSummary { .. } => "branch_summary".into(),
-            NewEntry::Custom { .. } => "custom".into(),
-            NewEntry::CustomMessage { .. } => "custom_message".into(),
-            NewEntry::Label { .. } => "label".into(),
-            NewEntry::SessionInfo { .. } => "session_info".into(),
+        match self {
             NewEntry::Raw { object } => {
                 #[derive(serde::Deserialize)]
                 struct Ty {
@@ -131,9 +121,10 @@ impl NewEntry {
                 serde_json::from_str::<Ty>(object)
                     .ok()
                     .and_then(|t| t.ty)
-                    .ok_or_else(|| InvalidNewEntry("entry object needs a string type".into()))?
+                    .ok_or_else(|| InvalidNewEntry("entry object needs a string type".into()))
             }
-        })
+            typed => typed.type_name_str().map(String::from),
+        }
     }
 
     /// Serializes the entry as a pi line (without LF).
@@ -158,7 +149,41 @@ impl NewEntry {
         parent_id: Option<&str>,
         timestamp: &str,
     ) -> Result<Rendered, InvalidNewEntry> {
-        let type_name = self.type_name()?;
+        let RenderedLine {
+            line,
+            kind,
+            target_id,
+            message,
+        } = self.render_line(id, parent_id, timestamp)?;
+        let envelope = match self {
+            // Its fields are the caller's: read back from the line.
+            NewEntry::Raw { .. } => Envelope::parse(&line).map_err(InvalidNewEntry)?,
+            _ => Envelope {
+                kind,
+                type_name: self.type_name()?,
+                id: id.to_owned(),
+                parent_id: parent_id.filter(|p| !p.is_empty()).map(str::to_owned),
+                timestamp: timestamp.to_owned(),
+                target_id,
+            },
+        };
+        Ok(Rendered {
+            line,
+            envelope,
+            message,
+        })
+    }
+
+    /// [`NewEntry::render`] without the envelope's copies of the strings the caller passed
+    /// (the write path's: it needs the line, its kind, a label's target and the message
+    /// span).
+    pub fn render_line(
+        &self,
+        id: &str,
+        parent_id: Option<&str>,
+        timestamp: &str,
+    ) -> Result<RenderedLine, InvalidNewEntry> {
+        let type_name = self.type_name_str()?;
         let Written { line, span, fields } = self.write(&type_name, id, parent_id, timestamp)?;
         if let NewEntry::Raw { .. } = self {
             let envelope = Envelope::parse(&line).map_err(InvalidNewEntry)?;
@@ -166,9 +191,10 @@ impl NewEntry {
                 EntryKind::Message(_) => view::message_span(&line),
                 _ => None,
             };
-            return Ok(Rendered {
+            return Ok(RenderedLine {
                 line,
-                envelope,
+                kind: envelope.kind,
+                target_id: envelope.target_id,
                 message,
             });
         }
@@ -198,18 +224,28 @@ impl NewEntry {
             NewEntry::Label { target_id, .. } => Some(target_id.clone()),
             _ => None,
         };
-        let envelope = Envelope {
-            kind,
-            type_name,
-            id: id.to_owned(),
-            parent_id: parent_id.filter(|p| !p.is_empty()).map(str::to_owned),
-            timestamp: timestamp.to_owned(),
-            target_id,
-        };
-        Ok(Rendered {
+        Ok(RenderedLine {
             line,
-            envelope,
+            kind,
+            target_id,
             message,
+        })
+    }
+
+    /// [`NewEntry::type_name`], borrowed for every kind but `Raw`.
+    fn type_name_str(&self) -> Result<std::borrow::Cow<'static, str>, InvalidNewEntry> {
+        Ok(match self {
+            NewEntry::Message { .. } => "message".into(),
+            NewEntry::ModelChange { .. } => "model_change".into(),
+            NewEntry::ThinkingLevelChange { .. } => "thinking_level_change".into(),
+            NewEntry::ActiveToolsChange { .. } => "active_tools_change".into(),
+            NewEntry::Compaction { .. } => "compaction".into(),
+            NewEntry::BranchSummary { .. } => "branch_summary".into(),
+            NewEntry::Custom { .. } => "custom".into(),
+            NewEntry::CustomMessage { .. } => "custom_message".into(),
+            NewEntry::Label { .. } => "label".into(),
+            NewEntry::SessionInfo { .. } => "session_info".into(),
+            NewEntry::Raw { .. } => self.type_name()?.into(),
         })
     }
 
@@ -369,6 +405,20 @@ impl NewEntry {
             NewEntry::SessionInfo { name } => name.as_ref().map_or(0, String::len),
         }
     }
+}
+
+/// A line rendered from a [`NewEntry`] with what the write path needs of it
+/// ([`NewEntry::render_line`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RenderedLine {
+    /// The line (without LF).
+    pub line: String,
+    /// Its kind, as [`Envelope::parse`] classifies it.
+    pub kind: EntryKind,
+    /// A label's target id.
+    pub target_id: Option<String>,
+    /// Where a message entry's `message` value lies, as [`view::message_span`] finds it.
+    pub message: Option<MessageSpan>,
 }
 
 /// A line rendered from a [`NewEntry`] ([`NewEntry::render`]).

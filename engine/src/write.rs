@@ -14,10 +14,9 @@
 use std::collections::HashMap;
 
 use grove_codec::digest;
-use grove_codec::entry::Envelope;
 use grove_codec::pack::{LogPackWriter, LOG_PACK_BYTES, LOG_PACK_RECORDS};
 use grove_codec::record::{self, HeadRecord, LeafTarget, NodeRecord, Parent};
-use grove_codec::writer::{leaf_line, NewEntry, Rendered};
+use grove_codec::writer::{leaf_line, NewEntry, RenderedLine};
 use grove_codec::{EntryKind, Role};
 
 use crate::error::{GroveError, Result};
@@ -142,7 +141,7 @@ impl<'s> Txn<'s> {
         seq: u64,
         line: String,
         node: NodeRecord,
-        env: &Envelope,
+        written: Written<'_>,
     ) -> Result<()> {
         if !matches!(self.packs.last(), Some((_, pack)) if !pack.is_full()) {
             // Sized for the records still expected, as large as this one.
@@ -168,7 +167,7 @@ impl<'s> Txn<'s> {
             seq,
             &node,
             &line,
-            env,
+            written,
         );
         self.ids.insert(node.id.clone(), seq);
         self.nodes.push(node);
@@ -198,14 +197,15 @@ impl<'s> Txn<'s> {
         };
         let timestamp = self.timestamp(timestamp);
         let parent_id = parent.as_ref().map(|(_, n)| n.id.as_str());
-        let Rendered {
+        let RenderedLine {
             line,
-            envelope,
+            kind,
+            target_id,
             message,
         } = entry
-            .render(&id, parent_id, &timestamp)
+            .render_line(&id, parent_id, &timestamp)
             .map_err(|e| GroveError::InvalidArgument(e.0))?;
-        match envelope.kind {
+        match kind {
             EntryKind::Leaf => {
                 return Err(GroveError::InvalidArgument(
                     "leaf lines are written by move_to, not appended".into(),
@@ -221,8 +221,8 @@ impl<'s> Txn<'s> {
             _ => {}
         }
         let seq = self.head.next_seq;
-        if envelope.kind == EntryKind::Label {
-            self.require_entry(envelope.target_id.as_deref().unwrap_or_default())?;
+        if kind == EntryKind::Label {
+            self.require_entry(target_id.as_deref().unwrap_or_default())?;
         }
         let parent_jump = match parent.as_ref().and_then(|(_, n)| n.jump) {
             Some(j) => Some(self.node(j.seq)?),
@@ -231,7 +231,7 @@ impl<'s> Txn<'s> {
         let mut node = fold::derive_node(
             seq,
             &id,
-            envelope.kind,
+            kind,
             parent
                 .as_ref()
                 .map_or(Parent::Root, |(s, _)| Parent::Seq(*s)),
@@ -240,7 +240,12 @@ impl<'s> Txn<'s> {
             digest::content_hash(line.as_bytes()),
         );
         node.message = message;
-        self.put_record(seq, line, node, &envelope)?;
+        let written = Written {
+            kind,
+            target_id: target_id.as_deref(),
+            timestamp: &timestamp,
+        };
+        self.put_record(seq, line, node, written)?;
         Ok(id)
     }
 
@@ -269,8 +274,12 @@ impl<'s> Txn<'s> {
             target.map_or(LeafTarget::Null, LeafTarget::Seq),
             digest::content_hash(line.as_bytes()),
         );
-        let envelope = Envelope::parse(&line).map_err(GroveError::InvalidArgument)?;
-        self.put_record(seq, line, node, &envelope)?;
+        let written = Written {
+            kind: EntryKind::Leaf,
+            target_id: None,
+            timestamp: &timestamp,
+        };
+        self.put_record(seq, line, node, written)?;
         Ok(id)
     }
 
@@ -337,10 +346,27 @@ fn index_record(
     seq: u64,
     node: &NodeRecord,
     line: &str,
-    env: &Envelope,
+    written: Written<'_>,
 ) {
-    index_rows(session, batch, seq, node, line, env);
-    advance_head(head, seq, node, Some(&env.timestamp));
+    index_rows(
+        session,
+        batch,
+        seq,
+        node,
+        line,
+        written.kind,
+        written.target_id,
+    );
+    advance_head(head, seq, node, Some(written.timestamp));
+}
+
+/// What the index rows and the head need of a record's line besides its node: its kind, a
+/// label's target and its timestamp (the fields `Envelope::parse` would read).
+#[derive(Debug, Clone, Copy)]
+struct Written<'a> {
+    kind: EntryKind,
+    target_id: Option<&'a str>,
+    timestamp: &'a str,
 }
 
 /// The index rows a log record implies: the children row (at branch points), the compaction
@@ -351,15 +377,16 @@ fn index_rows(
     seq: u64,
     node: &NodeRecord,
     line: &str,
-    env: &Envelope,
+    kind: EntryKind,
+    target_id: Option<&str>,
 ) {
     let sid = session.sid;
-    match env.kind {
+    match kind {
         EntryKind::Leaf => batch.put(keys::leaf_history(sid, seq), Vec::new()),
         kind => {
             match kind {
                 EntryKind::Label => {
-                    let target = env.target_id.as_deref().unwrap_or_default();
+                    let target = target_id.unwrap_or_default();
                     session.label_update(batch, line, target, seq);
                 }
                 EntryKind::Compaction => batch.put(keys::compaction(sid, seq), Vec::new()),
@@ -416,7 +443,8 @@ pub(crate) fn repair_last(session: &Session, entries: &[crate::session::Entry]) 
             entry.seq,
             &entry.node,
             &entry.line,
-            &env,
+            env.kind,
+            env.target_id.as_deref(),
         );
     }
     // What the rows leave behind: a later write of a key wins (two labels of one target).

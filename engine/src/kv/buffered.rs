@@ -336,24 +336,43 @@ struct RowRun<'o> {
     key: &'o [u8],
     /// The first value, written as it is when nothing joins it.
     first: &'o [u8],
+    /// Its rows.
+    first_rows: LogValue<'o>,
     next_seq: u64,
-    pack: LogPackWriter,
+    /// Records and bytes of rows in the run.
+    records: usize,
+    bytes: usize,
+    /// The batch, made when a second value joins.
+    pack: Option<LogPackWriter>,
+}
+
+/// Bytes of the rows of a log value.
+fn rows_len(rows: &LogValue<'_>) -> usize {
+    (0..rows.len())
+        .filter_map(|i| rows.row(i))
+        .map(<[u8]>::len)
+        .sum()
+}
+
+/// Adds the rows of a log value to a pack (a row is far below the 4 GiB its offsets allow).
+fn push_rows(pack: &mut LogPackWriter, rows: &LogValue<'_>) {
+    for i in 0..rows.len() {
+        if let Some(row) = rows.row(i) {
+            let _ = pack.push(row);
+        }
+    }
 }
 
 impl<'o> RowRun<'o> {
-    fn start(key: &'o [u8], first: &'o [u8], seq: u64, rows: &LogValue<'o>) -> RowRun<'o> {
-        let mut pack = LogPackWriter::new();
-        for i in 0..rows.len() {
-            if let Some(row) = rows.row(i) {
-                // A row is far below the 4 GiB a pack's offsets allow.
-                let _ = pack.push(row);
-            }
-        }
+    fn start(key: &'o [u8], first: &'o [u8], seq: u64, rows: LogValue<'o>) -> RowRun<'o> {
         RowRun {
             key,
             first,
             next_seq: seq + rows.len() as u64,
-            pack,
+            records: rows.len(),
+            bytes: rows_len(&rows),
+            first_rows: rows,
+            pack: None,
         }
     }
 
@@ -361,30 +380,35 @@ impl<'o> RowRun<'o> {
     fn join(&mut self, key: &[u8], seq: u64, rows: &LogValue<'_>) -> bool {
         // The log-pack limits: a pack is closed once its rows reach LOG_PACK_BYTES (a row may
         // pass it, a batch joins only below it).
-        let bytes: usize = (0..rows.len())
-            .filter_map(|i| rows.row(i))
-            .map(<[u8]>::len)
-            .sum();
-        let fits = self.pack.len() + rows.len() <= LOG_PACK_RECORDS
-            && self.pack.body_len() < LOG_PACK_BYTES
-            && (rows.len() == 1 || self.pack.body_len() + bytes <= LOG_PACK_BYTES);
+        let bytes = rows_len(rows);
+        let fits = self.records + rows.len() <= LOG_PACK_RECORDS
+            && self.bytes < LOG_PACK_BYTES
+            && (rows.len() == 1 || self.bytes + bytes <= LOG_PACK_BYTES);
         if seq != self.next_seq || key.get(..9) != self.key.get(..9) || !fits {
             return false;
         }
-        for i in 0..rows.len() {
-            if let Some(row) = rows.row(i) {
-                let _ = self.pack.push(row);
-            }
-        }
+        let (records, held) = (self.records + rows.len(), self.bytes + bytes);
+        let pack = self.pack.get_or_insert_with(|| {
+            // Room for a few more values like these (a run of many small rows grows it a few
+            // times; a buffer of many short runs does not hold a full pack's bytes for each).
+            let mut pack = LogPackWriter::with_capacity(
+                (records * 4).min(LOG_PACK_RECORDS),
+                (held * 4).min(LOG_PACK_BYTES + bytes),
+            );
+            push_rows(&mut pack, &self.first_rows);
+            pack
+        });
+        push_rows(pack, rows);
         self.next_seq = seq + rows.len() as u64;
+        self.records += rows.len();
+        self.bytes += bytes;
         true
     }
 
-    fn finish(mut self, batch: &mut WriteBatch, values: usize) {
-        if values == 1 {
-            batch.put(self.key.to_vec(), self.first.to_vec());
-        } else {
-            batch.put(self.key.to_vec(), self.pack.take_batch());
+    fn finish(self, batch: &mut WriteBatch) {
+        match self.pack {
+            None => batch.put(self.key.to_vec(), self.first.to_vec()),
+            Some(mut pack) => batch.put(self.key.to_vec(), pack.take_batch()),
         }
     }
 }
@@ -393,34 +417,33 @@ impl<'o> RowRun<'o> {
 /// batches within the log-pack limits.
 fn coalesce(overlay: &Overlay) -> WriteBatch {
     let mut batch = WriteBatch::new();
-    let mut run: Option<(RowRun<'_>, usize)> = None;
+    let mut run: Option<RowRun<'_>> = None;
     for (key, value) in overlay {
         if let Some((value, (seq, rows))) = value
             .as_deref()
             .and_then(|v| log_rows(key, v).map(|found| (v, found)))
         {
-            if let Some((r, values)) = &mut run {
+            if let Some(r) = &mut run {
                 if r.join(key, seq, &rows) {
-                    *values += 1;
                     continue;
                 }
             }
-            if let Some((r, values)) = run.take() {
-                r.finish(&mut batch, values);
+            if let Some(r) = run.take() {
+                r.finish(&mut batch);
             }
-            run = Some((RowRun::start(key, value, seq, &rows), 1));
+            run = Some(RowRun::start(key, value, seq, rows));
             continue;
         }
-        if let Some((r, values)) = run.take() {
-            r.finish(&mut batch, values);
+        if let Some(r) = run.take() {
+            r.finish(&mut batch);
         }
         match value {
             Some(v) => batch.put(key.clone(), v.clone()),
             None => batch.delete(key.clone()),
         }
     }
-    if let Some((r, values)) = run.take() {
-        r.finish(&mut batch, values);
+    if let Some(r) = run.take() {
+        r.finish(&mut batch);
     }
     batch
 }

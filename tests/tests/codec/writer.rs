@@ -468,10 +468,21 @@ proptest::proptest! {
     }
 }
 
-/// `render` = `to_line`, then `Envelope::parse` and `view::message_span` of the line: the
-/// write path takes the envelope and message span from `render` instead of parsing back.
+/// `render` = `to_line`, then `Envelope::parse` and `view::message_span` of the line; and
+/// `render_line` (what the write path takes instead of parsing back) = the line, kind, label
+/// target and message span of `render`.
 fn assert_render_agrees(e: &NewEntry, id: &str, parent: Option<&str>, ts: &str) {
     let rendered = e.render(id, parent, ts);
+    match (&rendered, e.render_line(id, parent, ts)) {
+        (Ok(r), Ok(l)) => {
+            assert_eq!(l.line, r.line, "{e:?}");
+            assert_eq!(l.kind, r.envelope.kind, "{}", r.line);
+            assert_eq!(l.target_id, r.envelope.target_id, "{}", r.line);
+            assert_eq!(l.message, r.message, "{}", r.line);
+        }
+        (Err(a), Err(b)) => assert_eq!(a, &b, "{e:?}"),
+        (r, l) => panic!("render {r:?}, render_line {l:?}"),
+    }
     let line = e.to_line(id, parent, ts);
     match (rendered, line) {
         (Ok(r), Ok(line)) => {
