@@ -135,7 +135,12 @@ pub(crate) struct LogRows<'a> {
     buffered: VecDeque<(u64, Vec<u8>)>,
     /// The seq the next record must have.
     expect: Option<u64>,
+    /// Times the scan of the log keys was reopened at a record it skipped ([`LogRows::reopen`]).
+    reopens: u32,
 }
+
+/// Most reopens of one [`LogRows`] before a skipped record is reported missing.
+const REOPENS: u32 = 16;
 
 impl<'a> LogRows<'a> {
     /// The records `lo .. hi` of session `sid` (whose records `0 .. packed` are in packs).
@@ -160,6 +165,7 @@ impl<'a> LogRows<'a> {
             scan: None,
             buffered: VecDeque::new(),
             expect: Some(if rev { hi.saturating_sub(1) } else { lo }),
+            reopens: 0,
         }
     }
 
@@ -259,7 +265,9 @@ impl<'a> LogRows<'a> {
         true
     }
 
-    fn check(&mut self, seq: u64) -> Result<()> {
+    /// Whether `seq` is the next record; `false` when it is not and the scan was reopened at
+    /// the expected one ([`LogRows::reopen`]), an error when it is not and cannot be.
+    fn check(&mut self, seq: u64) -> Result<bool> {
         match self.expect {
             Some(e) if e == seq => {
                 self.expect = if self.rev {
@@ -267,25 +275,57 @@ impl<'a> LogRows<'a> {
                 } else {
                     seq.checked_add(1)
                 };
-                Ok(())
+                Ok(true)
             }
-            Some(e) => Err(GroveError::Corrupt(format!("log record {e} is missing"))),
+            Some(e) => {
+                if self.reopen(e) {
+                    Ok(false)
+                } else {
+                    Err(GroveError::Corrupt(format!("log record {e} is missing")))
+                }
+            }
             None => Err(GroveError::Corrupt(format!(
                 "log record {seq} out of range"
             ))),
         }
     }
 
-    /// The end of the range was reached: every record in it must have been seen.
-    fn finish(&self) -> Result<()> {
-        let Some(e) = self.expect else { return Ok(()) };
+    /// Restarts the scan of the log keys at record `e`, which it skipped: the store's write
+    /// buffer may have moved records from their own keys into a batch under an earlier key
+    /// while the scan ran (a scan reads the buffer as it was when the scan began, the backend
+    /// as it is), so a fresh floor lookup finds them. `false` for a record of the packs, or
+    /// after [`REOPENS`] reopens: the record is missing.
+    fn reopen(&mut self, e: u64) -> bool {
+        if e < self.packed || self.reopens >= REOPENS {
+            return false;
+        }
+        self.reopens += 1;
+        self.part = Part::Singles;
+        self.scan = None;
+        self.buffered.clear();
+        if self.rev {
+            self.hi = e + 1;
+        } else {
+            self.lo = e;
+        }
+        true
+    }
+
+    /// The end of the range was reached: every record in it must have been seen. `false`
+    /// when one was not and the scan was reopened at it.
+    fn finish(&mut self) -> Result<bool> {
+        let Some(e) = self.expect else {
+            return Ok(true);
+        };
         let complete = if self.rev {
             e < self.lo
         } else {
             self.hi == u64::MAX || e >= self.hi
         };
         if complete {
-            Ok(())
+            Ok(true)
+        } else if self.reopen(e) {
+            Ok(false)
         } else {
             Err(GroveError::Corrupt(format!("log record {e} is missing")))
         }
@@ -294,12 +334,16 @@ impl<'a> LogRows<'a> {
     fn step(&mut self) -> Result<Option<(u64, Vec<u8>)>> {
         loop {
             if let Some((seq, row)) = self.buffered.pop_front() {
-                self.check(seq)?;
-                return Ok(Some((seq, row)));
+                if self.check(seq)? {
+                    return Ok(Some((seq, row)));
+                }
+                continue;
             }
             if self.part == Part::Done {
-                self.finish()?;
-                return Ok(None);
+                if self.finish()? {
+                    return Ok(None);
+                }
+                continue;
             }
             if self.scan.is_none() && !self.open()? {
                 self.advance_part();
@@ -316,8 +360,10 @@ impl<'a> LogRows<'a> {
                 if value.first() != Some(&BATCH_MARK) {
                     // A single row: handed out as it is.
                     if seq >= self.lo {
-                        self.check(seq)?;
-                        return Ok(Some((seq, value)));
+                        if self.check(seq)? {
+                            return Ok(Some((seq, value)));
+                        }
+                        continue;
                     }
                     // Below the range: the row a floor lookup found (ascending), or the end
                     // of a descending scan.
