@@ -15,6 +15,12 @@
 //! `append_many` of the same records writes (docs/format.md, "Batches"). So single appends and
 //! small batches cost the backend one key per pack of records, not one per commit.
 //!
+//! A scan merges the buffer as it was when the scan began with the backend as it is (sled's
+//! iterators are not snapshots); a buffered operation wins over the stored value of its key.
+//! So a hand-over during a scan can move log records into a batch under a key the scan has
+//! passed: readers of the log check that records come in sequence and reopen their scan at
+//! a skipped one (`crate::log::LogRows`).
+//!
 //! What a crash keeps is unchanged in kind: every batch handed over is atomic and applied in
 //! order, so what survives is a prefix of the commits; a process kill may lose the commits of
 //! the last [`BUFFER_INTERVAL`] more than the backend's own buffering would lose.
