@@ -298,8 +298,13 @@ impl Envelope {
 
 /// A JSON string value as Rust text (lone surrogates replaced), or `None` if not a string.
 pub fn string_field(raw: &RawValue) -> Option<String> {
+    string_field_cow(raw).map(std::borrow::Cow::into_owned)
+}
+
+/// [`string_field`], borrowed from `raw` when the string has no escapes.
+pub fn string_field_cow(raw: &RawValue) -> Option<std::borrow::Cow<'_, str>> {
     if raw.get().starts_with('"') {
-        jsstr::decode_lossy(raw)
+        jsstr::decode_lossy_cow(raw)
     } else {
         None
     }

@@ -157,7 +157,17 @@ pub fn decode_literal(lit: &str) -> Option<JsString> {
 /// strings that differ only in lone surrogates may map to the same text; callers that need
 /// exactness keep the [`JsString`].
 pub fn decode_lossy(raw: &RawValue) -> Option<String> {
-    JsString::from_raw(raw).map(|s| s.to_rust().unwrap_or_else(|| s.to_lossy()))
+    decode_lossy_cow(raw).map(std::borrow::Cow::into_owned)
+}
+
+/// [`decode_lossy`], borrowing the literal's text when it has no escapes (then it is the
+/// decoded text: a literal's characters other than escapes stand for themselves).
+pub fn decode_lossy_cow(raw: &RawValue) -> Option<std::borrow::Cow<'_, str>> {
+    let inner = raw.get().strip_prefix('"')?.strip_suffix('"')?;
+    if !inner.contains('\\') {
+        return Some(std::borrow::Cow::Borrowed(inner));
+    }
+    JsString::from_raw(raw).map(|s| s.to_rust().unwrap_or_else(|| s.to_lossy()).into())
 }
 
 /// JavaScript truthiness of a JSON value given as text.

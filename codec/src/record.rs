@@ -4,6 +4,7 @@
 //! own, independent of sled's; a value of an unknown version is refused with a typed error.
 
 use bincode::{Decode, Encode};
+use compact_str::CompactString;
 
 use crate::digest::Digest;
 use crate::error::CodecError;
@@ -78,8 +79,10 @@ pub struct Jump {
 /// The per-record metadata of the log: one per entry or leaf record, keyed by sequence.
 #[derive(Debug, Clone, PartialEq, Eq, Encode, Decode)]
 pub struct NodeRecord {
-    /// The entry's (or leaf record's) id.
-    pub id: String,
+    /// The entry's (or leaf record's) id: inline up to 24 bytes (pi's ids take 8), so
+    /// staging and caching nodes allocates nothing for it. Encoded as a string.
+    #[bincode(with_serde)]
+    pub id: CompactString,
     /// [`crate::EntryKind::tag`].
     pub kind: u8,
     /// The resolved parent. For a leaf record: the leaf before the move.

@@ -4,7 +4,7 @@
 use indexmap::IndexMap;
 use serde_json::value::RawValue;
 
-use crate::entry::{message_role, string_field, EntryKind, Envelope};
+use crate::entry::{message_role, string_field_cow, EntryKind, Envelope};
 use crate::jsstr::{push_quoted, quote};
 use crate::record::MessageSpan;
 use crate::view;
@@ -210,8 +210,8 @@ impl NewEntry {
         // refuses (a repeated field, say) is classified by its role alone, as
         // `Envelope::parse` does.
         let role = match &fields {
-            Some(f) => f.role.and_then(string_field),
-            None => message_text.and_then(message_role),
+            Some(f) => f.role.and_then(string_field_cow),
+            None => message_text.and_then(message_role).map(Into::into),
         };
         let kind = EntryKind::classify(&type_name, role.as_deref());
         let message = match (kind, span) {

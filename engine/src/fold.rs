@@ -24,7 +24,7 @@ pub fn derive_node(
     let own = |hit: bool, from_parent: Option<u64>| if hit { Some(seq) } else { from_parent };
     let parent_digest = inherited.map_or(ROOT_PARENT, |p| p.digest);
     NodeRecord {
-        id: id.to_owned(),
+        id: id.into(),
         kind: kind.tag(),
         parent,
         depth: inherited.map_or(0, |p| p.depth + 1),
@@ -94,7 +94,7 @@ pub fn leaf_node(
     content: Digest,
 ) -> NodeRecord {
     NodeRecord {
-        id: id.to_owned(),
+        id: id.into(),
         kind: EntryKind::Leaf.tag(),
         parent: previous.map_or(Parent::Root, Parent::Seq),
         depth: 0,

@@ -26,6 +26,8 @@
 //! merge removed).
 
 use std::collections::HashMap;
+
+use compact_str::CompactString;
 use std::sync::{Arc, OnceLock};
 
 use grove_codec::pack::{self, IdFilter, IdHash, IdPack, IdRunMeta};
@@ -130,7 +132,7 @@ pub(crate) struct IdIndex {
     /// The first record of the tail.
     tail_from: u64,
     /// Ids of the records `tail_from ..`.
-    tail: HashMap<String, u64>,
+    tail: HashMap<CompactString, u64>,
     /// Bytes of those records' log rows.
     tail_bytes: u64,
     /// The session's head: the stored checkpoint folded over the records after it.
@@ -475,7 +477,7 @@ impl Session {
                 .tail
                 .iter()
                 .filter(|(id, _)| id.starts_with(prefix))
-                .map(|(id, &seq)| (id.clone(), seq))
+                .map(|(id, &seq)| (id.to_string(), seq))
                 .collect();
             for run in &ix.lookup(self)?.runs {
                 let table = keys::id_run_packs(self.sid, run.first);
@@ -539,7 +541,7 @@ impl Session {
     /// store.
     pub(crate) fn commit_with_ids(
         &self,
-        ids: HashMap<String, u64>,
+        ids: HashMap<CompactString, u64>,
         bytes: u64,
         head: &HeadRecord,
         commit: impl FnOnce() -> Result<()>,
@@ -612,7 +614,7 @@ pub(crate) fn migrate_id_rows(inner: &Inner) -> Result<bool> {
             GroveError::Corrupt(m) => GroveError::Corrupt(format!("session {sid}: {m}")),
             other => other,
         })?;
-        ids.push((decode_node(seq, &v)?.id, seq));
+        ids.push((decode_node(seq, &v)?.id.into(), seq));
     }
     if !ids.is_empty() {
         // Appended ids are unique (appends refuse duplicates).

@@ -289,7 +289,7 @@ impl Session {
     pub fn leaf(&self) -> Result<Option<String>> {
         Ok(match self.head()?.leaf {
             None => None,
-            Some(seq) => Some(self.node(seq)?.id),
+            Some(seq) => Some(self.node(seq)?.id.into()),
         })
     }
 
@@ -320,7 +320,7 @@ impl Session {
         let mut txn = Txn::begin(self, &mut tip)?;
         let actual = match txn.head.leaf {
             None => None,
-            Some(seq) => Some(txn.node(seq)?.id),
+            Some(seq) => Some(txn.node(seq)?.id.into()),
         };
         if actual.as_deref() != expected_leaf {
             return Ok(AppendOutcome::Conflict {
@@ -411,10 +411,10 @@ impl Session {
             let seq = keys::last_u64(&k).ok_or_else(|| GroveError::Corrupt("leaf key".into()))?;
             let node = self.node(seq)?;
             let target = match node.leaf_target {
-                Some(LeafTarget::Seq(t)) => Some(self.node(t)?.id),
+                Some(LeafTarget::Seq(t)) => Some(self.node(t)?.id.into()),
                 _ => None,
             };
-            out.push((node.id, target));
+            out.push((node.id.into(), target));
         }
         Ok(out)
     }

@@ -13,6 +13,8 @@
 
 use std::collections::HashMap;
 
+use compact_str::CompactString;
+
 use grove_codec::digest;
 use grove_codec::pack::{LogPackWriter, LOG_PACK_BYTES, LOG_PACK_RECORDS};
 use grove_codec::record::{self, HeadRecord, LeafTarget, NodeRecord, Parent};
@@ -41,7 +43,7 @@ pub(crate) struct Txn<'s> {
     nodes: Vec<NodeRecord>,
     /// Records the caller said it will stage ([`Txn::reserve`]), to size the packs.
     expected: usize,
-    ids: HashMap<String, u64>,
+    ids: HashMap<CompactString, u64>,
     /// Bytes of the log rows staged.
     bytes: u64,
     /// The writer's [`Tip`], taken for the transaction (nodes read are remembered in it).

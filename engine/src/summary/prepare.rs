@@ -99,7 +99,7 @@ impl Session {
             }
             out.reverse();
             let common = match common {
-                Some(c) => Some(self.node(c)?.id),
+                Some(c) => Some(self.node(c)?.id.into()),
                 None => None,
             };
             return Ok((out, common));

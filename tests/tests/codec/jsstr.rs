@@ -1,7 +1,9 @@
 //! `grove_codec::jsstr`: JSON string literals as JavaScript (UTF-16) strings.
 
-use grove_codec::jsstr::{decode_literal, decode_lossy, quote, truthy, JsString};
+use grove_codec::jsstr::{decode_literal, decode_lossy, decode_lossy_cow, quote, truthy, JsString};
+use proptest::prelude::*;
 use serde_json::value::RawValue;
+use std::borrow::Cow;
 
 fn units(s: &str) -> Vec<u16> {
     s.encode_utf16().collect()
@@ -225,5 +227,46 @@ fn truthy_follows_javascript() {
     }
     for t in truthy_values {
         assert!(truthy(&raw(t)), "{t} must be truthy");
+    }
+}
+
+proptest! {
+    /// The borrowed fast path of `decode_lossy_cow` (a literal without escapes) decodes as the
+    /// UTF-16 path does, and is taken exactly when the literal has no backslash.
+    #[test]
+    fn decode_lossy_cow_agrees_with_the_utf16_decoding(
+        text in "[a-z\\\\\"\u{0}-\u{1f}é😀\u{2028}]{0,12}",
+        escape_all in any::<bool>(),
+    ) {
+        // Both serde_json's quoting (escapes only what it must) and a literal with every
+        // character escaped as \uXXXX.
+        let literal = if escape_all {
+            let mut l = String::from("\"");
+            for u in text.encode_utf16() {
+                l.push_str(&format!("\\u{u:04x}"));
+            }
+            l.push('"');
+            l
+        } else {
+            serde_json::to_string(&text).unwrap()
+        };
+        let value = raw(&literal);
+        let slow = decode_literal(&literal).and_then(|s| s.to_rust());
+        let got = decode_lossy_cow(&value);
+        prop_assert_eq!(got.as_deref(), slow.as_deref());
+        prop_assert_eq!(got.as_deref(), Some(text.as_str()));
+        prop_assert_eq!(
+            matches!(got, Some(Cow::Borrowed(_))),
+            !literal.contains('\\'),
+            "borrowed exactly when {} has no escape", literal
+        );
+        prop_assert_eq!(decode_lossy(&value), slow);
+    }
+}
+
+#[test]
+fn decode_lossy_cow_refuses_what_decode_lossy_refuses() {
+    for text in ["42", "null", "{}", "[\"a\"]", "true"] {
+        assert_eq!(decode_lossy_cow(&raw(text)), None, "{text}");
     }
 }

@@ -28,7 +28,7 @@ fn seal(mut body: Vec<u8>) -> Vec<u8> {
 
 pub(super) fn node() -> NodeRecord {
     NodeRecord {
-        id: "e1".to_owned(),
+        id: "e1".into(),
         kind: EntryKind::Message(Role::Assistant).tag(),
         parent: Parent::Seq(300),
         depth: 7,
@@ -102,6 +102,39 @@ fn node_record_golden_bytes() {
     let bytes = encode(&node());
     assert_eq!(payload(&bytes), want);
     assert_eq!(decode::<NodeRecord>(&bytes).unwrap(), node());
+}
+
+#[test]
+fn node_record_ids_of_any_length_encode_as_strings() {
+    // Ids live inline up to 24 bytes and on the heap beyond; both encode as a bincode string.
+    let golden = payload(&encode(&node()));
+    let rest = &golden[4..]; // after version, length 2 and "e1"
+    for id in [
+        "",
+        "a",
+        &"x".repeat(24),
+        &"y".repeat(25),
+        &"z".repeat(300),
+        "ü😀",
+    ] {
+        let mut n = node();
+        n.id = id.into();
+        let bytes = encode(&n);
+        let mut want = vec![0x01];
+        let len = id.len();
+        if len < 251 {
+            want.push(len as u8);
+        } else {
+            want.push(0xfb);
+            want.extend((len as u16).to_le_bytes());
+        }
+        want.extend(id.as_bytes());
+        want.extend(rest);
+        assert_eq!(payload(&bytes), want, "id of {len} bytes");
+        let back = decode::<NodeRecord>(&bytes).unwrap();
+        assert_eq!(back.id.as_str(), id);
+        assert_eq!(back, n);
+    }
 }
 
 #[test]

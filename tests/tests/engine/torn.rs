@@ -140,7 +140,7 @@ fn observe(s: &Session) -> Observed {
             // Ids the engine generated differ between runs: only their place is compared.
             .map(|e| {
                 if e.node.id.len() <= 2 {
-                    e.node.id
+                    e.node.id.to_string()
                 } else {
                     "*".into()
                 }
