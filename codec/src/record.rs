@@ -184,6 +184,14 @@ pub struct ViewRecord {
     pub segments: Vec<(u64, u64)>,
 }
 
+/// A chunk of the rows a persisted view materializes: `(seq, log row)` in ascending seq, each
+/// row a byte-for-byte copy of the log's (`[node length: u32 BE] ++ node record ++ line`).
+#[derive(Debug, Clone, PartialEq, Eq, Encode, Decode)]
+pub struct ViewRowsRecord {
+    /// The rows, by seq.
+    pub rows: Vec<(u64, Vec<u8>)>,
+}
+
 /// Length of the checksum trailer of every record.
 pub const CHECKSUM_LEN: usize = 4;
 

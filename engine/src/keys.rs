@@ -49,12 +49,16 @@ pub const T_ID_FILTER: u8 = 0x1A;
 pub const T_ID_RUN: u8 = 0x1B;
 /// Id-run packs: `[0x1C][sid][run first seq] ++ first id` → an id pack of that run.
 pub const T_ID_RUN_PACK: u8 = 0x1C;
+/// Materialized view rows: `[0x1D][sid][chunk]` → [`grove_codec::record::ViewRowsRecord`]:
+/// copies of log rows the persisted view reads, so that a cold resume of a path scattered
+/// over the log reads a few small values instead of every pack the path passes through.
+pub const T_VIEW_ROWS: u8 = 0x1D;
 
 /// The children-index parent of root entries.
 pub const ROOT: u64 = u64::MAX;
 
 /// Every per-session table, for deletion and verification.
-pub const SESSION_TABLES: [u8; 15] = [
+pub const SESSION_TABLES: [u8; 16] = [
     T_HEAD,
     T_PENDING,
     T_PACKED,
@@ -70,6 +74,7 @@ pub const SESSION_TABLES: [u8; 15] = [
     T_ID_FILTER,
     T_ID_RUN,
     T_ID_RUN_PACK,
+    T_VIEW_ROWS,
 ];
 
 /// Store metadata name of the format marker.
@@ -218,6 +223,11 @@ pub fn compaction(sid: u64, seq: u64) -> Vec<u8> {
 /// `[0x17][sid]`.
 pub fn view(sid: u64) -> Vec<u8> {
     tag_u64(T_VIEW, sid)
+}
+
+/// `[0x1D][sid][chunk]`.
+pub fn view_rows(sid: u64, chunk: u64) -> Vec<u8> {
+    tag_u64_u64(T_VIEW_ROWS, sid, chunk)
 }
 
 /// `[tag][sid]`: the prefix of one session's rows in a table.

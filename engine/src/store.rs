@@ -375,7 +375,10 @@ impl Tip {
     }
 }
 
-const FORMAT_MARKER: &[u8] = b"grove\x00\x06";
+const FORMAT_MARKER: &[u8] = b"grove\x00\x07";
+/// Layout 6 is layout 7 without materialized view rows: opening it only rewrites the marker
+/// (its persisted views gain their rows when they are next read).
+const FORMAT_MARKER_6: &[u8] = b"grove\x00\x06";
 /// Older layouts this build opens and upgrades. Layout 5 is layout 6 with id filters hashed by
 /// blake3 rather than XXH3-128: opening such a store rebuilds them from their ids. Layout 4 is
 /// layout 5 without batches (every log key holds one row), so its log is read as it is.
@@ -488,6 +491,11 @@ impl Store {
         let marker_key = keys::meta(keys::META_FORMAT);
         match inner.kv.get(&marker_key)? {
             Some(m) if m == FORMAT_MARKER => {}
+            Some(m) if m == FORMAT_MARKER_6 => {
+                let mut batch = WriteBatch::new();
+                batch.put(marker_key, FORMAT_MARKER.to_vec());
+                inner.commit(batch, Durability::Sync)?;
+            }
             Some(m) if FORMAT_MARKERS_OLD.contains(&m.as_slice()) => {
                 while crate::ids::migrate_id_rows(&inner)? {}
                 crate::ids::rebuild_id_filters(&inner)?;

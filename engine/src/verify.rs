@@ -11,6 +11,7 @@ use grove_codec::header::Header;
 use grove_codec::pack::{IdFilter, IdPack, IdRunMeta, LogPack};
 use grove_codec::record::{
     self, HeadRecord, LabelRecord, LeafTarget, NodeRecord, Parent, SessionRecord, ViewRecord,
+    ViewRowsRecord,
 };
 use grove_codec::EntryKind;
 
@@ -667,6 +668,36 @@ fn verify_session(s: &Session, listed_as: &str, report: &mut VerifyReport) -> Re
             }
         }
         Err(e) => c.fail(None, format!("persisted view: {e}")),
+    }
+    // Materialized view rows: copies of log rows, in ascending seq.
+    let prefix = keys::session_prefix(keys::T_VIEW_ROWS, s.sid);
+    let mut previous: Option<u64> = None;
+    for pair in s.inner.kv.scan(&prefix, &keys::prefix_end(&prefix)) {
+        let (_, v) = pair?;
+        let chunk = match record::decode::<ViewRowsRecord>(&v) {
+            Ok(chunk) => chunk,
+            Err(e) => {
+                c.fail(None, format!("materialized view rows: {e}"));
+                continue;
+            }
+        };
+        for (seq, row) in chunk.rows {
+            let copy = record::split_log(&row).ok().and_then(|(nv, lv)| {
+                let node = record::decode::<NodeRecord>(nv).ok()?;
+                Some((node, lv.to_vec()))
+            });
+            let same = match (copy, rows.get(seq as usize)) {
+                (Some((node, line)), Some(r)) => node == r.node && line == r.line.as_bytes(),
+                _ => false,
+            };
+            if !same || previous.is_some_and(|p| p >= seq) {
+                c.fail(
+                    None,
+                    format!("materialized view row {seq} is not a copy of the log's, in order"),
+                );
+            }
+            previous = Some(seq);
+        }
     }
     Ok(())
 }

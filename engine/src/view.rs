@@ -5,14 +5,19 @@
 //! - after a move, the part of the previous view up to the deepest common ancestor is kept
 //!   and only the new side is read;
 //! - the view of the active leaf is persisted (as ranges of sequence numbers), so a cold
-//!   process resumes by reading the selected entries directly instead of walking the path.
+//!   process resumes by reading the selected entries directly instead of walking the path;
+//! - the rows such a resume would gather from all over the log (every range of the selection
+//!   but the last, which ends at the leaf, and the entries the settings come from) are
+//!   materialized next to it, as copies in a few small values ([`keys::T_VIEW_ROWS`]): a
+//!   path through a bushy session passes through many log packs, and the backend reads a whole
+//!   page of packs for each.
 //!
 //! Views live in a bounded in-memory cache, one per session.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use grove_codec::record::{self, NodeRecord, Parent, ViewRecord};
+use grove_codec::record::{self, NodeRecord, Parent, ViewRecord, ViewRowsRecord};
 use grove_codec::EntryKind;
 use parking_lot::Mutex;
 
@@ -23,13 +28,24 @@ use crate::context::{
 use crate::error::{GroveError, Result};
 use crate::keys;
 use crate::kv::WriteBatch;
-use crate::session::{Entry, Session};
+use crate::session::{decode_row, Entry, Session};
+use crate::util;
 
 /// How many sessions keep a view in memory.
 pub const VIEW_CACHE_SESSIONS: usize = 1024;
 
 /// Extensions after which the persisted view is refreshed.
 const PERSIST_EVERY: u32 = 64;
+
+/// Bytes of rows per materialized chunk: a sled leaf of 16 such values stays below sled's
+/// blob threshold (a quarter of its 512 KiB segment), so it is read from its segment file
+/// rather than as a file of its own.
+const VIEW_ROWS_CHUNK_BYTES: usize = 7 * 1024;
+/// The most rows a persisted view materializes.
+const VIEW_ROWS_MAX: usize = 16 * 1024;
+/// The most bytes of rows a persisted view materializes (past it, the rest is read from the
+/// log).
+const VIEW_ROWS_BUDGET: usize = 4 << 20;
 
 /// A context with, per selected entry, its seq and the message count after it.
 #[derive(Clone)]
@@ -43,6 +59,9 @@ pub(crate) struct View {
     prefix: usize,
     ctx: Context,
     unpersisted: u32,
+    /// The materialized rows stored for this session: the seqs [`Session::materialized_seqs`]
+    /// chose when they were written (`None`: unknown, rewrite them at the next persist).
+    materialized: Option<Vec<u64>>,
 }
 
 /// The number of selected entries that are the checkpoint and its kept range: the kept
@@ -52,6 +71,18 @@ fn prefix_len(selected_depths: &[u64], has_checkpoint: bool) -> usize {
         (true, Some(&c)) => 1 + selected_depths[1..].iter().take_while(|&&d| d < c).count(),
         _ => 0,
     }
+}
+
+/// The selected seqs of `marks` as ranges of consecutive seqs.
+fn segments_of(marks: &[(u64, usize)]) -> Vec<(u64, u64)> {
+    let mut segments: Vec<(u64, u64)> = Vec::new();
+    for &(seq, _) in marks {
+        match segments.last_mut() {
+            Some((_, hi)) if *hi + 1 == seq => *hi = seq,
+            _ => segments.push((seq, seq)),
+        }
+    }
+    segments
 }
 
 /// The per-store cache of views, bounded to [`VIEW_CACHE_SESSIONS`] sessions.
@@ -106,7 +137,7 @@ impl Session {
         let mut view = view;
         if is_grove(options) && view.unpersisted >= PERSIST_EVERY && self.head()?.leaf == Some(leaf)
         {
-            self.persist_view(&view)?;
+            self.persist_view(&mut view)?;
             view.unpersisted = 0;
         }
         let ctx = view.ctx.clone();
@@ -124,6 +155,7 @@ impl Session {
             marks,
             ctx,
             unpersisted: PERSIST_EVERY,
+            materialized: None,
         };
         Ok(view)
     }
@@ -205,15 +237,10 @@ impl Session {
         Ok(Some(view))
     }
 
-    /// Writes the view as the session's persisted view (a cache: no flush).
-    fn persist_view(&self, view: &View) -> Result<()> {
-        let mut segments: Vec<(u64, u64)> = Vec::new();
-        for &(seq, _) in &view.marks {
-            match segments.last_mut() {
-                Some((_, hi)) if *hi + 1 == seq => *hi = seq,
-                _ => segments.push((seq, seq)),
-            }
-        }
+    /// Writes the view as the session's persisted view (a cache: no flush), with its
+    /// materialized rows when they changed.
+    fn persist_view(&self, view: &mut View) -> Result<()> {
+        let segments = segments_of(&view.marks);
         let rec = ViewRecord {
             leaf: view.leaf,
             checkpoint: view.checkpoint,
@@ -221,28 +248,156 @@ impl Session {
         };
         // A cache write on the read path: skipped on a poisoned store, and its failure is not
         // the reader's problem (the view is rebuilt next time).
-        if self.inner.check_writable().is_ok() {
-            let mut batch = WriteBatch::new();
-            batch.put(keys::view(self.sid), record::encode(&rec));
-            let _ = self.inner.kv.apply_buffered(batch, false);
+        if self.inner.check_writable().is_err() {
+            return Ok(());
+        }
+        let mut batch = WriteBatch::new();
+        batch.put(keys::view(self.sid), record::encode(&rec));
+        let wanted = self.materialized_seqs(&rec)?;
+        if view.materialized.as_ref() != Some(&wanted) {
+            self.stage_view_rows(&mut batch, &rec, &wanted)?;
+            view.materialized = Some(wanted);
+        }
+        let _ = self.inner.kv.apply_buffered(batch, false);
+        Ok(())
+    }
+
+    /// The seqs whose rows a persisted view materializes: the selected entries of every range
+    /// but the last (the last ends at the leaf and grows with appends, consecutive in the
+    /// log), and the entries its settings come from, outside that last range; at most
+    /// [`VIEW_ROWS_MAX`], ascending.
+    fn materialized_seqs(&self, rec: &ViewRecord) -> Result<Vec<u64>> {
+        let Some((&last, rest)) = rec.segments.split_last() else {
+            return Ok(Vec::new());
+        };
+        let mut seqs: Vec<u64> = rest.iter().flat_map(|&(lo, hi)| lo..=hi).collect();
+        let leaf = self.node(rec.leaf)?;
+        seqs.extend(
+            [leaf.model_at, leaf.thinking_at, leaf.tools_at]
+                .into_iter()
+                .flatten()
+                .filter(|s| !(last.0..=last.1).contains(s)),
+        );
+        seqs.sort_unstable();
+        seqs.dedup();
+        seqs.truncate(VIEW_ROWS_MAX);
+        Ok(seqs)
+    }
+
+    /// Stages the replacement of the session's materialized rows by the rows of `seqs` (up
+    /// to [`VIEW_ROWS_BUDGET`] bytes of them), in chunks of about [`VIEW_ROWS_CHUNK_BYTES`].
+    fn stage_view_rows(
+        &self,
+        batch: &mut WriteBatch,
+        rec: &ViewRecord,
+        seqs: &[u64],
+    ) -> Result<()> {
+        let prefix = keys::session_prefix(keys::T_VIEW_ROWS, self.sid);
+        for pair in self.inner.kv.scan(&prefix, &keys::prefix_end(&prefix)) {
+            batch.delete(pair?.0);
+        }
+        // The selected ranges by scans of the log, the settings' entries one by one.
+        let mut entries: Vec<Entry> = Vec::with_capacity(seqs.len());
+        let mut rest = seqs;
+        for &(lo, hi) in &rec.segments {
+            let n = rest.iter().take_while(|&&s| s < lo).count();
+            for &seq in &rest[..n] {
+                entries.push(self.entry_at(seq)?);
+            }
+            rest = &rest[n..];
+            let m = rest.iter().take_while(|&&s| s <= hi).count();
+            if let (Some(&first), Some(&last)) = (rest.first(), rest[..m].last()) {
+                entries.extend(self.read_range(first, last)?);
+            }
+            rest = &rest[m..];
+        }
+        for &seq in rest {
+            entries.push(self.entry_at(seq)?);
+        }
+        let (mut chunk, mut bytes, mut total, mut index) = (Vec::new(), 0, 0, 0u64);
+        for e in entries {
+            let row = record::encode_log(&e.node, e.line.as_bytes());
+            total += row.len();
+            // At least one row, so that what is stored is never empty when rows are wanted.
+            if total > VIEW_ROWS_BUDGET && total > row.len() {
+                break;
+            }
+            if bytes > 0 && bytes + row.len() > VIEW_ROWS_CHUNK_BYTES {
+                let rows = std::mem::take(&mut chunk);
+                batch.put(
+                    keys::view_rows(self.sid, index),
+                    record::encode(&ViewRowsRecord { rows }),
+                );
+                index += 1;
+                bytes = 0;
+            }
+            bytes += row.len();
+            chunk.push((e.seq, row));
+        }
+        if !chunk.is_empty() {
+            batch.put(
+                keys::view_rows(self.sid, index),
+                record::encode(&ViewRowsRecord { rows: chunk }),
+            );
         }
         Ok(())
     }
 
-    /// Rebuilds the persisted view from its ranges (no path walk).
+    /// The session's materialized rows, by seq.
+    fn view_rows(&self) -> Result<BTreeMap<u64, Entry>> {
+        let prefix = keys::session_prefix(keys::T_VIEW_ROWS, self.sid);
+        let mut out = BTreeMap::new();
+        for pair in self.inner.kv.scan(&prefix, &keys::prefix_end(&prefix)) {
+            let (k, v) = pair?;
+            let chunk: ViewRowsRecord = record::decode(&v).map_err(|e| {
+                GroveError::Corrupt(format!("materialized view rows {}: {e}", util::hex(&k)))
+            })?;
+            for (seq, row) in chunk.rows {
+                out.insert(seq, decode_row(seq, row)?);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Rebuilds the persisted view from its ranges (no path walk): the materialized rows
+    /// first, the log for the rest.
     fn load_view(&self) -> Result<Option<View>> {
         let Some(rec) = self.inner.get::<ViewRecord>(&keys::view(self.sid))? else {
             return Ok(None);
         };
         let options = ContextOptions::grove();
+        let mut stored = self.view_rows()?;
+        let on_disk: Vec<u64> = stored.keys().copied().collect();
+        let node = self.node(rec.leaf)?;
+        // The settings' entries before the selection takes its rows out of the map.
+        let mut settings = Vec::new();
+        for seq in [node.model_at, node.thinking_at, node.tools_at]
+            .into_iter()
+            .flatten()
+        {
+            settings.push(match stored.get(&seq) {
+                Some(e) => e.clone(),
+                None => self.entry_at(seq)?,
+            });
+        }
         let mut selected: Vec<Entry> = Vec::new();
         for &(lo, hi) in &rec.segments {
             if lo > hi {
                 return Err(GroveError::Corrupt("view segment out of order".into()));
             }
-            selected.extend(self.read_range(lo, hi)?);
+            let mut seq = lo;
+            while seq <= hi {
+                if let Some(e) = stored.remove(&seq) {
+                    selected.push(e);
+                    seq += 1;
+                    continue;
+                }
+                // The run of rows not materialized, read from the log by one scan.
+                let end = stored.range(seq..=hi).next().map_or(hi, |(&s, _)| s - 1);
+                selected.extend(self.read_range(seq, end)?);
+                seq = end + 1;
+            }
         }
-        let node = self.node(rec.leaf)?;
         let mut ctx = empty_context();
         let mut marks = Vec::with_capacity(selected.len());
         let compaction = |i: usize| {
@@ -260,8 +415,20 @@ impl Session {
             Arc::make_mut(&mut ctx.entry_ids).push(entry.id().to_owned());
             marks.push((entry.seq, ctx.messages.len()));
         }
-        self.settings_from_pointers(&node, &mut ctx)?;
+        for entry in &settings {
+            apply_setting(entry, &mut ctx);
+        }
         let depths: Vec<u64> = selected.iter().map(|e| e.node.depth).collect();
+        // What is stored answers this view when it is a prefix of what the view wants (the
+        // byte budget cuts the rest), not empty unless nothing is wanted. Otherwise (a view
+        // persisted before rows were materialized, or rows lost) the view is persisted again
+        // at once.
+        let wanted = self.materialized_seqs(&rec)?;
+        let current = wanted.starts_with(&on_disk) && (on_disk.is_empty() == wanted.is_empty());
+        let (materialized, unpersisted) = match current {
+            true => (Some(wanted), 0),
+            false => (None, PERSIST_EVERY),
+        };
         Ok(Some(View {
             leaf: rec.leaf,
             options,
@@ -269,7 +436,8 @@ impl Session {
             prefix: prefix_len(&depths, rec.checkpoint.is_some()),
             marks,
             ctx,
-            unpersisted: 0,
+            unpersisted,
+            materialized,
         }))
     }
 

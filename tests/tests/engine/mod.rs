@@ -21,6 +21,7 @@ mod seed_questions;
 mod sled_guard;
 mod torn;
 mod verify;
+mod view_rows;
 mod views;
 
 use grove::{NewEntry, Session};
