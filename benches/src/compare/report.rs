@@ -168,7 +168,9 @@ impl Report {
              moves; min and max are shown where useful.\n\
              - *Cold* (resume) means a newly opened store or file in the same process: sled is \
              reopened, SQLite reconnects, the JSONL file is read and parsed again; the OS page \
-             cache stays warm.\n\
+             cache stays warm. Before the resumes of a session the harness runs `sync`, so that the \
+             writeback of the fixtures it has just written does not fall into the fsync sled does \
+             when it opens.\n\
              - grove runs with `Durability::None` for writes (applied in commit order, flushed at the \
              end), like the raw sled loop it is compared with (inserts without flush, one flush \
              at the end); SQLite uses WAL with `synchronous = NORMAL` and one transaction per \

@@ -167,6 +167,7 @@ pub(crate) struct Resume {
 pub(crate) fn resume(cx: &mut Ctx, f: &Fixture) -> Result<Resume> {
     let (runs, warmup) = (cx.sizes.runs, cx.sizes.warmup);
     let id = f.gen.session_id.clone();
+    settle();
     let (mut g, mut s, mut j) = (0, 0, 0);
     progress(&format!("{}: resume grove", f.label));
     let mut opens = Vec::new();
