@@ -188,9 +188,23 @@ pub struct ViewRecord {
 /// row a byte-for-byte copy of the log's (`[node length: u32 BE] ++ node record ++ line`).
 #[derive(Debug, Clone, PartialEq, Eq, Encode, Decode)]
 pub struct ViewRowsRecord {
+    /// [`ViewRowsRecord::digest_of`] the seqs the view wanted materialized when the chunk was
+    /// written: the chunks hold a prefix of them (the byte budget may cut the rest).
+    pub wanted: u64,
     /// The rows, by seq.
     pub rows: Vec<(u64, Vec<u8>)>,
 }
+
+impl ViewRowsRecord {
+    /// A digest of a list of seqs: XXH3-128 of their little-endian bytes, first 8 bytes.
+    pub fn digest_of(seqs: &[u64]) -> u64 {
+        let bytes: Vec<u8> = seqs.iter().flat_map(|s| s.to_le_bytes()).collect();
+        twox_hash::XxHash3_128::oneshot(&bytes) as u64
+    }
+}
+
+/// The most bytes the containers of one decoded record may claim (1 GiB).
+const DECODE_LIMIT: usize = 1 << 30;
 
 /// Length of the checksum trailer of every record.
 pub const CHECKSUM_LEN: usize = 4;
@@ -279,7 +293,10 @@ pub fn decode<T: Decode<()>>(bytes: &[u8]) -> Result<T, CodecError> {
         .split_first()
         .ok_or_else(|| CodecError::CorruptRecord("empty value".to_owned()))?;
     FormatVersion::from_byte(version)?;
-    let (value, used) = bincode::decode_from_slice(body, bincode::config::standard())
+    // The limit bounds what a length field may claim: a value with a valid checksum but an
+    // absurd length (written by something else, or forged) is refused, not allocated.
+    let config = bincode::config::standard().with_limit::<DECODE_LIMIT>();
+    let (value, used) = bincode::decode_from_slice(body, config)
         .map_err(|e| CodecError::CorruptRecord(e.to_string()))?;
     if used != body.len() {
         return Err(CodecError::CorruptRecord(format!(

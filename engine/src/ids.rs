@@ -498,6 +498,21 @@ impl Session {
         self.with_ids(|ix| Ok(ix.head.clone()))
     }
 
+    /// The active leaf, without loading the session's state when no one has and the stored
+    /// head checkpoint covers the whole log (an imported session; one whose last commit
+    /// wrote a checkpoint): a cold resume then reads neither the id index nor its tail.
+    /// Otherwise the state is loaded, as [`Session::head`] does.
+    pub(crate) fn leaf_seq(&self) -> Result<Option<u64>> {
+        if let Some(index) = self.inner.id_index(self.sid).read().as_ref() {
+            return Ok(index.head.leaf);
+        }
+        let checkpoint: HeadRecord = self.inner.require(&keys::head(self.sid))?;
+        match self.last_value()?.last() {
+            Some(&(last_seq, _)) if last_seq >= checkpoint.next_seq => Ok(self.head()?.leaf),
+            _ => Ok(checkpoint.leaf),
+        }
+    }
+
     /// The number of entries (leaf records excluded), without loading the session's state
     /// when no one has: the checkpoint's count, plus the records after it, minus the leaf
     /// records among them — counted by their leaf-history keys, and by their nodes for the

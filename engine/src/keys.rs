@@ -17,6 +17,14 @@ pub const T_PENDING: u8 = 0x04;
 /// Packed records: `[0x05][sid]` → the number of leading log records stored in log packs
 /// (u64 BE); absent when the session has none.
 pub const T_PACKED: u8 = 0x05;
+/// Persisted context view: `[0x06][sid]` → ViewRecord, then its materialized rows:
+/// `[0x06][sid][chunk]` → [`grove_codec::record::ViewRowsRecord`], copies of log rows the
+/// view reads, so that a cold resume of a path scattered over the log reads a few small values
+/// instead of every pack the path passes through. Placed after the tables of small values
+/// (`0x01`–`0x05`): sled pages hold up to 16 keys whatever their size, and a view sharing a
+/// page with an id filter or packs would pull them in; only the table's last page can reach
+/// the log (`0x10`). Layouts up to 6 kept the view record under `0x17`.
+pub const T_VIEW: u8 = 0x06;
 /// Log row (node record and line bytes): `[0x10][sid][seq]`, for records from the session's
 /// packed count on. Tag `0x11` is unused (it held node records before format 2).
 pub const T_LOG: u8 = 0x10;
@@ -32,8 +40,8 @@ pub const T_LABEL: u8 = 0x15;
 /// Compactions: `[0x16][sid][seq]` → empty, one per compaction entry.
 pub const T_COMPACTION: u8 = 0x16;
 
-/// Persisted context view: `[0x17][sid]` → ViewRecord.
-pub const T_VIEW: u8 = 0x17;
+/// The persisted view of layouts up to 6, `[0x17][sid]`; opening such a store removes them.
+pub const T_VIEW_OLD: u8 = 0x17;
 /// Id packs: `[0x18][sid] ++ first id` → a sorted run of the entry-id index.
 pub const T_ID_PACK: u8 = 0x18;
 /// Log packs: `[0x19][sid][first seq]` → the log rows of records `first ..`, below the
@@ -49,16 +57,12 @@ pub const T_ID_FILTER: u8 = 0x1A;
 pub const T_ID_RUN: u8 = 0x1B;
 /// Id-run packs: `[0x1C][sid][run first seq] ++ first id` → an id pack of that run.
 pub const T_ID_RUN_PACK: u8 = 0x1C;
-/// Materialized view rows: `[0x1D][sid][chunk]` → [`grove_codec::record::ViewRowsRecord`]:
-/// copies of log rows the persisted view reads, so that a cold resume of a path scattered
-/// over the log reads a few small values instead of every pack the path passes through.
-pub const T_VIEW_ROWS: u8 = 0x1D;
 
 /// The children-index parent of root entries.
 pub const ROOT: u64 = u64::MAX;
 
 /// Every per-session table, for deletion and verification.
-pub const SESSION_TABLES: [u8; 16] = [
+pub const SESSION_TABLES: [u8; 15] = [
     T_HEAD,
     T_PENDING,
     T_PACKED,
@@ -74,7 +78,6 @@ pub const SESSION_TABLES: [u8; 16] = [
     T_ID_FILTER,
     T_ID_RUN,
     T_ID_RUN_PACK,
-    T_VIEW_ROWS,
 ];
 
 /// Store metadata name of the format marker.
@@ -225,9 +228,14 @@ pub fn view(sid: u64) -> Vec<u8> {
     tag_u64(T_VIEW, sid)
 }
 
-/// `[0x1D][sid][chunk]`.
+/// `[0x06][sid][chunk]`.
 pub fn view_rows(sid: u64, chunk: u64) -> Vec<u8> {
-    tag_u64_u64(T_VIEW_ROWS, sid, chunk)
+    tag_u64_u64(T_VIEW, sid, chunk)
+}
+
+/// The key range of a session's materialized view rows.
+pub fn view_rows_range(sid: u64) -> (Vec<u8>, Vec<u8>) {
+    (view_rows(sid, 0), prefix_end(&session_prefix(T_VIEW, sid)))
 }
 
 /// `[tag][sid]`: the prefix of one session's rows in a table.

@@ -33,7 +33,7 @@ impl Session {
     pub(crate) fn start_seq(&self, from: Option<&str>) -> Result<Option<u64>> {
         match from {
             Some(id) => Ok(Some(self.require_seq(id)?.0)),
-            None => Ok(self.head()?.leaf),
+            None => self.leaf_seq(),
         }
     }
 

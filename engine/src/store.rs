@@ -376,8 +376,9 @@ impl Tip {
 }
 
 const FORMAT_MARKER: &[u8] = b"grove\x00\x07";
-/// Layout 6 is layout 7 without materialized view rows: opening it only rewrites the marker
-/// (its persisted views gain their rows when they are next read).
+/// Layout 6 is layout 7 with its persisted views under `0x17` and no materialized rows:
+/// opening it removes those views (a cache, rebuilt and persisted under `0x06` at the next
+/// context build) and rewrites the marker, in one batch.
 const FORMAT_MARKER_6: &[u8] = b"grove\x00\x06";
 /// Older layouts this build opens and upgrades. Layout 5 is layout 6 with id filters hashed by
 /// blake3 rather than XXH3-128: opening such a store rebuilds them from their ids. Layout 4 is
@@ -391,6 +392,16 @@ const FORMAT_MARKERS_OLD: [&[u8]; 4] = [
     b"grove\x00\x04",
     b"grove\x00\x05",
 ];
+
+/// A batch deleting every persisted view of layouts up to 6 (`0x17`).
+fn old_views_removed(inner: &Inner) -> Result<WriteBatch> {
+    let mut batch = WriteBatch::new();
+    let (start, end) = ([keys::T_VIEW_OLD], [keys::T_VIEW_OLD + 1]);
+    for pair in inner.kv.scan(&start, &end) {
+        batch.delete(pair?.0);
+    }
+    Ok(batch)
+}
 
 /// Creates the store directory `path` if missing, and refuses one that holds another backend's
 /// database (opening it would start an empty store beside it).
@@ -492,14 +503,14 @@ impl Store {
         match inner.kv.get(&marker_key)? {
             Some(m) if m == FORMAT_MARKER => {}
             Some(m) if m == FORMAT_MARKER_6 => {
-                let mut batch = WriteBatch::new();
+                let mut batch = old_views_removed(&inner)?;
                 batch.put(marker_key, FORMAT_MARKER.to_vec());
                 inner.commit(batch, Durability::Sync)?;
             }
             Some(m) if FORMAT_MARKERS_OLD.contains(&m.as_slice()) => {
                 while crate::ids::migrate_id_rows(&inner)? {}
                 crate::ids::rebuild_id_filters(&inner)?;
-                let mut batch = WriteBatch::new();
+                let mut batch = old_views_removed(&inner)?;
                 batch.put(marker_key, FORMAT_MARKER.to_vec());
                 inner.commit(batch, Durability::Sync)?;
             }

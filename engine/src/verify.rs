@@ -670,9 +670,9 @@ fn verify_session(s: &Session, listed_as: &str, report: &mut VerifyReport) -> Re
         Err(e) => c.fail(None, format!("persisted view: {e}")),
     }
     // Materialized view rows: copies of log rows, in ascending seq.
-    let prefix = keys::session_prefix(keys::T_VIEW_ROWS, s.sid);
+    let (start, end) = keys::view_rows_range(s.sid);
     let mut previous: Option<u64> = None;
-    for pair in s.inner.kv.scan(&prefix, &keys::prefix_end(&prefix)) {
+    for pair in s.inner.kv.scan(&start, &end) {
         let (_, v) = pair?;
         let chunk = match record::decode::<ViewRowsRecord>(&v) {
             Ok(chunk) => chunk,

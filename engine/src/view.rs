@@ -8,7 +8,7 @@
 //!   process resumes by reading the selected entries directly instead of walking the path;
 //! - the rows such a resume would gather from all over the log (every range of the selection
 //!   but the last, which ends at the leaf, and the entries the settings come from) are
-//!   materialized next to it, as copies in a few small values ([`keys::T_VIEW_ROWS`]): a
+//!   materialized next to it, as copies in a few small values ([`keys::T_VIEW`]): a
 //!   path through a bushy session passes through many log packs, and the backend reads a whole
 //!   page of packs for each.
 //!
@@ -29,7 +29,6 @@ use crate::error::{GroveError, Result};
 use crate::keys;
 use crate::kv::WriteBatch;
 use crate::session::{decode_row, Entry, Session};
-use crate::util;
 
 /// How many sessions keep a view in memory.
 pub const VIEW_CACHE_SESSIONS: usize = 1024;
@@ -41,6 +40,9 @@ const PERSIST_EVERY: u32 = 64;
 /// blob threshold (a quarter of its 512 KiB segment), so it is read from its segment file
 /// rather than as a file of its own.
 const VIEW_ROWS_CHUNK_BYTES: usize = 7 * 1024;
+/// The most records of the last range of a branching path that a persisted view materializes
+/// when they lie in import packs.
+const LAST_RANGE_ROWS: u64 = 128;
 /// The most rows a persisted view materializes.
 const VIEW_ROWS_MAX: usize = 16 * 1024;
 /// The most bytes of rows a persisted view materializes (past it, the rest is read from the
@@ -72,6 +74,10 @@ fn prefix_len(selected_depths: &[u64], has_checkpoint: bool) -> usize {
         _ => 0,
     }
 }
+
+/// A session's materialized rows by seq, and per chunk the digest of the seqs it was written
+/// for (`None`: the chunk does not decode).
+type StoredRows = (BTreeMap<u64, Entry>, Vec<Option<u64>>);
 
 /// The selected seqs of `marks` as ranges of consecutive seqs.
 fn segments_of(marks: &[(u64, usize)]) -> Vec<(u64, u64)> {
@@ -115,7 +121,6 @@ fn is_grove(options: ContextOptions) -> bool {
 impl Session {
     /// The context at `leaf`, reusing the cached or persisted view when it can.
     pub(crate) fn view_context(&self, leaf: u64, options: ContextOptions) -> Result<Context> {
-        let node = self.node(leaf)?;
         let cached = self
             .inner
             .views
@@ -126,13 +131,18 @@ impl Session {
             None if is_grove(options) => self.load_view()?,
             None => None,
         };
+        // The leaf's node only when the view is not already at the leaf (a cold resume of
+        // the persisted view reads nothing else of the log).
         let view = match cached {
             Some(v) if v.leaf == leaf => v,
-            Some(v) => match self.advance(v, leaf, &node)? {
-                Some(v) => v,
-                None => self.fresh_view(leaf, &node, options)?,
-            },
-            None => self.fresh_view(leaf, &node, options)?,
+            Some(v) => {
+                let node = self.node(leaf)?;
+                match self.advance(v, leaf, &node)? {
+                    Some(v) => v,
+                    None => self.fresh_view(leaf, &node, options)?,
+                }
+            }
+            None => self.fresh_view(leaf, &self.node(leaf)?, options)?,
         };
         let mut view = view;
         if is_grove(options) && view.unpersisted >= PERSIST_EVERY && self.head()?.leaf == Some(leaf)
@@ -253,7 +263,7 @@ impl Session {
         }
         let mut batch = WriteBatch::new();
         batch.put(keys::view(self.sid), record::encode(&rec));
-        let wanted = self.materialized_seqs(&rec)?;
+        let wanted = self.materialized_seqs(&rec, &self.node(view.leaf)?);
         if view.materialized.as_ref() != Some(&wanted) {
             self.stage_view_rows(&mut batch, &rec, &wanted)?;
             view.materialized = Some(wanted);
@@ -264,24 +274,33 @@ impl Session {
 
     /// The seqs whose rows a persisted view materializes: the selected entries of every range
     /// but the last (the last ends at the leaf and grows with appends, consecutive in the
-    /// log), and the entries its settings come from, outside that last range; at most
-    /// [`VIEW_ROWS_MAX`], ascending.
-    fn materialized_seqs(&self, rec: &ViewRecord) -> Result<Vec<u64>> {
-        let Some((&last, rest)) = rec.segments.split_last() else {
-            return Ok(Vec::new());
+    /// log); of the last, when the path branches, its imported records if they are at most
+    /// [`LAST_RANGE_ROWS`] (a part of the 256-record import packs they lie in); and the
+    /// entries the settings of `leaf` come from, outside what the log read of the last range
+    /// covers. At most [`VIEW_ROWS_MAX`], ascending.
+    fn materialized_seqs(&self, rec: &ViewRecord, leaf: &NodeRecord) -> Vec<u64> {
+        let Some((&(lo, hi), rest)) = rec.segments.split_last() else {
+            return Vec::new();
         };
-        let mut seqs: Vec<u64> = rest.iter().flat_map(|&(lo, hi)| lo..=hi).collect();
-        let leaf = self.node(rec.leaf)?;
+        let mut seqs: Vec<u64> = rest.iter().flat_map(|&(a, b)| a..=b).collect();
+        let mut from_log = lo..=hi;
+        if !rest.is_empty() && self.packed > lo {
+            let imported_end = hi.min(self.packed - 1);
+            if imported_end - lo < LAST_RANGE_ROWS {
+                seqs.extend(lo..=imported_end);
+                from_log = imported_end + 1..=hi;
+            }
+        }
         seqs.extend(
             [leaf.model_at, leaf.thinking_at, leaf.tools_at]
                 .into_iter()
                 .flatten()
-                .filter(|s| !(last.0..=last.1).contains(s)),
+                .filter(|s| !from_log.contains(s)),
         );
         seqs.sort_unstable();
         seqs.dedup();
         seqs.truncate(VIEW_ROWS_MAX);
-        Ok(seqs)
+        seqs
     }
 
     /// Stages the replacement of the session's materialized rows by the rows of `seqs` (up
@@ -292,8 +311,8 @@ impl Session {
         rec: &ViewRecord,
         seqs: &[u64],
     ) -> Result<()> {
-        let prefix = keys::session_prefix(keys::T_VIEW_ROWS, self.sid);
-        for pair in self.inner.kv.scan(&prefix, &keys::prefix_end(&prefix)) {
+        let (start, end) = keys::view_rows_range(self.sid);
+        for pair in self.inner.kv.scan(&start, &end) {
             batch.delete(pair?.0);
         }
         // The selected ranges by scans of the log, the settings' entries one by one.
@@ -314,6 +333,7 @@ impl Session {
         for &seq in rest {
             entries.push(self.entry_at(seq)?);
         }
+        let wanted = ViewRowsRecord::digest_of(seqs);
         let (mut chunk, mut bytes, mut total, mut index) = (Vec::new(), 0, 0, 0u64);
         for e in entries {
             let row = record::encode_log(&e.node, e.line.as_bytes());
@@ -326,7 +346,7 @@ impl Session {
                 let rows = std::mem::take(&mut chunk);
                 batch.put(
                     keys::view_rows(self.sid, index),
-                    record::encode(&ViewRowsRecord { rows }),
+                    record::encode(&ViewRowsRecord { wanted, rows }),
                 );
                 index += 1;
                 bytes = 0;
@@ -337,26 +357,42 @@ impl Session {
         if !chunk.is_empty() {
             batch.put(
                 keys::view_rows(self.sid, index),
-                record::encode(&ViewRowsRecord { rows: chunk }),
+                record::encode(&ViewRowsRecord {
+                    wanted,
+                    rows: chunk,
+                }),
             );
         }
         Ok(())
     }
 
-    /// The session's materialized rows, by seq.
-    fn view_rows(&self) -> Result<BTreeMap<u64, Entry>> {
-        let prefix = keys::session_prefix(keys::T_VIEW_ROWS, self.sid);
+    /// The session's materialized rows, by seq, and the digests of the seq lists they were
+    /// written for. A chunk that does not decode is left out, its digest counted as `None`:
+    /// the rows are a cache, the log has them, and the next persist replaces the chunk
+    /// (`verify` reports it meanwhile).
+    fn view_rows(&self) -> Result<StoredRows> {
+        let (start, end) = keys::view_rows_range(self.sid);
         let mut out = BTreeMap::new();
-        for pair in self.inner.kv.scan(&prefix, &keys::prefix_end(&prefix)) {
-            let (k, v) = pair?;
-            let chunk: ViewRowsRecord = record::decode(&v).map_err(|e| {
-                GroveError::Corrupt(format!("materialized view rows {}: {e}", util::hex(&k)))
-            })?;
-            for (seq, row) in chunk.rows {
-                out.insert(seq, decode_row(seq, row)?);
+        let mut digests = Vec::new();
+        for pair in self.inner.kv.scan(&start, &end) {
+            let (_, v) = pair?;
+            let decoded = record::decode::<ViewRowsRecord>(&v).ok().and_then(|chunk| {
+                let rows = chunk
+                    .rows
+                    .into_iter()
+                    .map(|(seq, row)| decode_row(seq, row).ok())
+                    .collect::<Option<Vec<Entry>>>()?;
+                Some((chunk.wanted, rows))
+            });
+            match decoded {
+                Some((wanted, rows)) => {
+                    digests.push(Some(wanted));
+                    out.extend(rows.into_iter().map(|e| (e.seq, e)));
+                }
+                None => digests.push(None),
             }
         }
-        Ok(out)
+        Ok((out, digests))
     }
 
     /// Rebuilds the persisted view from its ranges (no path walk): the materialized rows
@@ -366,9 +402,12 @@ impl Session {
             return Ok(None);
         };
         let options = ContextOptions::grove();
-        let mut stored = self.view_rows()?;
+        let (mut stored, digests) = self.view_rows()?;
         let on_disk: Vec<u64> = stored.keys().copied().collect();
-        let node = self.node(rec.leaf)?;
+        let node = match stored.get(&rec.leaf) {
+            Some(e) => e.node.clone(),
+            None => self.node(rec.leaf)?,
+        };
         // The settings' entries before the selection takes its rows out of the map.
         let mut settings = Vec::new();
         for seq in [node.model_at, node.thinking_at, node.tools_at]
@@ -419,12 +458,20 @@ impl Session {
             apply_setting(entry, &mut ctx);
         }
         let depths: Vec<u64> = selected.iter().map(|e| e.node.depth).collect();
-        // What is stored answers this view when it is a prefix of what the view wants (the
-        // byte budget cuts the rest), not empty unless nothing is wanted. Otherwise (a view
-        // persisted before rows were materialized, or rows lost) the view is persisted again
-        // at once.
-        let wanted = self.materialized_seqs(&rec)?;
-        let current = wanted.starts_with(&on_disk) && (on_disk.is_empty() == wanted.is_empty());
+        // What is stored answers this view when it was written for the seqs this view wants
+        // and holds a prefix of them (the byte budget cuts the rest). Otherwise (a view
+        // persisted by an older build, or rows lost) the view is persisted again at once.
+        let wanted = self.materialized_seqs(&rec, &node);
+        let digest = ViewRowsRecord::digest_of(&wanted);
+
+        let current = match wanted.is_empty() {
+            true => digests.is_empty(),
+            false => {
+                wanted.starts_with(&on_disk)
+                    && !digests.is_empty()
+                    && digests.iter().all(|&d| d == Some(digest))
+            }
+        };
         let (materialized, unpersisted) = match current {
             true => (Some(wanted), 0),
             false => (None, PERSIST_EVERY),

@@ -138,6 +138,24 @@ fn node_record_ids_of_any_length_encode_as_strings() {
 }
 
 #[test]
+fn absurd_lengths_behind_a_valid_checksum_are_corrupt_not_a_panic() {
+    // A ViewRecord (leaf 1, no checkpoint) whose segment count claims 2^64 - 1 pairs.
+    let mut body = vec![0x01, 0x01, 0x00, 0xfd];
+    body.extend(u64::MAX.to_le_bytes());
+    assert!(matches!(
+        decode::<grove_codec::record::ViewRecord>(&seal(body)),
+        Err(CodecError::CorruptRecord(_))
+    ));
+    // A materialized chunk whose one row claims 2^40 bytes.
+    let mut body = vec![0x01, 0x00, 0x01, 0x05, 0xfd];
+    body.extend((1u64 << 40).to_le_bytes());
+    assert!(matches!(
+        decode::<grove_codec::record::ViewRowsRecord>(&seal(body)),
+        Err(CodecError::CorruptRecord(_))
+    ));
+}
+
+#[test]
 fn parent_and_leaf_target_variant_bytes() {
     let mut n = node();
     let cases: [(Parent, &[u8]); 5] = [

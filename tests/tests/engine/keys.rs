@@ -30,7 +30,14 @@ fn key_layouts_match_docs_format_md() {
     assert_eq!(keys::leaf_history(1, 7)[0], 0x14);
     assert_eq!(keys::label(1, "t"), [0x15, 0, 0, 0, 0, 0, 0, 0, 1, b't']);
     assert_eq!(keys::compaction(1, 7)[0], 0x16);
-    assert_eq!(keys::view(2), [0x17, 0, 0, 0, 0, 0, 0, 0, 2]);
+    // Layout 7: the view under 0x06, its materialized rows right after it; 0x17 retired.
+    assert_eq!(keys::view(2), [0x06, 0, 0, 0, 0, 0, 0, 0, 2]);
+    assert_eq!(
+        keys::view_rows(2, 1),
+        [0x06, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 1]
+    );
+    assert!(!keys::SESSION_TABLES.contains(&keys::T_VIEW_OLD));
+    assert!(keys::SESSION_TABLES.contains(&keys::T_VIEW));
     assert_eq!(keys::packed(2), [0x05, 0, 0, 0, 0, 0, 0, 0, 2]);
     assert_eq!(
         keys::id_pack(2, "ab"),

@@ -1,4 +1,4 @@
-//! Materialized view rows (docs/design.md, "Incremental views"; docs/format.md, table `0x1D`):
+//! Materialized view rows (docs/design.md, "Incremental views"; docs/format.md, table `0x06`):
 //! the persisted view keeps copies of the log rows of every selected range but the last, and
 //! of its settings' entries, so that a cold resume of a path scattered over the log reads
 //! those copies instead of the log values the path passes through.
@@ -10,16 +10,18 @@ use grove::kv::{Kv, KvError, MemoryKv, Scan, WriteBatch};
 use grove::{ContextOptions, CreateSession, Durability, Session, Store};
 use grove_codec::record::{self, ViewRowsRecord};
 
-/// A backend that records the log keys (table `0x10`) it hands out.
+/// A backend that records the log keys (tables `0x10` and `0x19`) it hands out.
 #[derive(Clone, Default)]
 struct Watched {
     kv: Arc<MemoryKv>,
     log_keys: Arc<Mutex<Vec<Vec<u8>>>>,
+    /// The tables of the ranges asked for.
+    ranges: Arc<Mutex<Vec<u8>>>,
 }
 
 impl Watched {
     fn saw(&self, key: &[u8]) {
-        if key.first() == Some(&keys::T_LOG) {
+        if matches!(key.first(), Some(&keys::T_LOG | &keys::T_LOG_PACK)) {
             self.log_keys.lock().unwrap().push(key.to_vec());
         }
     }
@@ -42,6 +44,7 @@ impl Kv for Watched {
         Ok(v)
     }
     fn scan(&self, start: &[u8], end: &[u8]) -> Scan<'_> {
+        self.ranges.lock().unwrap().extend(start.first());
         Box::new(self.kv.scan(start, end).inspect(|p| {
             if let Ok((k, _)) = p {
                 self.saw(k);
@@ -49,6 +52,7 @@ impl Kv for Watched {
         }))
     }
     fn scan_rev(&self, start: &[u8], end: &[u8]) -> Scan<'_> {
+        self.ranges.lock().unwrap().extend(start.first());
         Box::new(self.kv.scan_rev(start, end).inspect(|p| {
             if let Ok((k, _)) = p {
                 self.saw(k);
@@ -103,10 +107,11 @@ fn branching_session(store: &Store) -> (String, u64) {
 
 fn stored_rows(kv: &dyn Kv, session: &Session) -> Vec<u64> {
     let _ = session;
-    let prefix = [keys::T_VIEW_ROWS];
-    kv.scan(&prefix, &[keys::T_VIEW_ROWS + 1])
-        .flat_map(|p| {
-            let (_, v) = p.unwrap();
+    kv.scan(&[keys::T_VIEW], &[keys::T_VIEW + 1])
+        .map(Result::unwrap)
+        // The view records' keys are [tag][sid]; the chunks' carry a chunk number.
+        .filter(|(k, _)| k.len() == 17)
+        .flat_map(|(_, v)| {
             record::decode::<ViewRowsRecord>(&v)
                 .unwrap()
                 .rows
@@ -175,10 +180,8 @@ fn a_cold_resume_reads_the_materialized_rows_instead_of_the_log_before_the_last_
     // Without its rows the same resume reads the log of the earlier ranges (what the rows
     // save), serves the same context and writes the rows again.
     let mut batch = WriteBatch::new();
-    for p in store
-        .kv()
-        .scan(&[keys::T_VIEW_ROWS], &[keys::T_VIEW_ROWS + 1])
-    {
+    let (start, end) = keys::view_rows_range(0);
+    for p in store.kv().scan(&start, &end) {
         batch.delete(p.unwrap().0);
     }
     store.kv().apply(batch).unwrap();
@@ -216,12 +219,8 @@ fn verify_reports_a_materialized_row_that_is_not_the_logs() {
     let (id, _) = branching_session(&store);
     let s = store.session(&id).unwrap();
     s.build_context().unwrap();
-    let (key, value) = store
-        .kv()
-        .scan(&[keys::T_VIEW_ROWS], &[keys::T_VIEW_ROWS + 1])
-        .next()
-        .unwrap()
-        .unwrap();
+    let (start, end) = keys::view_rows_range(0);
+    let (key, value) = store.kv().scan(&start, &end).next().unwrap().unwrap();
     let mut chunk: ViewRowsRecord = record::decode(&value).unwrap();
     // A well-formed row whose line says something else.
     let (seq, row) = chunk.rows[0].clone();
@@ -248,7 +247,12 @@ fn a_layout_6_store_opens_as_layout_7() {
     let id = {
         let store = Store::open(dir.path()).unwrap();
         let (id, _) = branching_session(&store);
+        // A layout-6 store keeps its persisted view under 0x17 (here one that is not even a
+        // view record: it is removed unread).
         let mut b = WriteBatch::new();
+        let mut old_view = vec![keys::T_VIEW_OLD];
+        old_view.extend(0u64.to_be_bytes());
+        b.put(old_view, b"stale".to_vec());
         b.put(keys::meta(keys::META_FORMAT), b"grove\x00\x06".to_vec());
         store.kv().apply(b).unwrap();
         store.flush().unwrap();
@@ -257,7 +261,59 @@ fn a_layout_6_store_opens_as_layout_7() {
     let store = Store::open(dir.path()).unwrap();
     let marker = store.kv().get(&keys::meta(keys::META_FORMAT)).unwrap();
     assert_eq!(marker, Some(b"grove\x00\x07".to_vec()));
+    let old_views = [keys::T_VIEW_OLD];
+    assert_eq!(
+        store.kv().scan(&old_views, &[keys::T_VIEW_OLD + 1]).count(),
+        0
+    );
     let s = store.session(&id).unwrap();
     assert_eq!(s.build_context().unwrap(), scratch(&s));
+    assert!(store.verify().unwrap().is_ok());
+}
+
+#[test]
+fn an_imported_branching_path_resumes_without_reading_its_log_packs() {
+    // The same branching session, exported and imported: its records are in log packs.
+    let jsonl = {
+        let store = Store::from_kv(Box::new(MemoryKv::new()), Durability::None).unwrap();
+        let (id, _) = branching_session(&store);
+        let mut out = Vec::new();
+        let s = store.session(&id).unwrap();
+        s.export(grove::Flavor::Harness, &mut out).unwrap();
+        out
+    };
+    let watched = Watched::default();
+    let id = {
+        let store = Store::from_kv(Box::new(watched.clone()), Durability::None).unwrap();
+        let report = store
+            .import_reader(
+                std::io::Cursor::new(&jsonl),
+                grove::ImportOptions::default(),
+            )
+            .unwrap();
+        let s = store.session(&report.session).unwrap();
+        let ctx = s.build_context().unwrap();
+        assert_eq!(ctx, scratch(&s));
+        // The last range too: it is short and lies in an import pack.
+        let selected = ctx.entry_ids.len() as u64;
+        assert_eq!(stored_rows(store.kv(), &s).len() as u64, selected);
+        report.session
+    };
+    let store = Store::from_kv(Box::new(watched.clone()), Durability::None).unwrap();
+    let s = store.session(&id).unwrap();
+    watched.take_log_seqs();
+    watched.ranges.lock().unwrap().clear();
+    let ctx = s.build_context().unwrap();
+    // Nothing of the log, and not the id index either: the stored head covers the log, so
+    // the leaf comes from it (no id runs or filter read).
+    assert_eq!(watched.take_log_seqs(), Vec::<u64>::new());
+    let ranges = watched.ranges.lock().unwrap().clone();
+    assert!(
+        !ranges
+            .iter()
+            .any(|t| matches!(*t, keys::T_ID_RUN | keys::T_ID_FILTER)),
+        "{ranges:x?}"
+    );
+    assert_eq!(ctx, scratch(&s));
     assert!(store.verify().unwrap().is_ok());
 }
