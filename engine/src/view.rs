@@ -40,9 +40,8 @@ const PERSIST_EVERY: u32 = 64;
 /// blob threshold (a quarter of its 512 KiB segment), so it is read from its segment file
 /// rather than as a file of its own.
 const VIEW_ROWS_CHUNK_BYTES: usize = 7 * 1024;
-/// The most records of the last range of a branching path that a persisted view materializes
-/// when they lie in import packs.
-const LAST_RANGE_ROWS: u64 = 128;
+/// The longest range of a view's selection whose rows it materializes.
+const SHORT_RANGE_ROWS: u64 = 128;
 /// The most rows a persisted view materializes.
 const VIEW_ROWS_MAX: usize = 16 * 1024;
 /// The most bytes of rows a persisted view materializes (past it, the rest is read from the
@@ -272,21 +271,28 @@ impl Session {
         Ok(())
     }
 
-    /// The seqs whose rows a persisted view materializes: the selected entries of every range
-    /// but the last (the last ends at the leaf and grows with appends, consecutive in the
-    /// log); of the last, when the path branches, its imported records if they are at most
-    /// [`LAST_RANGE_ROWS`] (a part of the 256-record import packs they lie in); and the
-    /// entries the settings of `leaf` come from, outside what the log read of the last range
-    /// covers. At most [`VIEW_ROWS_MAX`], ascending.
+    /// The seqs whose rows a persisted view materializes: the selected entries of every short
+    /// range (at most [`SHORT_RANGE_ROWS`]: a part of the packs and batches of up to 256
+    /// records they lie in; a longer range uses most of its log values and is read from the
+    /// log) but the last (it ends at the leaf and grows with appends, consecutive in the log);
+    /// of the last, when the path branches, its imported records if they are that few; and
+    /// the entries the settings of `leaf` come from, outside what the log reads of the view
+    /// cover. At most [`VIEW_ROWS_MAX`], ascending.
     fn materialized_seqs(&self, rec: &ViewRecord, leaf: &NodeRecord) -> Vec<u64> {
         let Some((&(lo, hi), rest)) = rec.segments.split_last() else {
             return Vec::new();
         };
-        let mut seqs: Vec<u64> = rest.iter().flat_map(|&(a, b)| a..=b).collect();
+        let short = |&&(a, b): &&(u64, u64)| b - a < SHORT_RANGE_ROWS;
+        let mut seqs: Vec<u64> = rest
+            .iter()
+            .filter(short)
+            .flat_map(|&(a, b)| a..=b)
+            .collect();
+        let long: Vec<(u64, u64)> = rest.iter().filter(|r| !short(r)).copied().collect();
         let mut from_log = lo..=hi;
         if !rest.is_empty() && self.packed > lo {
             let imported_end = hi.min(self.packed - 1);
-            if imported_end - lo < LAST_RANGE_ROWS {
+            if imported_end - lo < SHORT_RANGE_ROWS {
                 seqs.extend(lo..=imported_end);
                 from_log = imported_end + 1..=hi;
             }
@@ -295,7 +301,9 @@ impl Session {
             [leaf.model_at, leaf.thinking_at, leaf.tools_at]
                 .into_iter()
                 .flatten()
-                .filter(|s| !from_log.contains(s)),
+                .filter(|s| {
+                    !from_log.contains(s) && !long.iter().any(|&(a, b)| (a..=b).contains(s))
+                }),
         );
         seqs.sort_unstable();
         seqs.dedup();

@@ -214,6 +214,24 @@ fn a_linear_session_materializes_nothing() {
 }
 
 #[test]
+fn a_long_range_stays_in_the_log() {
+    // A long conversation retried from its second-to-last entry: a 200-entry range, then
+    // the new branch. The long range is read from the log, where it is consecutive.
+    let store = Store::from_kv(Box::new(MemoryKv::new()), Durability::None).unwrap();
+    let s = store.create_session(CreateSession::default()).unwrap();
+    let mut ids = Vec::new();
+    for i in 0..200 {
+        ids.push(s.append(super::user(&format!("u {i}"))).unwrap());
+    }
+    s.move_to(Some(&ids[198])).unwrap();
+    s.append(super::user("retry")).unwrap();
+    let ctx = s.build_context().unwrap();
+    assert_eq!(ctx.messages.len(), 200);
+    assert_eq!(stored_rows(store.kv(), &s), Vec::<u64>::new());
+    assert_eq!(ctx, scratch(&s));
+}
+
+#[test]
 fn verify_reports_a_materialized_row_that_is_not_the_logs() {
     let store = Store::from_kv(Box::new(MemoryKv::new()), Durability::None).unwrap();
     let (id, _) = branching_session(&store);
