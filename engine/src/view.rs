@@ -6,11 +6,10 @@
 //!   and only the new side is read;
 //! - the view of the active leaf is persisted (as ranges of sequence numbers), so a cold
 //!   process resumes by reading the selected entries directly instead of walking the path;
-//! - the rows such a resume would gather from all over the log (every range of the selection
-//!   but the last, which ends at the leaf, and the entries the settings come from) are
-//!   materialized next to it, as copies in a few small values ([`keys::T_VIEW`]): a
-//!   path through a bushy session passes through many log packs, and the backend reads a whole
-//!   page of packs for each.
+//! - the rows such a resume would gather from all over the log (the short ranges of the
+//!   selection, and the entries the settings come from) are materialized next to it, as
+//!   copies in a few small values ([`keys::T_VIEW`]): a path through a bushy session passes
+//!   through many log packs, and the backend reads a whole page of packs for each.
 //!
 //! Views live in a bounded in-memory cache, one per session.
 
