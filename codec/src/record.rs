@@ -195,6 +195,27 @@ pub struct ViewRowsRecord {
     pub rows: Vec<(u64, Vec<u8>)>,
 }
 
+/// Most rows in one children-index or leaf-history pack.
+pub const INDEX_PACK_ROWS: usize = 1024;
+
+/// A run of the children index of an imported session (table `0x1D`): `(parent seq, child
+/// seq)` pairs in ascending order, the parent of a root being `u64::MAX`. An import writes its
+/// rows this way, [`INDEX_PACK_ROWS`] to a value, instead of one key per row: sled's open and
+/// its page table grow with the number of keys, not their bytes.
+#[derive(Debug, Clone, PartialEq, Eq, Encode, Decode)]
+pub struct ChildPackRecord {
+    /// The rows, ascending.
+    pub rows: Vec<(u64, u64)>,
+}
+
+/// A run of the leaf history of an imported session (table `0x1E`): the seqs of its leaf
+/// records in ascending order, [`INDEX_PACK_ROWS`] to a value.
+#[derive(Debug, Clone, PartialEq, Eq, Encode, Decode)]
+pub struct LeafPackRecord {
+    /// The seqs, ascending.
+    pub seqs: Vec<u64>,
+}
+
 impl ViewRowsRecord {
     /// A digest of a list of seqs: XXH3-128 of their little-endian bytes, first 8 bytes.
     pub fn digest_of(seqs: &[u64]) -> u64 {

@@ -17,7 +17,8 @@ use grove_codec::jsstr::JsString;
 use grove_codec::pack;
 use grove_codec::reader::{Diagnostic, JsonlReader, Strictness};
 use grove_codec::record::{
-    self, HeadRecord, LabelRecord, LeafTarget, NodeRecord, Parent, SessionRecord,
+    self, ChildPackRecord, HeadRecord, LabelRecord, LeafPackRecord, LeafTarget, NodeRecord, Parent,
+    SessionRecord, INDEX_PACK_ROWS,
 };
 use grove_codec::view::Fields;
 use grove_codec::EntryKind;
@@ -264,7 +265,10 @@ impl Store {
         let mut id_packs_written = 0usize;
         let mut log_pack = pack::LogPackWriter::new();
         let mut pack_first = 0u64;
-        // Index rows.
+        // Index rows. The children index and the leaf history go to packs at the end
+        // (`0x1D`, `0x1E`): one key per 1,024 rows instead of one per row.
+        let mut child_rows: Vec<(u64, u64)> = Vec::new();
+        let mut leaf_seqs: Vec<u64> = Vec::new();
         let mut name_at = None;
         let mut labels: HashMap<&str, Option<LabelRecord>> = HashMap::new();
         let mut entries = 0u64;
@@ -281,12 +285,12 @@ impl Store {
                 let previous = parents[seq as usize].seq();
                 let target = leaf_targets[seq as usize].unwrap_or(LeafTarget::Missing);
                 node = fold::leaf_node(&r.id, previous, target, r.content);
-                batch.put(keys::leaf_history(sid, seq), Vec::new());
+                leaf_seqs.push(seq);
             } else {
                 entries += 1;
                 node.shadowed = !holds_id;
                 if let Some(pseq) = keys::child_row(&node, seq) {
-                    batch.put(keys::child(sid, pseq, seq), Vec::new());
+                    child_rows.push((pseq, seq));
                 }
                 match r.kind {
                     EntryKind::SessionInfo => name_at = Some(seq),
@@ -339,6 +343,25 @@ impl Store {
             if batch.size() > BATCH_BYTES {
                 self.inner
                     .commit(std::mem::take(&mut batch), Durability::None)?;
+            }
+        }
+        child_rows.sort_unstable();
+        for rows in child_rows.chunks(INDEX_PACK_ROWS) {
+            if let Some(&(parent, child)) = rows.first() {
+                let rows = rows.to_vec();
+                batch.put(
+                    keys::child_pack(sid, parent, child),
+                    record::encode(&ChildPackRecord { rows }),
+                );
+            }
+        }
+        for seqs in leaf_seqs.chunks(INDEX_PACK_ROWS) {
+            if let Some(&first) = seqs.first() {
+                let seqs = seqs.to_vec();
+                batch.put(
+                    keys::leaf_pack(sid, first),
+                    record::encode(&LeafPackRecord { seqs }),
+                );
             }
         }
         for (target, rec) in labels {

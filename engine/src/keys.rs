@@ -57,12 +57,21 @@ pub const T_ID_FILTER: u8 = 0x1A;
 pub const T_ID_RUN: u8 = 0x1B;
 /// Id-run packs: `[0x1C][sid][run first seq] ++ first id` → an id pack of that run.
 pub const T_ID_RUN_PACK: u8 = 0x1C;
+/// Children-index packs: `[0x1D][sid][first parent seq | ROOT][first child seq]` →
+/// [`grove_codec::record::ChildPackRecord`]: the children-index rows of an imported session,
+/// up to 1,024 to a value (appended entries write `0x13` rows). sled's open and page table grow
+/// with the number of keys: a session with 10,000 branch points took 20,000 one-row keys here
+/// and in the leaf history, two thirds of a 1,000,000-entry store's pages.
+pub const T_CHILD_PACK: u8 = 0x1D;
+/// Leaf-history packs: `[0x1E][sid][first seq]` → [`grove_codec::record::LeafPackRecord`]:
+/// the leaf records of an imported session, up to 1,024 to a value.
+pub const T_LEAF_PACK: u8 = 0x1E;
 
 /// The children-index parent of root entries.
 pub const ROOT: u64 = u64::MAX;
 
 /// Every per-session table, for deletion and verification.
-pub const SESSION_TABLES: [u8; 15] = [
+pub const SESSION_TABLES: [u8; 17] = [
     T_HEAD,
     T_PENDING,
     T_PACKED,
@@ -78,6 +87,8 @@ pub const SESSION_TABLES: [u8; 15] = [
     T_ID_FILTER,
     T_ID_RUN,
     T_ID_RUN_PACK,
+    T_CHILD_PACK,
+    T_LEAF_PACK,
 ];
 
 /// Store metadata name of the format marker.
@@ -186,6 +197,18 @@ pub fn child(sid: u64, parent: u64, child: u64) -> Vec<u8> {
     let mut k = tag_u64_u64(T_CHILD, sid, parent);
     k.extend_from_slice(&child.to_be_bytes());
     k
+}
+
+/// `[0x1D][sid][first parent][first child]`.
+pub fn child_pack(sid: u64, parent: u64, child: u64) -> Vec<u8> {
+    let mut k = tag_u64_u64(T_CHILD_PACK, sid, parent);
+    k.extend_from_slice(&child.to_be_bytes());
+    k
+}
+
+/// `[0x1E][sid][first seq]`.
+pub fn leaf_pack(sid: u64, first: u64) -> Vec<u8> {
+    tag_u64_u64(T_LEAF_PACK, sid, first)
 }
 
 /// The children-index row an entry needs, as its parent (or [`ROOT`]): none for shadowed

@@ -18,6 +18,7 @@ mod fold;
 pub mod fork;
 pub mod ids;
 pub mod import;
+mod index_packs;
 pub mod keys;
 pub mod kv;
 pub mod labels;

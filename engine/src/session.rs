@@ -13,6 +13,7 @@ use grove_codec::writer::NewEntry;
 use grove_codec::EntryKind;
 
 use crate::error::{GroveError, Result};
+use crate::index_packs;
 use crate::keys;
 use crate::kv::WriteBatch;
 use crate::store::{Durability, Inner};
@@ -276,12 +277,20 @@ impl Session {
                 }
             }
         }
+        // Rows of an import (packs), then of appends (keys): appended seqs are the larger.
+        out.extend(index_packs::packed_children(
+            self.inner.kv.as_ref(),
+            self.sid,
+            pseq,
+        )?);
         let start = keys::children_of(self.sid, pseq);
         let end = keys::prefix_end(&start);
         for pair in self.inner.kv.scan(&start, &end) {
             let (k, _) = pair?;
             out.push(keys::last_u64(&k).ok_or_else(|| GroveError::Corrupt("child key".into()))?);
         }
+        out.sort_unstable();
+        out.dedup();
         Ok(out)
     }
 
@@ -403,12 +412,8 @@ impl Session {
 
     /// The leaf history: every leaf record in log order, as (record id, target id).
     pub fn leaf_history(&self) -> Result<Vec<(String, Option<String>)>> {
-        let start = keys::session_prefix(keys::T_LEAF_HISTORY, self.sid);
-        let end = keys::prefix_end(&start);
         let mut out = Vec::new();
-        for pair in self.inner.kv.scan(&start, &end) {
-            let (k, _) = pair?;
-            let seq = keys::last_u64(&k).ok_or_else(|| GroveError::Corrupt("leaf key".into()))?;
+        for seq in index_packs::leaf_seqs(self.inner.kv.as_ref(), self.sid)? {
             let node = self.node(seq)?;
             let target = match node.leaf_target {
                 Some(LeafTarget::Seq(t)) => Some(self.node(t)?.id.into()),

@@ -375,7 +375,11 @@ impl Tip {
     }
 }
 
-const FORMAT_MARKER: &[u8] = b"grove\x00\x07";
+const FORMAT_MARKER: &[u8] = b"grove\x00\x08";
+/// Layout 7 is layout 8 without index packs (`0x1D`, `0x1E`): its imported sessions keep
+/// their children index and leaf history in one key per row, which layout 8 still reads, so
+/// opening it only rewrites the marker (a layout-7 build would miss the packs of later imports).
+const FORMAT_MARKER_7: &[u8] = b"grove\x00\x07";
 /// Layout 6 is layout 7 with its persisted views under `0x17` and no materialized rows:
 /// opening it removes those views (a cache, rebuilt and persisted under `0x06` at the next
 /// context build) and rewrites the marker, in one batch.
@@ -502,6 +506,11 @@ impl Store {
         let marker_key = keys::meta(keys::META_FORMAT);
         match inner.kv.get(&marker_key)? {
             Some(m) if m == FORMAT_MARKER => {}
+            Some(m) if m == FORMAT_MARKER_7 => {
+                let mut batch = WriteBatch::new();
+                batch.put(marker_key, FORMAT_MARKER.to_vec());
+                inner.commit(batch, Durability::Sync)?;
+            }
             Some(m) if m == FORMAT_MARKER_6 => {
                 let mut batch = old_views_removed(&inner)?;
                 batch.put(marker_key, FORMAT_MARKER.to_vec());

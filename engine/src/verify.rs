@@ -17,9 +17,11 @@ use grove_codec::EntryKind;
 
 use crate::error::Result;
 use crate::fold;
+use crate::index_packs;
 use crate::keys;
 use crate::session::Session;
 use crate::store::Store;
+use crate::util;
 
 /// One problem found by verification.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -584,16 +586,36 @@ fn verify_session(s: &Session, listed_as: &str, report: &mut VerifyReport) -> Re
             _ => {}
         }
     }
+    let child_key = |k: &[u8]| {
+        let p = u64::from_be_bytes(k.get(9..17)?.try_into().ok()?);
+        Some((p, keys::last_u64(k)?))
+    };
+    let packed_children = pack_rows(
+        &mut c,
+        s,
+        keys::T_CHILD_PACK,
+        "children-index pack",
+        child_key,
+        |k, v| Ok(index_packs::decode_child_pack(k, v)?.rows),
+        |&(_, child)| child < packed,
+    )?;
     compare_set(
         &mut c,
         s,
         keys::T_CHILD,
         "children index",
-        |k| {
-            let p = u64::from_be_bytes(k.get(9..17)?.try_into().ok()?);
-            Some((p, keys::last_u64(k)?))
-        },
+        child_key,
         &children,
+        packed_children,
+    )?;
+    let packed_leaves = pack_rows(
+        &mut c,
+        s,
+        keys::T_LEAF_PACK,
+        "leaf-history pack",
+        keys::last_u64,
+        |k, v| Ok(index_packs::decode_leaf_pack(k, v)?.seqs),
+        |&seq| seq < packed,
     )?;
     compare_set(
         &mut c,
@@ -602,6 +624,7 @@ fn verify_session(s: &Session, listed_as: &str, report: &mut VerifyReport) -> Re
         "leaf history",
         keys::last_u64,
         &leaf_records,
+        packed_leaves,
     )?;
     compare_set(
         &mut c,
@@ -610,6 +633,7 @@ fn verify_session(s: &Session, listed_as: &str, report: &mut VerifyReport) -> Re
         "compaction index",
         keys::last_u64,
         &compactions,
+        BTreeSet::new(),
     )?;
     let lstart = keys::session_prefix(keys::T_LABEL, s.sid);
     let mut stored = BTreeMap::new();
@@ -702,6 +726,55 @@ fn verify_session(s: &Session, listed_as: &str, report: &mut VerifyReport) -> Re
     Ok(())
 }
 
+/// The rows of a session's index packs in `table`, checking that each pack decodes, is keyed
+/// by its first row, holds only rows that `imported` accepts (rows of records below the packed
+/// count), and that rows ascend within and across packs.
+fn pack_rows<T: Ord + Copy + std::fmt::Debug>(
+    c: &mut Checker<'_>,
+    s: &Session,
+    table: u8,
+    name: &str,
+    key_row: impl Fn(&[u8]) -> Option<T>,
+    decode: impl Fn(&[u8], &[u8]) -> Result<Vec<T>>,
+    imported: impl Fn(&T) -> bool,
+) -> Result<BTreeSet<T>> {
+    let start = keys::session_prefix(table, s.sid);
+    let mut out = BTreeSet::new();
+    let mut last: Option<T> = None;
+    for pair in s.inner.kv.scan(&start, &keys::prefix_end(&start)) {
+        let (k, v) = pair?;
+        let rows = match decode(&k, &v) {
+            Ok(rows) => rows,
+            Err(e) => {
+                c.fail(None, e.to_string());
+                continue;
+            }
+        };
+        if rows.is_empty() || rows.first().copied() != key_row(&k) {
+            c.fail(
+                None,
+                format!("{name} {}: its key is not its first row", util::hex(&k)),
+            );
+        }
+        for row in rows {
+            if last.is_some_and(|l| l >= row) {
+                c.fail(None, format!("{name}s: row {row:?} out of order"));
+            }
+            if !imported(&row) {
+                c.fail(
+                    None,
+                    format!("{name}s: row {row:?} is not of an imported record"),
+                );
+            }
+            last = Some(row);
+            out.insert(row);
+        }
+    }
+    Ok(out)
+}
+
+/// Compares the rows of `table` and those of its packs (`packed`) with the expected set; a
+/// row stored both ways is a problem too.
 fn compare_set<T: Ord + Copy + std::fmt::Debug>(
     c: &mut Checker<'_>,
     s: &Session,
@@ -709,9 +782,10 @@ fn compare_set<T: Ord + Copy + std::fmt::Debug>(
     name: &str,
     parse: impl Fn(&[u8]) -> Option<T>,
     expected: &BTreeSet<T>,
+    packed: BTreeSet<T>,
 ) -> Result<()> {
     let start = keys::session_prefix(table, s.sid);
-    let mut found = BTreeSet::new();
+    let mut found = packed;
     for pair in s.inner.kv.scan(&start, &keys::prefix_end(&start)) {
         let (k, v) = pair?;
         if !v.is_empty() {
@@ -719,7 +793,12 @@ fn compare_set<T: Ord + Copy + std::fmt::Debug>(
         }
         match parse(&k) {
             Some(x) => {
-                found.insert(x);
+                if !found.insert(x) {
+                    c.fail(
+                        None,
+                        format!("{name}: row {x:?} is both a key and in a pack"),
+                    );
+                }
             }
             None => c.fail(None, format!("{name} key is malformed")),
         }

@@ -55,7 +55,18 @@ fn key_layouts_match_docs_format_md() {
         keys::id_run_pack(2, 7, "ab"),
         [0x1C, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 7, b'a', b'b']
     );
+    // Layout 8: index packs of imported sessions.
+    assert_eq!(
+        keys::child_pack(2, 5, 7),
+        [0x1D, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 7]
+    );
+    assert_eq!(
+        keys::leaf_pack(2, 7),
+        [0x1E, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 7]
+    );
     for table in [
+        keys::T_CHILD_PACK,
+        keys::T_LEAF_PACK,
         keys::T_PACKED,
         keys::T_ID_PACK,
         keys::T_LOG_PACK,

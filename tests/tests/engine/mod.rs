@@ -10,6 +10,7 @@ mod durability;
 mod fork;
 mod hostile;
 mod id_runs;
+mod index_packs;
 mod keys;
 mod model;
 mod navigate;
