@@ -73,6 +73,9 @@ pub struct Sizes {
     pub grove_op_runs: usize,
     /// Warm-up operations before them.
     pub grove_op_warmup: usize,
+    /// Imports of each resume session measured on sled (the fixture's and fresh ones): two
+    /// imports of one file leave sled's log in different states, which its open feels.
+    pub resume_imports: usize,
     /// Measured runs of whole-store measurements.
     pub runs: usize,
     /// Warm-up runs before them.
@@ -98,6 +101,7 @@ impl Sizes {
             op_runs: 15,
             grove_op_runs: 201,
             grove_op_warmup: 20,
+            resume_imports: 3,
             runs: 5,
             warmup: 1,
         }
@@ -121,6 +125,7 @@ impl Sizes {
             op_runs: 10,
             grove_op_runs: 51,
             grove_op_warmup: 5,
+            resume_imports: 2,
             runs: 3,
             warmup: 1,
         }

@@ -170,7 +170,11 @@ impl Report {
              reopened, SQLite reconnects, the JSONL file is read and parsed again; the OS page \
              cache stays warm. Before the resumes of a session the harness runs `sync`, so that the \
              writeback of the fixtures it has just written does not fall into the fsync sled does \
-             when it opens.\n\
+             when it opens. grove on sled is measured on {} imports of the same file (the \
+             fixture's and fresh ones), the median taken over all their runs: every sled open \
+             re-reads the blobs its last log segment points to, which differ from one import \
+             to the next (docs/design.md, \"Backends\"); each import's median is shown in \
+             brackets.\n\
              - grove runs with `Durability::None` for writes (applied in commit order, flushed at the \
              end), like the raw sled loop it is compared with (inserts without flush, one flush \
              at the end); SQLite uses WAL with `synchronous = NORMAL` and one transaction per \
@@ -193,7 +197,8 @@ impl Report {
             s.grove_op_warmup,
             s.op_runs,
             s.warmup,
-            s.moves
+            s.moves,
+            s.resume_imports
         );
         out
     }

@@ -4,7 +4,7 @@
 
 use std::fs::File;
 use std::io::BufWriter;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use grove::{ImportOptions, Store, StoreConfig};
@@ -55,14 +55,8 @@ impl Fixture {
         ));
         let grove = cx.path(&format!("{name}.grove"));
         let t = Instant::now();
-        {
-            let store =
-                Store::open_with(StoreConfig::new(&grove).durability(grove::Durability::None))?;
-            store.import_file(&jsonl, ImportOptions::default())?;
-            store.flush()?;
-        }
+        import_sled(&jsonl, &grove)?;
         let grove_import = t.elapsed();
-        wait_for_release(&grove)?;
         let grove_redb = cx.path(&format!("{name}.grove-redb"));
         {
             let store = Store::open_with(
@@ -146,6 +140,16 @@ impl Fixture {
     }
 }
 
+/// Imports `jsonl` into a new sled store at `dir`, flushed and released.
+fn import_sled(jsonl: &Path, dir: &Path) -> Result<()> {
+    {
+        let store = Store::open_with(StoreConfig::new(dir).durability(grove::Durability::None))?;
+        store.import_file(jsonl, ImportOptions::default())?;
+        store.flush()?;
+    }
+    wait_for_release(dir)
+}
+
 /// Asks the OS to write out dirty pages (`sync`), so that the writeback of an import does
 /// not land in the middle of a timed scenario. Best effort.
 pub(crate) fn settle() {
@@ -154,7 +158,10 @@ pub(crate) fn settle() {
 
 /// Cold resume timings of one fixture in the three stores.
 pub(crate) struct Resume {
+    /// Over the runs on every import of the session.
     pub grove: Stats,
+    /// The median of each import's runs.
+    pub grove_by_import: Vec<Duration>,
     /// Median of the `Store::open` + `session` part of the grove runs.
     pub grove_open: Duration,
     /// grove on the redb backend (open + session + build_context).
@@ -169,21 +176,55 @@ pub(crate) fn resume(cx: &mut Ctx, f: &Fixture) -> Result<Resume> {
     let id = f.gen.session_id.clone();
     settle();
     let (mut g, mut s, mut j) = (0, 0, 0);
+    // sled's open re-reads every blob its last log segment points to (docs/design.md,
+    // "Backends"), and which blobs those are depends on how an import's writes fell into
+    // segments: two imports of the same file opened 1 ms apart. So the fixture's store and
+    // `resume_imports - 1` fresh imports of the same file are measured, and the median taken
+    // over all their runs.
+    let mut stores = vec![f.grove.clone()];
+    for i in 1..cx.sizes.resume_imports.max(1) {
+        progress(&format!(
+            "{}: import {} of {}",
+            f.label,
+            i + 1,
+            cx.sizes.resume_imports
+        ));
+        let dir = PathBuf::from(format!("{}-{i}", f.grove.display()));
+        import_sled(&f.jsonl, &dir)?;
+        stores.push(dir);
+    }
+    settle();
     progress(&format!("{}: resume grove", f.label));
     let mut opens = Vec::new();
-    let grove = measure(warmup, runs, || {
-        let t = Instant::now();
-        let store = Store::open(&f.grove)?;
-        let session = store.session(&id)?;
-        opens.push(t.elapsed());
-        let ctx = session.build_context()?;
-        let d = t.elapsed();
-        g = ctx.messages.len();
-        drop(session);
-        drop(store);
-        wait_for_release(&f.grove)?;
-        Ok(d)
-    })?;
+    let mut all = Vec::new();
+    let mut grove_by_import = Vec::new();
+    for dir in &stores {
+        let (mut times, mut store_opens) = (Vec::new(), Vec::new());
+        measure(warmup, runs, || {
+            let t = Instant::now();
+            let store = Store::open(dir)?;
+            let session = store.session(&id)?;
+            let open = t.elapsed();
+            let ctx = session.build_context()?;
+            let d = t.elapsed();
+            g = ctx.messages.len();
+            drop(session);
+            drop(store);
+            wait_for_release(dir)?;
+            store_opens.push(open);
+            times.push(d);
+            Ok(d)
+        })?;
+        // The warm-up runs are the first ones.
+        let measured = times.split_off(times.len().saturating_sub(runs.max(1)));
+        opens.extend(store_opens.split_off(store_opens.len().saturating_sub(runs.max(1))));
+        grove_by_import.push(Stats::of(measured.clone()).median);
+        all.extend(measured);
+    }
+    for dir in &stores[1..] {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+    let grove = Stats::of(all);
     progress(&format!("{}: resume grove (redb)", f.label));
     let mut r = 0;
     let redb = measure(warmup, runs, || {
@@ -217,9 +258,10 @@ pub(crate) fn resume(cx: &mut Ctx, f: &Fixture) -> Result<Resume> {
         Ok(d)
     })?;
     cx.check(&format!("resume {}", f.label), g, s, j);
-    let mut measured = opens.split_off(opens.len().saturating_sub(runs));
+    let mut measured = opens;
     measured.sort();
     Ok(Resume {
+        grove_by_import,
         grove_open: measured
             .get(measured.len() / 2)
             .copied()
@@ -260,7 +302,15 @@ fn resume_row(t: &mut Table, f: &Fixture, r: &Resume) {
         fmt_bytes(f.gen.bytes),
         fmt_count(f.gen.active_path_len as u64),
         fmt_count(r.messages as u64),
-        fmt_duration(r.grove.median),
+        format!(
+            "{} ({})",
+            fmt_duration(r.grove.median),
+            r.grove_by_import
+                .iter()
+                .map(|d| fmt_duration(*d))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
         fmt_duration(r.grove_open),
         fmt_duration(r.redb.median),
         fmt_duration(r.sqlite.median),
