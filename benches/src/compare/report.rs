@@ -174,7 +174,8 @@ impl Report {
              fixture's and fresh ones), the median taken over all their runs: every sled open \
              re-reads the blobs its last log segment points to, which differ from one import \
              to the next (docs/design.md, \"Backends\"); each import's median is shown in \
-             brackets.\n\
+             brackets. The two bushy sessions' runs alternate (one of each, then the next), so \
+             that a change in the machine's speed falls on both.\n\
              - grove runs with `Durability::None` for writes (applied in commit order, flushed at the \
              end), like the raw sled loop it is compared with (inserts without flush, one flush \
              at the end); SQLite uses WAL with `synchronous = NORMAL` and one transaction per \

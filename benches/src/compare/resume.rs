@@ -171,60 +171,96 @@ pub(crate) struct Resume {
     pub messages: usize,
 }
 
-pub(crate) fn resume(cx: &mut Ctx, f: &Fixture) -> Result<Resume> {
-    let (runs, warmup) = (cx.sizes.runs, cx.sizes.warmup);
-    let id = f.gen.session_id.clone();
-    settle();
-    let (mut g, mut s, mut j) = (0, 0, 0);
-    // sled's open re-reads every blob its last log segment points to (docs/design.md,
-    // "Backends"), and which blobs those are depends on how an import's writes fell into
-    // segments: two imports of the same file opened 1 ms apart. So the fixture's store and
-    // `resume_imports - 1` fresh imports of the same file are measured, and the median taken
-    // over all their runs.
-    let mut stores = vec![f.grove.clone()];
-    for i in 1..cx.sizes.resume_imports.max(1) {
-        progress(&format!(
-            "{}: import {} of {}",
-            f.label,
-            i + 1,
-            cx.sizes.resume_imports
-        ));
-        let dir = PathBuf::from(format!("{}-{i}", f.grove.display()));
-        import_sled(&f.jsonl, &dir)?;
-        stores.push(dir);
+/// grove's cold resumes of one fixture on sled.
+#[derive(Default)]
+pub(crate) struct GroveResume {
+    /// Every measured run, on every import.
+    all: Vec<Duration>,
+    /// The `Store::open` + `session` part of each measured run.
+    opens: Vec<Duration>,
+    /// The median of each import's runs.
+    by_import: Vec<Duration>,
+    messages: usize,
+}
+
+/// One cold resume of session `id` in the sled store `dir`: (open + session, total, messages).
+fn resume_once(dir: &Path, id: &str) -> Result<(Duration, Duration, usize)> {
+    let t = Instant::now();
+    let store = Store::open(dir)?;
+    let session = store.session(id)?;
+    let open = t.elapsed();
+    let ctx = session.build_context()?;
+    let total = t.elapsed();
+    drop(session);
+    drop(store);
+    wait_for_release(dir)?;
+    Ok((open, total, ctx.messages.len()))
+}
+
+/// Measures grove's cold resume on sled for each of `fixtures`.
+///
+/// sled's open re-reads every blob its last log segment points to (docs/design.md,
+/// "Backends"), and which blobs those are depends on how an import's writes fell into
+/// segments: two imports of the same file opened 1 ms apart. So each fixture's store and
+/// `resume_imports - 1` fresh imports of the same file are measured, and the median taken over
+/// all their runs. The runs of the fixtures alternate (a run of each, then the next run of
+/// each), so that a change in the machine's speed during the measurement falls on all of them
+/// alike: their ratio is the target of "resume, bushy".
+pub(crate) fn grove_resumes(cx: &Ctx, fixtures: &[&Fixture]) -> Result<Vec<GroveResume>> {
+    let (runs, warmup) = (cx.sizes.runs.max(1), cx.sizes.warmup);
+    let imports = cx.sizes.resume_imports.max(1);
+    // stores[k][i]: the k-th import of fixture i.
+    let mut stores: Vec<Vec<PathBuf>> = vec![fixtures.iter().map(|f| f.grove.clone()).collect()];
+    for k in 1..imports {
+        let mut dirs = Vec::new();
+        for f in fixtures {
+            progress(&format!("{}: import {} of {imports}", f.label, k + 1));
+            let dir = PathBuf::from(format!("{}-{k}", f.grove.display()));
+            import_sled(&f.jsonl, &dir)?;
+            dirs.push(dir);
+        }
+        stores.push(dirs);
     }
     settle();
-    progress(&format!("{}: resume grove", f.label));
-    let mut opens = Vec::new();
-    let mut all = Vec::new();
-    let mut grove_by_import = Vec::new();
-    for dir in &stores {
-        let (mut times, mut store_opens) = (Vec::new(), Vec::new());
-        measure(warmup, runs, || {
-            let t = Instant::now();
-            let store = Store::open(dir)?;
-            let session = store.session(&id)?;
-            let open = t.elapsed();
-            let ctx = session.build_context()?;
-            let d = t.elapsed();
-            g = ctx.messages.len();
-            drop(session);
-            drop(store);
-            wait_for_release(dir)?;
-            store_opens.push(open);
-            times.push(d);
-            Ok(d)
-        })?;
-        // The warm-up runs are the first ones.
-        let measured = times.split_off(times.len().saturating_sub(runs.max(1)));
-        opens.extend(store_opens.split_off(store_opens.len().saturating_sub(runs.max(1))));
-        grove_by_import.push(Stats::of(measured.clone()).median);
-        all.extend(measured);
+    let labels: Vec<&str> = fixtures.iter().map(|f| f.label.as_str()).collect();
+    progress(&format!("{}: resume grove", labels.join(" / ")));
+    let mut out: Vec<GroveResume> = fixtures.iter().map(|_| GroveResume::default()).collect();
+    for dirs in &stores {
+        let mut times = vec![Vec::new(); fixtures.len()];
+        for round in 0..warmup + runs {
+            for (i, f) in fixtures.iter().enumerate() {
+                let (open, total, messages) = resume_once(&dirs[i], &f.gen.session_id)?;
+                out[i].messages = messages;
+                if round >= warmup {
+                    times[i].push(total);
+                    out[i].opens.push(open);
+                }
+            }
+        }
+        for (i, t) in times.into_iter().enumerate() {
+            out[i].by_import.push(Stats::of(t.clone()).median);
+            out[i].all.extend(t);
+        }
     }
-    for dir in &stores[1..] {
+    for dir in stores.iter().skip(1).flatten() {
         let _ = std::fs::remove_dir_all(dir);
     }
+    Ok(out)
+}
+
+/// The cold resume of `f` in every store, grove on sled measured beforehand (`grove`).
+pub(crate) fn resume(cx: &mut Ctx, f: &Fixture, grove: GroveResume) -> Result<Resume> {
+    let (runs, warmup) = (cx.sizes.runs, cx.sizes.warmup);
+    let id = f.gen.session_id.clone();
+    let (g, mut s, mut j) = (grove.messages, 0, 0);
+    let GroveResume {
+        all,
+        opens,
+        by_import: grove_by_import,
+        ..
+    } = grove;
     let grove = Stats::of(all);
+    settle();
     progress(&format!("{}: resume grove (redb)", f.label));
     let mut r = 0;
     let redb = measure(warmup, runs, || {
@@ -439,7 +475,8 @@ pub(crate) fn resume_linear(cx: &mut Ctx) -> Result<()> {
         .compaction_every(s.compaction_every);
     let label = format!("linear {}, realistic", fmt_count(s.linear as u64));
     let f = Fixture::prepare(cx, "linear", &label, &spec)?;
-    let r = resume(cx, &f)?;
+    let g = grove_resumes(cx, &[&f])?.remove(0);
+    let r = resume(cx, &f, g)?;
     let mut t = resume_table("Resume a long linear session: open + build_context (cold)");
     resume_row(&mut t, &f, &r);
     cx.tables.push(t);
@@ -488,8 +525,10 @@ pub(crate) fn resume_bushy(cx: &mut Ctx) -> Result<()> {
     let small_spec = GenSpec::bushy(s.small, (2 * s.small / path).max(1), 13).active_path(path);
     let small_label = format!("bushy {}, same path", fmt_count(s.small as u64));
     let small = Fixture::prepare(cx, "small", &small_label, &small_spec)?;
-    let rb = resume(cx, &big)?;
-    let rs = resume(cx, &small)?;
+    let mut g = grove_resumes(cx, &[&big, &small])?;
+    let (gs, gb) = (g.remove(1), g.remove(0));
+    let rb = resume(cx, &big, gb)?;
+    let rs = resume(cx, &small, gs)?;
     let mut t =
         resume_table("Resume a huge bushy session vs a small one with the same active path (cold)");
     resume_row(&mut t, &big, &rb);
