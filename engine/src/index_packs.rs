@@ -30,9 +30,7 @@ pub(crate) fn decode_leaf_pack(key: &[u8], value: &[u8]) -> Result<LeafPackRecor
 /// starts at or before it and in the packs before that one that start with it.
 pub(crate) fn packed_children(kv: &dyn Kv, sid: u64, parent: u64) -> Result<Vec<u64>> {
     let start = keys::session_prefix(keys::T_CHILD_PACK, sid);
-    let mut through = start.clone();
-    through.extend_from_slice(&parent.to_be_bytes());
-    let end = keys::prefix_end(&through);
+    let end = keys::prefix_end(&keys::child_packs_of(sid, parent));
     let mut out = Vec::new();
     for pair in kv.scan_rev(&start, &end) {
         let (k, v) = pair?;

@@ -206,6 +206,11 @@ pub fn child_pack(sid: u64, parent: u64, child: u64) -> Vec<u8> {
     k
 }
 
+/// `[0x1D][sid][parent]`: the prefix of the children-index packs that start with `parent`.
+pub fn child_packs_of(sid: u64, parent: u64) -> Vec<u8> {
+    tag_u64_u64(T_CHILD_PACK, sid, parent)
+}
+
 /// `[0x1E][sid][first seq]`.
 pub fn leaf_pack(sid: u64, first: u64) -> Vec<u8> {
     tag_u64_u64(T_LEAF_PACK, sid, first)
