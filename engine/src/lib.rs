@@ -26,6 +26,7 @@ mod lease;
 mod log;
 pub mod navigate;
 mod paths;
+pub mod salvage;
 pub mod session;
 pub mod store;
 pub mod summary;

@@ -18,6 +18,7 @@ mod openai;
 mod packs;
 mod redb;
 mod reopen;
+mod salvage;
 mod seed_questions;
 mod sled_guard;
 mod torn;

@@ -230,3 +230,36 @@ fn a_stored_head_that_is_no_checkpoint_of_the_log_is_reported() {
         assert_reported(&store, &id, "stored head", b, &format!("{wrong:?}"));
     }
 }
+
+/// An import with pi-CLI's leaf rule that ends on a leaf line resumes at the line's
+/// `parentId`, not at its target: verification accepts that head, and still reports any
+/// other leaf. (Caught by salvage: such sessions were reported damaged.)
+#[test]
+fn a_last_line_import_ending_on_a_leaf_line_verifies() {
+    use grove_codec::record::{self, HeadRecord};
+    let import = || {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/pi-oracle/edge-leaf-last.jsonl");
+        let store = Store::in_memory().unwrap();
+        let options = grove::ImportOptions {
+            leaf_rule: grove::LeafRule::LastLine,
+            ..Default::default()
+        };
+        store.import_file(&path, options).unwrap();
+        store
+    };
+    let store = import();
+    // The leaf line targets the first entry (seq 0); its parentId is the last one (seq 3).
+    let s = store.session("leaf-last").unwrap();
+    assert_eq!(s.leaf().unwrap().as_deref(), Some("8cd07f47"));
+    let report = store.verify().unwrap();
+    assert!(report.is_ok(), "{:?}", report.problems);
+    for leaf in [Some(1), None] {
+        let store = import();
+        let key = grove::keys::head(super::sid_of(&store, "leaf-last"));
+        let stored: HeadRecord = record::decode(&store.kv().get(&key).unwrap().unwrap()).unwrap();
+        let mut b = WriteBatch::new();
+        b.put(key, record::encode(&HeadRecord { leaf, ..stored }));
+        assert_reported(&store, "leaf-last", "stored head", b, &format!("{leaf:?}"));
+    }
+}
