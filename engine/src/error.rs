@@ -46,6 +46,23 @@ pub enum GroveError {
         /// What is wrong.
         reason: String,
     },
+    /// A line of an input is longer than the import's limit
+    /// ([`crate::ImportOptions::max_line_bytes`]); nothing was imported.
+    #[error(
+        "line too long{}: line {line} (byte {byte_offset}) is longer than the limit of {limit} \
+         bytes",
+        source_name(.file)
+    )]
+    LineTooLong {
+        /// The file being read, if any.
+        file: Option<PathBuf>,
+        /// Physical 1-based line number.
+        line: u64,
+        /// Byte offset of the start of the line.
+        byte_offset: u64,
+        /// The limit, in bytes.
+        limit: usize,
+    },
     /// A caller-supplied value is not acceptable (pi `invalid_argument`).
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
@@ -79,6 +96,42 @@ pub enum GroveError {
     /// A write or flush failed earlier; the store refuses writes until reopened.
     #[error("store is poisoned: {0}; writes are refused, reads still work")]
     Poisoned(String),
+    /// Another process holds the store (its lock file `grove.lock` is locked), and it was not
+    /// released within the configured wait ([`crate::StoreConfig::lock_wait`]).
+    #[error("the store {} is in use by {holder}", .dir.display())]
+    Locked {
+        /// The store directory.
+        dir: PathBuf,
+        /// Who holds it, as its lock file says ("process 1234 (grove append ...)").
+        holder: String,
+    },
+    /// A store opened only to read does not exist (reads never create one).
+    #[error("no grove store at {}", .0.display())]
+    NoStore(PathBuf),
+    /// The store was opened read-only (by choice, or because its files cannot be written).
+    #[error("the store is read-only: {0}")]
+    ReadOnly(String),
+    /// The disk holding the store has too little free space for the write; nothing was
+    /// written, and writing resumes once space is freed.
+    #[error(
+        "disk full: {} has {available} bytes free, a write of {needed} bytes needs {required} \
+         (the write plus the store's reserve); nothing was written",
+        .dir.display()
+    )]
+    DiskFull {
+        /// The store directory.
+        dir: PathBuf,
+        /// The bytes of the refused write.
+        needed: u64,
+        /// What the write needs free: the write, its overhead and the reserve.
+        required: u64,
+        /// The bytes free on its file system.
+        available: u64,
+    },
+    /// The backend no longer holds writes it acknowledged as durable (its files were damaged,
+    /// truncated or replaced): the durable-commit record beside it says more were made.
+    #[error("{0}")]
+    LostWrites(crate::durable::LostWrites),
     /// A stored value failed to decode or an index disagrees with the log.
     #[error("corrupt store: {0}")]
     Corrupt(String),
@@ -108,7 +161,7 @@ impl GroveError {
         match self {
             GroveError::EntryNotFound(_) | GroveError::SessionNotFound(_) => "not_found",
             GroveError::InvalidSession { .. } => "invalid_session",
-            GroveError::InvalidEntry { .. } => "invalid_entry",
+            GroveError::InvalidEntry { .. } | GroveError::LineTooLong { .. } => "invalid_entry",
             GroveError::InvalidArgument(_)
             | GroveError::AmbiguousPrefix { .. }
             | GroveError::DuplicateId(_)
@@ -119,7 +172,12 @@ impl GroveError {
             GroveError::BranchSummary(_) => "branch_summary",
             GroveError::Hook(_) => "hook",
             GroveError::InvalidState(_) => "invalid_state",
-            GroveError::Corrupt(_)
+            GroveError::NoStore(_) => "not_found",
+            GroveError::Locked { .. }
+            | GroveError::ReadOnly(_)
+            | GroveError::DiskFull { .. }
+            | GroveError::LostWrites(_)
+            | GroveError::Corrupt(_)
             | GroveError::Storage(_)
             | GroveError::Io { .. }
             | GroveError::Poisoned(_) => "storage",
@@ -134,6 +192,7 @@ impl GroveError {
             GroveError::AmbiguousPrefix { .. } => "AmbiguousPrefix",
             GroveError::InvalidSession { .. } => "InvalidSession",
             GroveError::InvalidEntry { .. } => "InvalidEntry",
+            GroveError::LineTooLong { .. } => "LineTooLong",
             GroveError::InvalidArgument(_) => "InvalidArgument",
             GroveError::DuplicateId(_) => "DuplicateId",
             GroveError::SessionExists(_) => "SessionExists",
@@ -143,6 +202,11 @@ impl GroveError {
             GroveError::BranchSummary(_) => "BranchSummary",
             GroveError::Hook(_) => "Hook",
             GroveError::InvalidState(_) => "InvalidState",
+            GroveError::Locked { .. } => "Locked",
+            GroveError::NoStore(_) => "NoStore",
+            GroveError::ReadOnly(_) => "ReadOnly",
+            GroveError::DiskFull { .. } => "DiskFull",
+            GroveError::LostWrites(_) => "LostWrites",
             GroveError::Corrupt(_) => "Corrupt",
             GroveError::Poisoned(_) => "Poisoned",
             GroveError::Storage(_) => "Storage",
@@ -158,6 +222,16 @@ impl GroveError {
                 line: l.line,
                 byte_offset: l.byte_offset,
                 reason: l.reason,
+            },
+            CodecError::LineTooLong {
+                line,
+                byte_offset,
+                limit,
+            } => GroveError::LineTooLong {
+                file,
+                line,
+                byte_offset,
+                limit,
             },
             CodecError::Io { source, .. } => GroveError::Io {
                 path: file.unwrap_or_default(),

@@ -12,6 +12,8 @@
 #![forbid(unsafe_code)]
 
 pub mod context;
+mod dir;
+pub mod durable;
 pub mod error;
 pub mod export;
 mod fold;
@@ -28,6 +30,7 @@ pub mod navigate;
 mod paths;
 pub mod salvage;
 pub mod session;
+pub mod space;
 pub mod store;
 pub mod summary;
 pub mod tree;
@@ -40,6 +43,7 @@ mod write;
 pub use context::{
     Context, ContextOptions, NullContent, RetainedTail, SelectionPath, SettingsScope,
 };
+pub use durable::LostWrites;
 pub use error::{GroveError, Result};
 pub use export::{ExportReport, Flavor};
 pub use fork::{ForkMode, ForkOptions, ForkPosition};

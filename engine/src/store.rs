@@ -10,11 +10,13 @@ use grove_codec::header::Header;
 use grove_codec::record::{self, HeadRecord, NodeRecord, SessionRecord};
 use parking_lot::Mutex;
 
+use crate::dir::{DirLock, LockMode};
 use crate::error::{GroveError, Result};
 use crate::keys;
-use crate::kv::{self, BufferedKv, Kv, MemoryKv, RedbKv, SledKv, WriteBatch};
+use crate::kv::{self, BufferedKv, Guarded, Kv, MemoryKv, RedbKv, SledKv, WriteBatch};
 use crate::lease::Leases;
 use crate::session::Session;
+use crate::space::Space;
 use crate::util;
 use crate::view::Views;
 
@@ -72,6 +74,22 @@ pub struct StoreConfig {
     /// batches (default on; docs/design.md, "Write buffer"). Off, each is applied to the
     /// backend as it is made, as [`Store::from_kv`] does.
     pub write_buffer: bool,
+    /// Open the store only to read it (default off): a missing store is
+    /// [`GroveError::NoStore`] instead of being created, grove writes nothing (views are not
+    /// persisted, interrupted imports are left for the next writer), every write is refused
+    /// with [`GroveError::ReadOnly`], and a store on a read-only mount, or one that lost
+    /// acknowledged writes ([`Store::lost_writes`]), opens.
+    pub read_only: bool,
+    /// How long an open waits for another process that holds the store (its lock file
+    /// `grove.lock`) before failing with [`GroveError::Locked`]; default zero, fail at once.
+    pub lock_wait: std::time::Duration,
+    /// Free space, in bytes, that writes leave on the store's disk (default
+    /// [`crate::space::DEFAULT_RESERVE`]): a write that would eat into it is refused with
+    /// [`GroveError::DiskFull`] before it reaches the backend (docs/design.md, "A full disk").
+    pub disk_reserve: u64,
+    /// Open for writing a store whose backend lost acknowledged writes (see
+    /// [`GroveError::LostWrites`]), taking what it holds now as its state (default off).
+    pub accept_lost_writes: bool,
 }
 
 /// The zstd level of compressed sled stores.
@@ -89,7 +107,35 @@ impl StoreConfig {
             cache_bytes: DEFAULT_CACHE_BYTES,
             compress: false,
             write_buffer: true,
+            read_only: false,
+            lock_wait: std::time::Duration::ZERO,
+            disk_reserve: crate::space::DEFAULT_RESERVE,
+            accept_lost_writes: false,
         }
+    }
+
+    /// Opens the store only to read it (see [`StoreConfig::read_only`]).
+    pub fn read_only(mut self, on: bool) -> StoreConfig {
+        self.read_only = on;
+        self
+    }
+
+    /// Waits up to `wait` for another process that holds the store.
+    pub fn lock_wait(mut self, wait: std::time::Duration) -> StoreConfig {
+        self.lock_wait = wait;
+        self
+    }
+
+    /// Sets the free space writes leave on the disk (see [`StoreConfig::disk_reserve`]).
+    pub fn disk_reserve(mut self, bytes: u64) -> StoreConfig {
+        self.disk_reserve = bytes;
+        self
+    }
+
+    /// Accepts the loss of acknowledged writes (see [`StoreConfig::accept_lost_writes`]).
+    pub fn accept_lost_writes(mut self, on: bool) -> StoreConfig {
+        self.accept_lost_writes = on;
+        self
     }
 
     /// Creates sled stores with zstd page compression (see [`StoreConfig::compress`]).
@@ -171,6 +217,17 @@ pub(crate) struct Inner {
     /// Where imports spool their lines: the store directory for on-disk stores (the same disk
     /// as the data, not a possibly small tmpfs), the system temporary directory otherwise.
     pub(crate) spool_dir: Option<PathBuf>,
+    /// Opened only to read: every write is refused.
+    read_only: bool,
+    /// What the backend lost of its acknowledged writes (read-only or accepted opens).
+    lost: Option<crate::durable::LostWrites>,
+    /// The durable-commit record of an on-disk store opened for writing.
+    durable: Option<Mutex<crate::durable::Durable>>,
+    /// The free-space guard of an on-disk store opened for writing.
+    space: Option<Space>,
+    /// The store directory's lock, released after the backend is closed (fields drop in
+    /// order).
+    _lock: Option<DirLock>,
 }
 
 /// Group-commit bookkeeping: how many writes were applied and how many are covered by a
@@ -211,7 +268,8 @@ impl Inner {
     }
 
     /// [`Inner::commit`], or with `ordered`, the operations as ordered single writes
-    /// ([`Kv::apply_ordered`]): the commit protocol of one-record transactions.
+    /// ([`Kv::apply_ordered`]): the commit protocol of one-record transactions. A write the
+    /// disk could not take is refused before it reaches the backend ([`Space`]).
     pub(crate) fn commit_ops(
         &self,
         ops: WriteBatch,
@@ -219,6 +277,15 @@ impl Inner {
         durability: Durability,
     ) -> Result<()> {
         self.check_writable()?;
+        if let Some(space) = &self.space {
+            space.admit(ops.size())?;
+        }
+        if durability == Durability::Sync {
+            return self.durable_commit(ops, ordered);
+        }
+        if let Some(durable) = &self.durable {
+            durable.lock().note(&ops);
+        }
         let applied = match durability {
             // Not durable yet: the write buffer may hold it (docs/design.md, "Write buffer").
             Durability::None => self.kv.apply_buffered(ops, ordered),
@@ -230,13 +297,45 @@ impl Inner {
         }
         match durability {
             Durability::None => Ok(()),
-            Durability::Sync => self.flush_or_poison(),
-            Durability::Group => self.group_flush(),
+            _ => self.group_flush(),
         }
     }
 
-    /// Refuses writes once the store is poisoned.
+    /// A durable commit: `ops` with the next durable-commit epoch ([`crate::durable`]),
+    /// applied and flushed, then recorded beside the backend. With no record (a store not in
+    /// a directory) it is an apply and a flush.
+    fn durable_commit(&self, mut ops: WriteBatch, ordered: bool) -> Result<()> {
+        let mut durable = self.durable.as_ref().map(|d| d.lock());
+        let epoch = durable.as_mut().map(|d| {
+            d.note(&ops);
+            d.stage(&mut ops)
+        });
+        if !ops.is_empty() {
+            let applied = if ordered {
+                self.kv.apply_ordered(ops)
+            } else {
+                self.kv.apply(ops)
+            };
+            if let Err(e) = applied {
+                return Err(self.poison(format!("write failed: {e}")));
+            }
+        }
+        self.flush_or_poison()?;
+        match (durable, epoch) {
+            (Some(mut d), Some(epoch)) => d
+                .record(epoch, &*self.kv)
+                .map_err(|e| self.poison(format!("recording the durable commit failed: {e}"))),
+            _ => Ok(()),
+        }
+    }
+
+    /// Refuses writes on a read-only store and once the store is poisoned.
     pub(crate) fn check_writable(&self) -> Result<()> {
+        if self.read_only {
+            return Err(GroveError::ReadOnly(
+                "the store was opened only to read".to_owned(),
+            ));
+        }
         match self.poisoned.lock().as_ref() {
             Some(reason) => Err(GroveError::Poisoned(reason.clone())),
             None => Ok(()),
@@ -276,7 +375,7 @@ impl Inner {
             state.leader = true;
             let target = state.applied;
             drop(state);
-            let result = self.flush_or_poison();
+            let result = self.durable_commit(WriteBatch::new(), false);
             state = self.group.state.lock();
             state.leader = false;
             match result {
@@ -411,16 +510,93 @@ fn old_views_removed(inner: &Inner) -> Result<WriteBatch> {
 /// database (opening it would start an empty store beside it).
 fn prepare_dir(path: &Path, backend: &str) -> Result<()> {
     if let Some(found) = kv::existing_backend(path).filter(|found| *found != backend) {
-        return Err(GroveError::InvalidArgument(format!(
-            "{} holds a {found} store, not a {backend} store: open it with the {found} \
-             backend (`--backend {found}` on the command line)",
-            path.display()
-        )));
+        return Err(other_backend(path, found, backend));
     }
     std::fs::create_dir_all(path).map_err(|source| GroveError::Io {
         path: path.to_owned(),
         source,
     })
+}
+
+/// How [`Store::start`] opens a backend.
+struct Opening {
+    durability: Durability,
+    read_only: bool,
+    accept_lost_writes: bool,
+    disk_reserve: u64,
+    /// The store directory (on-disk backends).
+    dir: Option<PathBuf>,
+    lock: Option<DirLock>,
+}
+
+/// The error of a format marker this build does not open (`read_only`: one it would upgrade
+/// if it could write).
+fn unknown_layout(marker: &[u8], read_only: bool) -> GroveError {
+    let current = FORMAT_MARKER[FORMAT_MARKER.len() - 1];
+    match marker.strip_prefix(b"grove\x00") {
+        Some(&[layout]) if read_only && layout < current => GroveError::ReadOnly(format!(
+            "this store has grove store layout {layout}, which this build upgrades to layout \
+             {current} when it opens the store for writing"
+        )),
+        Some(&[layout]) => GroveError::Corrupt(format!(
+            "this store has grove store layout {layout}; this build reads layout {current} \
+             (export its sessions with the grove that wrote it, then import them)"
+        )),
+        _ => GroveError::Corrupt(format!(
+            "not a grove store of a known format (marker {})",
+            util::hex(marker)
+        )),
+    }
+}
+
+/// Locks the store directory `dir` of backend `name` for `config` — after checking that a
+/// read finds a store there and creating the directory for a writer.
+fn lock_dir(dir: &Path, name: &str, config: &StoreConfig) -> Result<DirLock> {
+    if config.read_only {
+        match kv::existing_backend(dir) {
+            Some(found) if found == name => {}
+            Some(found) => return Err(other_backend(dir, found, name)),
+            // A directory whose backend files are gone but whose durable-commit record says
+            // it held a store lost it: the check after opening says what.
+            None if dir.join(crate::durable::COMMIT_FILE).exists() => {}
+            None => return Err(GroveError::NoStore(dir.to_owned())),
+        }
+    } else {
+        prepare_dir(dir, name)?;
+    }
+    // sled's files are one process's even to read; redb lets readers share.
+    let mode = if config.read_only && name == "redb" {
+        LockMode::Shared
+    } else {
+        LockMode::Exclusive
+    };
+    let lock = crate::dir::lock(dir, mode, config.lock_wait)?;
+    if !config.read_only && !lock.writable() {
+        return Err(GroveError::ReadOnly(format!(
+            "{} cannot be written (a read-only file system, immutable files or no \
+             permission); open it read-only to read it",
+            dir.display()
+        )));
+    }
+    Ok(lock)
+}
+
+/// Whether the data file of backend `name` in `dir` is missing or empty (sled's `db`, redb's
+/// `grove.redb`).
+fn no_data(dir: &Path, name: &str) -> bool {
+    let file = match name {
+        "sled" => "db",
+        _ => kv::REDB_FILE,
+    };
+    std::fs::metadata(dir.join(file)).map_or(true, |m| m.len() == 0)
+}
+
+fn other_backend(dir: &Path, found: &str, backend: &str) -> GroveError {
+    GroveError::InvalidArgument(format!(
+        "{} holds a {found} store, not a {backend} store: open it with the {found} backend \
+         (`--backend {found}` on the command line)",
+        dir.display()
+    ))
 }
 
 impl Store {
@@ -434,9 +610,7 @@ impl Store {
         Store::open_with(StoreConfig {
             backend: Backend::SledTemporary,
             durability: Durability::None,
-            cache_bytes: DEFAULT_CACHE_BYTES,
-            compress: false,
-            write_buffer: true,
+            ..StoreConfig::new("")
         })
     }
 
@@ -445,52 +619,136 @@ impl Store {
         Store::open_with(StoreConfig {
             backend: Backend::Memory,
             durability: Durability::None,
-            cache_bytes: DEFAULT_CACHE_BYTES,
-            compress: false,
-            write_buffer: true,
+            ..StoreConfig::new("")
         })
     }
 
     /// Opens a store as configured.
     pub fn open_with(config: StoreConfig) -> Result<Store> {
+        let (dir, name) = match &config.backend {
+            Backend::Sled(path) => (Some(path.clone()), "sled"),
+            Backend::Redb(path) => (Some(path.clone()), "redb"),
+            Backend::SledTemporary => (None, "sled"),
+            Backend::Memory => (None, "memory"),
+        };
+        if config.compress && name != "sled" {
+            return Err(GroveError::InvalidArgument(
+                "compression is a sled option; redb and memory stores are not compressed".into(),
+            ));
+        }
+        // The store's lock is taken before anything in the directory is touched
+        // (docs/design.md, "Processes").
+        let lock = match &dir {
+            Some(dir) => Some(lock_dir(dir, name, &config)?),
+            None => None,
+        };
+        let read_only = config.read_only;
+        // A store whose data file is gone or empty: what its durable-commit record says was
+        // lost is reported before a backend would take the directory for a new store.
+        if let Some(dir) = dir.as_ref().filter(|dir| no_data(dir, name)) {
+            let empty = MemoryKv::new();
+            match crate::durable::check(dir, &empty)? {
+                Some(_) if read_only => {
+                    return Store::start(
+                        Box::new(empty),
+                        Opening {
+                            durability: config.durability,
+                            read_only,
+                            accept_lost_writes: false,
+                            disk_reserve: config.disk_reserve,
+                            dir: Some(dir.clone()),
+                            lock,
+                        },
+                    );
+                }
+                Some(lost) if !config.accept_lost_writes => {
+                    return Err(GroveError::LostWrites(lost));
+                }
+                _ => {}
+            }
+        }
         let kv: Box<dyn Kv> = match &config.backend {
-            Backend::Sled(path) => {
-                prepare_dir(path, "sled")?;
-                Box::new(SledKv::open(path, config.cache_bytes, config.compress)?)
-            }
-            Backend::Redb(_) | Backend::Memory if config.compress => {
-                return Err(GroveError::InvalidArgument(
-                    "compression is a sled option; redb and memory stores are not compressed"
-                        .into(),
-                ))
-            }
-            Backend::Redb(path) => {
-                prepare_dir(path, "redb")?;
-                Box::new(RedbKv::open(path, config.durability, config.cache_bytes)?)
-            }
-            Backend::SledTemporary => Box::new(SledKv::temporary()?),
+            Backend::Sled(path) if read_only => Box::new(Guarded::new(SledKv::open_read_only(
+                path,
+                config.cache_bytes,
+            )?)),
+            Backend::Sled(path) => Box::new(Guarded::new(SledKv::open(
+                path,
+                config.cache_bytes,
+                config.compress,
+            )?)),
+            Backend::Redb(path) if read_only => Box::new(Guarded::new(RedbKv::open_read_only(
+                path,
+                config.cache_bytes,
+            )?)),
+            Backend::Redb(path) => Box::new(Guarded::new(RedbKv::open(
+                path,
+                config.durability,
+                config.cache_bytes,
+            )?)),
+            Backend::SledTemporary => Box::new(Guarded::new(SledKv::temporary()?)),
             Backend::Memory => Box::new(MemoryKv::new()),
         };
         // Commits that need not be durable yet wait in a write buffer unless it is turned off
         // (docs/design.md, "Write buffer"); `Store::from_kv` takes a backend as it is.
-        let kv: Box<dyn Kv> = if config.write_buffer {
+        let kv: Box<dyn Kv> = if config.write_buffer && !read_only {
             Box::new(BufferedKv::new(kv)?)
         } else {
             kv
         };
-        let spool_dir = match &config.backend {
-            Backend::Sled(path) | Backend::Redb(path) => Some(path.clone()),
-            Backend::SledTemporary | Backend::Memory => None,
-        };
-        Store::start(kv, config.durability, spool_dir)
+        Store::start(
+            kv,
+            Opening {
+                durability: config.durability,
+                read_only,
+                accept_lost_writes: config.accept_lost_writes,
+                disk_reserve: config.disk_reserve,
+                dir,
+                lock,
+            },
+        )
     }
 
     /// Opens a store on any backend.
     pub fn from_kv(kv: Box<dyn Kv>, durability: Durability) -> Result<Store> {
-        Store::start(kv, durability, None)
+        Store::start(
+            kv,
+            Opening {
+                durability,
+                read_only: false,
+                accept_lost_writes: false,
+                disk_reserve: 0,
+                dir: None,
+                lock: None,
+            },
+        )
     }
 
-    fn start(kv: Box<dyn Kv>, durability: Durability, spool_dir: Option<PathBuf>) -> Result<Store> {
+    fn start(kv: Box<dyn Kv>, opening: Opening) -> Result<Store> {
+        let Opening {
+            durability,
+            read_only,
+            accept_lost_writes,
+            disk_reserve,
+            dir,
+            lock,
+        } = opening;
+        // Acknowledged writes the backend no longer holds, checked before anything is written
+        // (a store emptied by a truncated file would otherwise be taken for a new one).
+        let lost = match &dir {
+            Some(dir) => crate::durable::check(dir, &*kv)?,
+            None => None,
+        };
+        if let Some(lost) = &lost {
+            if !read_only && !accept_lost_writes {
+                return Err(GroveError::LostWrites(lost.clone()));
+            }
+        }
+        let writable_dir = dir.as_ref().filter(|_| !read_only);
+        let durable = match writable_dir {
+            Some(dir) => Some(Mutex::new(crate::durable::Durable::open(dir, &*kv)?)),
+            None => None,
+        };
         let inner = Inner {
             kv,
             durability,
@@ -501,10 +759,30 @@ impl Store {
             views: Views::default(),
             poisoned: Mutex::new(None),
             group: GroupCommit::default(),
-            spool_dir,
+            space: writable_dir.map(|dir| Space::new(dir, disk_reserve)),
+            spool_dir: dir.clone(),
+            read_only,
+            lost,
+            durable,
+            _lock: lock,
         };
         let marker_key = keys::meta(keys::META_FORMAT);
-        match inner.kv.get(&marker_key)? {
+        let marker = inner.kv.get(&marker_key)?;
+        if read_only {
+            match marker {
+                Some(m) if m == FORMAT_MARKER => {}
+                // A backend without a marker holds no store (or lost it: see `lost`).
+                None if inner.lost.is_some() => {}
+                None => {
+                    return Err(GroveError::NoStore(dir.unwrap_or_default()));
+                }
+                Some(m) => return Err(unknown_layout(&m, true)),
+            }
+            return Ok(Store {
+                inner: Arc::new(inner),
+            });
+        }
+        match marker {
             Some(m) if m == FORMAT_MARKER => {}
             Some(m) if m == FORMAT_MARKER_7 => {
                 let mut batch = WriteBatch::new();
@@ -523,19 +801,7 @@ impl Store {
                 batch.put(marker_key, FORMAT_MARKER.to_vec());
                 inner.commit(batch, Durability::Sync)?;
             }
-            Some(m) => {
-                return Err(GroveError::Corrupt(match m.strip_prefix(b"grove\x00") {
-                    Some(&[layout]) => format!(
-                        "this store has grove store layout {layout}; this build reads layout {} \
-                         (export its sessions with the grove that wrote it, then import them)",
-                        FORMAT_MARKER[FORMAT_MARKER.len() - 1]
-                    ),
-                    _ => format!(
-                        "not a grove store of a known format (marker {})",
-                        util::hex(&m)
-                    ),
-                }))
-            }
+            Some(m) => return Err(unknown_layout(&m, false)),
             None => {
                 let mut batch = WriteBatch::new();
                 batch.put(marker_key, FORMAT_MARKER.to_vec());
@@ -549,6 +815,17 @@ impl Store {
         Ok(store)
     }
 
+    /// Whether the store was opened only to read ([`StoreConfig::read_only`]).
+    pub fn is_read_only(&self) -> bool {
+        self.inner.read_only
+    }
+
+    /// The acknowledged writes the backend lost, when a store that lost some was opened
+    /// read-only or with [`StoreConfig::accept_lost_writes`].
+    pub fn lost_writes(&self) -> Option<&crate::durable::LostWrites> {
+        self.inner.lost.as_ref()
+    }
+
     /// The name of the backend ("sled", "memory").
     pub fn backend_name(&self) -> &'static str {
         self.inner.kv.name()
@@ -557,7 +834,7 @@ impl Store {
     /// Flushes every write so far to durable storage.
     pub fn flush(&self) -> Result<()> {
         self.inner.check_writable()?;
-        self.inner.flush_or_poison()
+        self.inner.durable_commit(WriteBatch::new(), false)
     }
 
     /// Why the store refuses writes, if it does (a write or flush failed earlier).

@@ -65,6 +65,13 @@ impl Store {
     /// Verifies every session of the store.
     pub fn verify(&self) -> Result<VerifyReport> {
         let mut report = VerifyReport::default();
+        if let Some(lost) = self.lost_writes() {
+            report.problems.push(Problem {
+                session: "(store)".to_owned(),
+                entry: None,
+                what: lost.to_string(),
+            });
+        }
         let start = vec![keys::T_SESSION_ID];
         let end = keys::prefix_end(&start);
         let mut ids = Vec::new();

@@ -8,6 +8,7 @@ mod commands;
 mod error;
 mod graph;
 mod output;
+mod output_file;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -58,6 +59,29 @@ struct Cli {
     #[arg(long, global = true, env = "GROVE_COMPRESS")]
     compress: bool,
 
+    /// How long to wait, in seconds, for another process that holds the store (each store
+    /// belongs to one process at a time) before failing; 0, the default, fails at once and
+    /// names the process.
+    #[arg(
+        long,
+        global = true,
+        value_name = "SECONDS",
+        default_value_t = 0.0,
+        env = "GROVE_LOCK_WAIT"
+    )]
+    lock_wait: f64,
+
+    /// Free space, in bytes, that writes leave on the store's disk: a write that would eat
+    /// into it fails with DiskFull before anything is written. Default 4 MiB.
+    #[arg(long, global = true, value_name = "BYTES", env = "GROVE_DISK_RESERVE")]
+    disk_reserve: Option<u64>,
+
+    /// Open for writing a store that lost acknowledged writes (grove refuses it otherwise and
+    /// says what was lost), taking what it holds now as its state. Copy what it holds first
+    /// (`grove salvage`).
+    #[arg(long, global = true)]
+    accept_lost_writes: bool,
+
     #[command(subcommand)]
     command: Command,
 }
@@ -79,6 +103,14 @@ fn run(cli: Cli) -> CmdResult {
         backend: cli.backend,
         durability: cli.durability,
         compress: cli.compress,
+        lock_wait: std::time::Duration::try_from_secs_f64(cli.lock_wait).map_err(|_| {
+            CommandError::invalid(
+                format!("--lock-wait {} is not a number of seconds", cli.lock_wait),
+                "give a duration in seconds, such as 0, 2 or 0.5",
+            )
+        })?,
+        disk_reserve: cli.disk_reserve,
+        accept_lost_writes: cli.accept_lost_writes,
         out: &mut out,
     };
     commands::run(cli.command, &mut env)?;
@@ -87,6 +119,8 @@ fn run(cli: Cli) -> CmdResult {
 }
 
 fn main() -> ExitCode {
+    // A backend that panics on a damaged page returns an error the command reports.
+    grove::kv::quiet_backend_panics();
     let cli = Cli::parse();
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,

@@ -8,6 +8,7 @@
 //! before it survives a process kill and a power loss. No transactions.
 
 mod buffered;
+mod guarded;
 mod memory;
 mod redb_kv;
 mod sled_kv;
@@ -15,6 +16,7 @@ mod sled_kv;
 use std::path::Path;
 
 pub use buffered::{BufferedKv, BUFFER_BYTES, BUFFER_INTERVAL, BUFFER_OPS};
+pub use guarded::{quiet_backend_panics, Guarded};
 pub use memory::MemoryKv;
 pub use redb_kv::{RedbKv, REDB_FILE};
 pub use sled_kv::{stored_compression, SledKv};
@@ -45,6 +47,18 @@ pub enum KvError {
     /// takes no more writes.
     #[error("buffered writes could not be written: {0}")]
     Buffer(String),
+    /// The backend panicked (a damaged page it does not expect); the call was abandoned
+    /// ([`Guarded`]).
+    #[error("{backend} panicked: {message}")]
+    Panic {
+        /// The backend's name.
+        backend: &'static str,
+        /// The panic's message.
+        message: String,
+    },
+    /// The backend was opened only to read.
+    #[error("the backend was opened read-only")]
+    ReadOnly,
     /// Preparing the store directory failed.
     #[error("{context}: {source}")]
     Io {
@@ -101,6 +115,11 @@ impl WriteBatch {
     /// Approximate payload size in bytes.
     pub fn size(&self) -> usize {
         self.bytes
+    }
+
+    /// The operations, in order, borrowed.
+    pub fn ops(&self) -> &[(Vec<u8>, Option<Vec<u8>>)] {
+        &self.ops
     }
 
     /// The operations, in order.

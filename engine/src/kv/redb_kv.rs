@@ -32,9 +32,27 @@ type RedbRange = redb::Range<'static, &'static [u8], &'static [u8]>;
 
 /// The redb backend.
 pub struct RedbKv {
-    db: redb::Database,
+    db: Db,
     /// Whether every transaction commits durably (the store's durability is `Sync`).
     durable_commits: bool,
+    /// The temporary copy a read-only store that needed repair was opened from (dropped
+    /// after `db`).
+    _copy: Option<tempfile::TempDir>,
+}
+
+/// A database open for writing, or only for reading.
+enum Db {
+    Write(redb::Database),
+    Read(redb::ReadOnlyDatabase),
+}
+
+impl Db {
+    fn begin_read(&self) -> Result<redb::ReadTransaction, redb::TransactionError> {
+        match self {
+            Db::Write(db) => db.begin_read(),
+            Db::Read(db) => db.begin_read(),
+        }
+    }
 }
 
 fn err(e: impl Into<redb::Error>) -> KvError {
@@ -63,8 +81,9 @@ impl RedbKv {
             .create(path)
             .map_err(err)?;
         let kv = RedbKv {
-            db,
+            db: Db::Write(db),
             durable_commits,
+            _copy: None,
         };
         // Create the table, so that readers can always open it.
         let txn = kv.begin_write(true)?;
@@ -73,8 +92,53 @@ impl RedbKv {
         Ok(kv)
     }
 
+    /// Opens the existing database `grove.redb` in `dir` to read it, without changing the
+    /// file. A database that needs repair (its writer was killed) is not repaired in place:
+    /// it is copied to a temporary directory and the copy is repaired and read, so that a
+    /// read never makes a store harder to open than it was.
+    pub fn open_read_only(dir: &Path, cache_bytes: u64) -> Result<RedbKv, KvError> {
+        let path = dir.join(REDB_FILE);
+        let builder = || {
+            let mut b = redb::Builder::new();
+            b.set_cache_size(usize::try_from(cache_bytes).unwrap_or(usize::MAX));
+            b
+        };
+        match builder().open_read_only(&path) {
+            Ok(db) => Ok(RedbKv {
+                db: Db::Read(db),
+                durable_commits: false,
+                _copy: None,
+            }),
+            Err(redb::DatabaseError::RepairAborted) => {
+                let io = |context: String| move |source| KvError::Io { context, source };
+                let copy = tempfile::Builder::new()
+                    .prefix("grove-read-only-")
+                    .tempdir()
+                    .map_err(io(
+                        "creating a temporary copy of a store to repair".to_owned()
+                    ))?;
+                let target = copy.path().join(REDB_FILE);
+                std::fs::copy(&path, &target).map_err(io(format!(
+                    "copying {} to {}",
+                    path.display(),
+                    target.display()
+                )))?;
+                let db = builder().create(&target).map_err(err)?;
+                Ok(RedbKv {
+                    db: Db::Write(db),
+                    durable_commits: false,
+                    _copy: Some(copy),
+                })
+            }
+            Err(e) => Err(err(e)),
+        }
+    }
+
     fn begin_write(&self, durable: bool) -> Result<redb::WriteTransaction, KvError> {
-        let mut txn = self.db.begin_write().map_err(err)?;
+        let Db::Write(db) = &self.db else {
+            return Err(KvError::ReadOnly);
+        };
+        let mut txn = db.begin_write().map_err(err)?;
         let level = if durable {
             redb::Durability::Immediate
         } else {
@@ -178,7 +242,7 @@ impl Kv for RedbKv {
     }
 
     fn flush(&self) -> Result<(), KvError> {
-        if self.durable_commits {
+        if self.durable_commits || matches!(self.db, Db::Read(_)) {
             return Ok(());
         }
         // An empty durable commit persists every non-durable commit before it.

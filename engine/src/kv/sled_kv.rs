@@ -8,7 +8,14 @@
 //! open may take it for the newest snapshot and fail with `Corruption` for good (sled issues
 //! #1527 and #1533), although the log underneath is intact. [`SledKv::open`] therefore
 //! removes stale `*.generating` files before opening: a snapshot is only an accelerator, and
-//! sled rebuilds state from its log without it.
+//! sled rebuilds state from its log without it. The caller holds the store's lock
+//! ([`crate::dir`]) by then, so the files removed cannot be another live process's.
+//!
+//! Read-only opening: sled has no read-only mode — it writes at every open (it may zero and
+//! fsync free segments, write a snapshot) and opens its files for writing. A store whose
+//! files cannot be written (a read-only mount, immutable files) or whose disk is full is
+//! therefore opened read-only as a **private copy** in the system's temporary directory,
+//! removed when the store is closed ([`SledKv::open_read_only`]).
 
 use std::path::Path;
 
@@ -17,6 +24,8 @@ use super::{Kv, KvError, Scan, WriteBatch};
 /// The sled backend.
 pub struct SledKv {
     db: sled::Db,
+    /// The temporary copy a read-only store was opened from (dropped after `db`).
+    _copy: Option<tempfile::TempDir>,
 }
 
 impl SledKv {
@@ -25,6 +34,42 @@ impl SledKv {
     /// (sled refuses to open a database with a different one).
     pub fn open(dir: &Path, cache_bytes: u64, compress: bool) -> Result<SledKv, KvError> {
         remove_stale_snapshots(dir)?;
+        SledKv::open_db(dir, cache_bytes, compress).map(|db| SledKv { db, _copy: None })
+    }
+
+    /// Opens the existing sled database in `dir` to read it. Where sled cannot open it in
+    /// place — its files cannot be written, or the disk has no room for what sled writes at
+    /// open — the database is copied to a temporary directory and opened there.
+    pub fn open_read_only(dir: &Path, cache_bytes: u64) -> Result<SledKv, KvError> {
+        let writable = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(dir.join("db"));
+        let in_place = match writable {
+            Ok(_) => {
+                let _ = remove_stale_snapshots(dir);
+                SledKv::open_db(dir, cache_bytes, false)
+            }
+            Err(e) => Err(KvError::Io {
+                context: format!("opening {} for writing", dir.join("db").display()),
+                source: e,
+            }),
+        };
+        match in_place {
+            Ok(db) => Ok(SledKv { db, _copy: None }),
+            Err(e) if cannot_write(&e) => {
+                let copy = copy_store(dir)?;
+                let db = SledKv::open_db(copy.path(), cache_bytes, false)?;
+                Ok(SledKv {
+                    db,
+                    _copy: Some(copy),
+                })
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn open_db(dir: &Path, cache_bytes: u64, compress: bool) -> Result<sled::Db, KvError> {
         let compress = stored_compression(dir)?.unwrap_or(compress);
         // sled releases its file lock from a background thread shortly after the last handle
         // of a database is dropped; a reopen in the same process may race it. Retry for up to
@@ -38,7 +83,7 @@ impl SledKv {
                 .compression_factor(crate::store::ZSTD_LEVEL)
                 .open()
             {
-                Ok(db) => return Ok(SledKv { db }),
+                Ok(db) => return Ok(db),
                 Err(e) if attempts < 500 && is_lock_busy(&e) => {
                     attempts += 1;
                     std::thread::sleep(std::time::Duration::from_millis(20));
@@ -51,8 +96,67 @@ impl SledKv {
     /// A temporary database, deleted when dropped.
     pub fn temporary() -> Result<SledKv, KvError> {
         let db = sled::Config::new().temporary(true).open()?;
-        Ok(SledKv { db })
+        Ok(SledKv { db, _copy: None })
     }
+}
+
+/// Whether opening failed because the files cannot be written or the disk is full.
+fn cannot_write(e: &KvError) -> bool {
+    let io = match e {
+        KvError::Io { source, .. } => source,
+        KvError::Sled(sled::Error::Io(io)) => io,
+        _ => return false,
+    };
+    crate::dir::is_unwritable(io) || io.kind() == std::io::ErrorKind::StorageFull
+}
+
+/// Copies the sled files of `dir` (its `conf`, `db`, snapshots and blobs) into a new
+/// temporary directory.
+fn copy_store(dir: &Path) -> Result<tempfile::TempDir, KvError> {
+    let io = |context: String| move |source| KvError::Io { context, source };
+    let copy = tempfile::Builder::new()
+        .prefix("grove-read-only-")
+        .tempdir()
+        .map_err(io(
+            "creating a temporary copy of a read-only store".to_owned()
+        ))?;
+    let copy_dir = |from: &Path, to: &Path| -> Result<(), KvError> {
+        let entries = std::fs::read_dir(from).map_err(io(format!("listing {}", from.display())))?;
+        for entry in entries {
+            let entry = entry.map_err(io(format!("listing {}", from.display())))?;
+            let name = entry.file_name();
+            let text = name.to_string_lossy();
+            let wanted = text == "conf" || text == "db" || text.starts_with("snap.");
+            if !wanted || text.ends_with(".generating") {
+                continue;
+            }
+            let target = to.join(&name);
+            std::fs::copy(entry.path(), &target).map_err(io(format!(
+                "copying {} to {}",
+                entry.path().display(),
+                target.display()
+            )))?;
+        }
+        Ok(())
+    };
+    copy_dir(dir, copy.path())?;
+    let blobs = dir.join("blobs");
+    if blobs.is_dir() {
+        let target = copy.path().join("blobs");
+        std::fs::create_dir(&target).map_err(io(format!("creating {}", target.display())))?;
+        for entry in
+            std::fs::read_dir(&blobs).map_err(io(format!("listing {}", blobs.display())))?
+        {
+            let entry = entry.map_err(io(format!("listing {}", blobs.display())))?;
+            let to = target.join(entry.file_name());
+            std::fs::copy(entry.path(), &to).map_err(io(format!(
+                "copying {} to {}",
+                entry.path().display(),
+                to.display()
+            )))?;
+        }
+    }
+    Ok(copy)
 }
 
 /// The `use_compression` setting of the sled database in `dir`, from its `conf` file (lines

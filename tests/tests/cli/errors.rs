@@ -100,18 +100,28 @@ fn usage_and_storage_exit_codes() {
     let (code, _) = g.fail(&["context", "x", "--preset", "nope"]);
     assert_eq!(code, 2);
 
-    // A store path that is a regular file cannot be opened: a storage error.
+    // A store path that is a regular file cannot be opened to write: a storage error; a read
+    // finds no store there: a user error.
     let dir = tempfile::tempdir().unwrap();
     let not_a_dir = dir.path().join("file");
     std::fs::write(&not_a_dir, b"x").unwrap();
-    let out = std::process::Command::new(super::grove_bin())
-        .arg("--store")
-        .arg(&not_a_dir)
-        .arg("ls")
-        .output()
-        .unwrap();
+    let run = |args: &[&str]| {
+        std::process::Command::new(super::grove_bin())
+            .arg("--store")
+            .arg(&not_a_dir)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = run(&[
+        "import",
+        super::fixture("edge-seed-harness.jsonl").to_str().unwrap(),
+    ]);
     assert_eq!(out.status.code(), Some(3));
     assert!(String::from_utf8_lossy(&out.stderr).starts_with("error: "));
+    let out = run(&["ls"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no grove store at"));
 }
 
 #[test]

@@ -3,12 +3,18 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod backend;
+mod campaign;
 mod errors;
+mod export_target;
 mod fork;
 mod gen;
 mod label;
+mod limits;
 mod navigate;
 mod read;
+mod read_checks;
+mod salvage;
+mod store_access;
 mod summary_preview;
 mod tree;
 mod tutorial;
@@ -25,7 +31,7 @@ use serde_json::Value;
 
 /// The `grove` binary, built once per test run. (`CARGO_BIN_EXE_grove` exists only for
 /// tests of the grove-tools package itself.)
-fn grove_bin() -> &'static Path {
+pub(crate) fn grove_bin() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
         let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();

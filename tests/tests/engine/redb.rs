@@ -154,11 +154,13 @@ fn redb_store_file_is_in_the_directory() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open_with(config(Kind::Redb, dir.path(), Durability::Sync)).unwrap();
     drop(store);
-    let names: Vec<String> = std::fs::read_dir(dir.path())
+    let mut names: Vec<String> = std::fs::read_dir(dir.path())
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
-    assert_eq!(names, [grove::kv::REDB_FILE]);
+    names.sort();
+    // The database, the store's lock file and its durable-commit record.
+    assert_eq!(names, ["grove.commit", "grove.lock", grove::kv::REDB_FILE]);
 }
 
 #[test]

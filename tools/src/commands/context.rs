@@ -43,7 +43,7 @@ enum Preset {
 }
 
 pub fn run(args: Args, env: &mut Env<'_>) -> CmdResult {
-    let (_store, session) = env.open_session(&args.session)?;
+    let (_store, session) = env.read_session(&args.session)?;
     let options = match args.preset {
         Preset::Grove => ContextOptions::grove(),
         Preset::Harness => ContextOptions::pi_harness(),

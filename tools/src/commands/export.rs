@@ -1,7 +1,5 @@
-//! `grove export`: a session as pi v3 JSONL, to stdout or atomically to a file.
+//! `grove export`: a session as pi v3 JSONL, to stdout or to a file (`output_file.rs`).
 
-use std::fs::File;
-use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use clap::ValueEnum;
@@ -9,6 +7,7 @@ use grove::{ExportReport, Flavor, Session};
 
 use super::Env;
 use crate::error::{CmdResult, CommandError};
+use crate::output_file::write_output;
 
 /// Export a session as pi session JSONL.
 ///
@@ -23,8 +22,11 @@ pub struct Args {
     /// The output flavor.
     #[arg(long, value_enum, default_value_t = FlavorArg::Harness)]
     flavor: FlavorArg,
-    /// Write to FILE instead of stdout: through a temporary file in the same directory,
-    /// synced and renamed into place, so FILE is never left partly written.
+    /// Write to FILE instead of stdout. A regular file is replaced through a temporary file
+    /// in the same directory, synced and renamed into place, so it is never left partly
+    /// written, and keeps its permissions; a symbolic link is followed (it stays a link); a
+    /// file with several hard links is rewritten in place once the export is complete; a
+    /// device or FIFO is written directly.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     output: Option<PathBuf>,
 }
@@ -37,7 +39,7 @@ enum FlavorArg {
 }
 
 pub fn run(args: Args, env: &mut Env<'_>) -> CmdResult {
-    let (_store, session) = env.open_session(&args.session)?;
+    let (_store, session) = env.read_session(&args.session)?;
     let flavor = match args.flavor {
         FlavorArg::Harness => Flavor::Harness,
         FlavorArg::Cli => Flavor::Cli,
@@ -55,40 +57,15 @@ pub fn run(args: Args, env: &mut Env<'_>) -> CmdResult {
     Ok(())
 }
 
-/// Writes the export to a temporary file next to `path`, syncs it and renames it over
-/// `path`, then syncs the directory. On any failure the temporary file is removed.
+/// Writes the export to `path` (see `output_file` for how each kind of target is written).
 fn export_to_file(session: &Session, flavor: Flavor, path: &Path) -> CmdResult<ExportReport> {
-    let file_err = |source| CommandError::File {
-        path: path.to_owned(),
-        source,
-    };
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_owned(),
-        _ => PathBuf::from("."),
-    };
-    let tmp = tempfile::Builder::new()
-        .prefix(".grove-export-")
-        .suffix(".tmp")
-        .tempfile_in(&dir)
-        .map_err(file_err)?;
-    let mut writer = BufWriter::new(tmp.as_file());
-    let report = session.export(flavor, &mut writer).map_err(|e| match e {
-        grove::GroveError::Io { source, .. } => file_err(source),
-        other => CommandError::Grove(other),
-    })?;
-    writer.flush().map_err(file_err)?;
-    drop(writer);
-    tmp.as_file().sync_all().map_err(file_err)?;
-    tmp.persist(path).map_err(|e| file_err(e.error))?;
-    sync_dir(&dir).map_err(file_err)?;
-    Ok(report)
-}
-
-/// Makes a rename in `dir` durable (a no-op where directories cannot be opened).
-fn sync_dir(dir: &Path) -> std::io::Result<()> {
-    if cfg!(unix) {
-        File::open(dir)?.sync_all()
-    } else {
-        Ok(())
-    }
+    write_output(path, |out| {
+        session.export(flavor, out).map_err(|e| match e {
+            grove::GroveError::Io { source, .. } => CommandError::File {
+                path: path.to_owned(),
+                source,
+            },
+            other => CommandError::Grove(other),
+        })
+    })
 }

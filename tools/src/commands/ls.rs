@@ -24,7 +24,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args, env: &mut Env<'_>) -> CmdResult {
-    let store = env.open_store()?;
+    let store = env.read_store()?;
     let sessions = store.sessions()?;
     let by_id: HashMap<&str, &SessionSummary> =
         sessions.iter().map(|s| (s.id.as_str(), s)).collect();

@@ -22,6 +22,7 @@ pub mod ls;
 pub mod name;
 pub mod navigate;
 pub mod path;
+pub mod salvage;
 pub mod summary_preview;
 pub mod tree;
 pub mod verify;
@@ -44,6 +45,7 @@ pub enum Command {
     Name(name::Args),
     Fork(fork::Args),
     Verify(verify::Args),
+    Salvage(salvage::Args),
     Gen(gen::Args),
     Demo(demo::Args),
 }
@@ -93,23 +95,58 @@ pub struct Env<'a> {
     pub durability: DurabilityArg,
     /// Whether a new sled store compresses its pages.
     pub compress: bool,
+    /// How long an open waits for another process holding the store.
+    pub lock_wait: std::time::Duration,
+    /// Free space writes leave on the disk (`None`: the engine's default).
+    pub disk_reserve: Option<u64>,
+    /// Open a store that lost acknowledged writes for writing anyway.
+    pub accept_lost_writes: bool,
     /// Standard output (locked).
     pub out: &'a mut dyn Write,
 }
 
 impl Env<'_> {
-    /// Opens the store (creating it when missing) with the chosen backend and durability.
+    /// Opens the store to write (creating it when missing) with the chosen backend and
+    /// durability.
     pub fn open_store(&self) -> CmdResult<Store> {
+        Ok(Store::open_with(self.config(false))?)
+    }
+
+    /// Opens the existing store only to read it: a missing store is an error, nothing is
+    /// written, and a store on a read-only mount or one that lost acknowledged writes opens
+    /// (the loss is reported on stderr).
+    pub fn read_store(&self) -> CmdResult<Store> {
+        let store = Store::open_with(self.config(true))?;
+        if let Some(lost) = store.lost_writes() {
+            eprintln!("warning: {lost}");
+        }
+        Ok(store)
+    }
+
+    /// Opens the store to read and the session named by `spec`.
+    pub fn read_session(&self, spec: &str) -> CmdResult<(Store, Session)> {
+        let store = self.read_store()?;
+        let session = store.find_session(spec)?;
+        Ok((store, session))
+    }
+
+    fn config(&self, read_only: bool) -> StoreConfig {
         let dir = self.store_dir.clone();
         let backend = match self.backend {
             BackendArg::Sled => Backend::Sled(dir),
             BackendArg::Redb => Backend::Redb(dir),
         };
-        let config = StoreConfig::new(&self.store_dir)
+        let mut config = StoreConfig::new(&self.store_dir)
             .backend(backend)
             .durability(self.durability.durability())
-            .compress(self.compress);
-        Ok(Store::open_with(config)?)
+            .compress(self.compress)
+            .read_only(read_only)
+            .lock_wait(self.lock_wait)
+            .accept_lost_writes(self.accept_lost_writes);
+        if let Some(bytes) = self.disk_reserve {
+            config = config.disk_reserve(bytes);
+        }
+        config
     }
 
     /// Opens the store and the session named by `spec` (an id or a unique id prefix).
@@ -138,6 +175,7 @@ pub fn run(command: Command, env: &mut Env<'_>) -> CmdResult {
         Command::Name(a) => name::run(a, env),
         Command::Fork(a) => fork::run(a, env),
         Command::Verify(a) => verify::run(a, env),
+        Command::Salvage(a) => salvage::run(a, env),
         Command::Gen(a) => gen::run(a, env),
         Command::Demo(a) => demo::run(a, env),
     }
@@ -185,7 +223,8 @@ pub fn in_file(e: GroveError, path: &Path) -> CommandError {
     match e {
         GroveError::Io { path: p, source } if p == path => CommandError::File { path: p, source },
         e @ (GroveError::InvalidEntry { file: Some(_), .. }
-        | GroveError::InvalidSession { file: Some(_), .. }) => CommandError::Grove(e),
+        | GroveError::InvalidSession { file: Some(_), .. }
+        | GroveError::LineTooLong { file: Some(_), .. }) => CommandError::Grove(e),
         other => CommandError::InFile {
             path: path.to_owned(),
             source: Box::new(CommandError::Grove(other)),

@@ -21,7 +21,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args, env: &mut Env<'_>) -> CmdResult {
-    let (_store, session) = env.open_session(&args.session)?;
+    let (_store, session) = env.read_session(&args.session)?;
     let entries = match resolve_from(&session, args.from.as_deref())? {
         None => Vec::new(),
         Some(id) => session.path_to_root(Some(&id))?,

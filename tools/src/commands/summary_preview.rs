@@ -46,7 +46,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args, env: &mut Env<'_>) -> CmdResult {
-    let (_store, session) = env.open_session(&args.session)?;
+    let (_store, session) = env.read_session(&args.session)?;
     let target = session.resolve_entry(&args.target)?.ok_or_else(|| {
         CommandError::invalid(
             "the target must be an entry, not the root position",

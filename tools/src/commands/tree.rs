@@ -39,7 +39,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args, env: &mut Env<'_>) -> CmdResult {
-    let (_store, session) = env.open_session(&args.session)?;
+    let (_store, session) = env.read_session(&args.session)?;
     let tree = session.tree()?;
     let mut out = BufWriter::new(&mut *env.out);
     if args.json {

@@ -1,0 +1,144 @@
+//! A backend whose panics become errors. sled and redb panic on some damaged pages (redb's
+//! `unreachable!` on a page whose type byte was changed, sled's asserts on a damaged page
+//! table); [`Guarded`] wraps every call into the backend — scans included, item by item — in
+//! `catch_unwind` and turns a panic into [`KvError::Panic`], so that a damaged store answers
+//! with an error the caller can report and a server goes on serving. After a panic the
+//! backend may hold a lock it did not release or a half-made change in memory, so the
+//! store takes it for a failed write (it is poisoned: reads go on, writes are refused).
+//!
+//! [`quiet_backend_panics`] keeps the panic hook from printing what became an error.
+
+use std::cell::Cell;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use super::{Kv, KvError, Pair, Scan, WriteBatch};
+
+thread_local! {
+    static IN_BACKEND: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Installs a panic hook that stays silent for panics inside a guarded backend call (they
+/// are returned as [`KvError::Panic`]) and hands every other panic to the hook before it.
+/// For programs (the `grove` CLI, a server) that print errors themselves.
+pub fn quiet_backend_panics() {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if IN_BACKEND.with(Cell::get) == 0 {
+            previous(info);
+        }
+    }));
+}
+
+fn message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".to_owned())
+}
+
+/// Runs `f`, a call into backend `backend`, turning a panic into [`KvError::Panic`].
+fn guarded<T>(backend: &'static str, f: impl FnOnce() -> Result<T, KvError>) -> Result<T, KvError> {
+    IN_BACKEND.with(|n| n.set(n.get() + 1));
+    let result = catch_unwind(AssertUnwindSafe(f));
+    IN_BACKEND.with(|n| n.set(n.get().saturating_sub(1)));
+    result.unwrap_or_else(|payload| {
+        Err(KvError::Panic {
+            backend,
+            message: message(&*payload),
+        })
+    })
+}
+
+/// A backend whose panics are errors.
+pub struct Guarded<K> {
+    kv: K,
+}
+
+impl<K: Kv> Guarded<K> {
+    /// Guards `kv`.
+    pub fn new(kv: K) -> Guarded<K> {
+        Guarded { kv }
+    }
+}
+
+/// A scan whose items are read under the guard; it ends after a panic.
+struct GuardedScan<'a> {
+    backend: &'static str,
+    inner: Option<Scan<'a>>,
+}
+
+impl Iterator for GuardedScan<'_> {
+    type Item = Result<Pair, KvError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let inner = self.inner.as_mut()?;
+        match guarded(self.backend, || Ok(inner.next())) {
+            Ok(item) => item,
+            Err(e) => {
+                self.inner = None;
+                Some(Err(e))
+            }
+        }
+    }
+}
+
+impl<K: Kv> Guarded<K> {
+    fn scan_with<'a>(&'a self, open: impl FnOnce() -> Scan<'a>) -> Scan<'a> {
+        let backend = self.kv.name();
+        match guarded(backend, || Ok(open())) {
+            Ok(inner) => Box::new(GuardedScan {
+                backend,
+                inner: Some(inner),
+            }),
+            Err(e) => Box::new(std::iter::once(Err(e))),
+        }
+    }
+}
+
+impl<K: Kv> Kv for Guarded<K> {
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, KvError> {
+        guarded(self.kv.name(), || self.kv.get(key))
+    }
+
+    fn read_value(&self, key: &[u8], read: &mut dyn FnMut(&[u8])) -> Result<bool, KvError> {
+        guarded(self.kv.name(), || self.kv.read_value(key, read))
+    }
+
+    fn read_last(
+        &self,
+        start: &[u8],
+        end: &[u8],
+        read: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> Result<bool, KvError> {
+        guarded(self.kv.name(), || self.kv.read_last(start, end, read))
+    }
+
+    fn scan(&self, start: &[u8], end: &[u8]) -> Scan<'_> {
+        self.scan_with(|| self.kv.scan(start, end))
+    }
+
+    fn scan_rev(&self, start: &[u8], end: &[u8]) -> Scan<'_> {
+        self.scan_with(|| self.kv.scan_rev(start, end))
+    }
+
+    fn apply(&self, batch: WriteBatch) -> Result<(), KvError> {
+        guarded(self.kv.name(), || self.kv.apply(batch))
+    }
+
+    fn apply_ordered(&self, batch: WriteBatch) -> Result<(), KvError> {
+        guarded(self.kv.name(), || self.kv.apply_ordered(batch))
+    }
+
+    fn apply_buffered(&self, batch: WriteBatch, ordered: bool) -> Result<(), KvError> {
+        guarded(self.kv.name(), || self.kv.apply_buffered(batch, ordered))
+    }
+
+    fn flush(&self) -> Result<(), KvError> {
+        guarded(self.kv.name(), || self.kv.flush())
+    }
+
+    fn name(&self) -> &'static str {
+        self.kv.name()
+    }
+}

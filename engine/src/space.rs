@@ -1,0 +1,90 @@
+//! The free-space guard: a write is refused with [`GroveError::DiskFull`] **before** it
+//! reaches the backend when the disk holding the store could not take it and keep a reserve
+//! (docs/design.md, "A full disk"). Neither backend copes with running out of space: sled
+//! 0.34 loses the failed write of its log buffer and waits forever in the next flush, and
+//! redb refuses every later write until it is reopened. Refusing early keeps the backend away
+//! from ENOSPC, so every operation stays whole or absent and writing resumes as soon as space
+//! is freed (the next write asks the file system again).
+//!
+//! The guard asks the file system (`statvfs`) at most once per [`RECHECK`] (250 ms) or whenever the
+//! bytes written since the last answer could have used up the margin it saw, so an append
+//! costs a subtraction. This module owns that bookkeeping; it calls only the file system.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+
+use crate::error::{GroveError, Result};
+
+/// The default free space a store keeps in reserve (see [`crate::StoreConfig::disk_reserve`]):
+/// room for the backend's own work past the bytes of a write (sled's next 512 KiB log segment,
+/// its snapshot, a blob file; redb's next region).
+pub const DEFAULT_RESERVE: u64 = 4 << 20;
+
+/// How much a write may take on disk, as a multiple of its bytes (sled writes a value to its
+/// log and again when it rewrites the page; large values go to blob files).
+const OVERHEAD: u64 = 3;
+
+/// The longest the guard trusts an answer of the file system (another process may fill the
+/// disk meanwhile).
+pub const RECHECK: Duration = Duration::from_millis(250);
+
+/// The guard of one store directory.
+pub(crate) struct Space {
+    dir: PathBuf,
+    reserve: u64,
+    state: Mutex<State>,
+}
+
+struct State {
+    /// Bytes that may still be written before the file system is asked again.
+    budget: u64,
+    asked: Option<Instant>,
+}
+
+fn available(dir: &Path) -> Result<u64> {
+    fs2::available_space(dir).map_err(|source| GroveError::Io {
+        path: dir.to_owned(),
+        source,
+    })
+}
+
+impl Space {
+    /// The guard of `dir`, keeping `reserve` bytes free.
+    pub(crate) fn new(dir: &Path, reserve: u64) -> Space {
+        Space {
+            dir: dir.to_owned(),
+            reserve,
+            state: Mutex::new(State {
+                budget: 0,
+                asked: None,
+            }),
+        }
+    }
+
+    /// Admits a write of `bytes`, or refuses it when the disk cannot take it and the reserve.
+    pub(crate) fn admit(&self, bytes: usize) -> Result<()> {
+        let cost = (bytes as u64).saturating_mul(OVERHEAD);
+        let mut state = self.state.lock();
+        let fresh = state.asked.is_some_and(|at| at.elapsed() < RECHECK);
+        if fresh && state.budget >= cost {
+            state.budget -= cost;
+            return Ok(());
+        }
+        let free = available(&self.dir)?;
+        state.asked = Some(Instant::now());
+        let required = cost.saturating_add(self.reserve);
+        if free < required {
+            state.budget = 0;
+            return Err(GroveError::DiskFull {
+                dir: self.dir.clone(),
+                needed: bytes as u64,
+                required,
+                available: free,
+            });
+        }
+        state.budget = free - required;
+        Ok(())
+    }
+}

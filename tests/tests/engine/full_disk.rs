@@ -1,0 +1,304 @@
+//! A full disk (issue 16, §1), on a small tmpfs mounted by the test (CI runs as root): every
+//! write fails promptly with `DiskFull` and writes nothing, reads go on, and writing resumes
+//! once space is freed, on sled and on redb; a writer killed at random moments while the disk
+//! is full leaves a store that verifies.
+//!
+//! Before the free-space guard, sled hung forever in the flush after its first ENOSPC (a fork
+//! on an 8 MB tmpfs), which the timeouts here report as a hang.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use grove::{
+    Backend, Durability, ForkOptions, GroveError, ImportOptions, NavigateOptions, Navigator, Store,
+    StoreConfig,
+};
+
+use super::{assistant, user};
+
+/// A tmpfs of `mib` MiB mounted on a new temporary directory, unmounted when dropped.
+struct Tmpfs {
+    dir: tempfile::TempDir,
+}
+
+impl Tmpfs {
+    fn mount(mib: u64) -> Tmpfs {
+        let dir = tempfile::tempdir().unwrap();
+        let status = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={mib}m"), "tmpfs"])
+            .arg(dir.path())
+            .status()
+            .expect("running mount");
+        assert!(
+            status.success(),
+            "mounting a tmpfs failed: this test needs root (CI runs as root)"
+        );
+        Tmpfs { dir }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(self.dir.path()).status();
+    }
+}
+
+fn config(dir: &Path, redb: bool) -> StoreConfig {
+    let backend = if redb {
+        Backend::Redb(dir.to_owned())
+    } else {
+        Backend::Sled(dir.to_owned())
+    };
+    StoreConfig::new(dir)
+        .backend(backend)
+        .durability(Durability::Sync)
+        .cache_bytes(8 << 20)
+}
+
+/// Runs `op` on another thread and fails the test when it takes longer than a minute (a hang).
+fn promptly<T: Send + 'static>(what: &str, op: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(op());
+    });
+    rx.recv_timeout(Duration::from_secs(60))
+        .unwrap_or_else(|_| panic!("{what} hung on a full disk"))
+}
+
+/// A pi session file of `n` messages of about 4 KiB each.
+fn session_file(dir: &Path, n: usize) -> PathBuf {
+    let path = dir.join("input.jsonl");
+    let mut text = String::from(
+        r#"{"type":"session","version":3,"id":"full-disk-source","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}"#,
+    );
+    text.push('\n');
+    let mut parent = "null".to_owned();
+    for i in 0..n {
+        let id = format!("{i:08x}");
+        let role = if i % 2 == 0 { "user" } else { "assistant" };
+        let body = format!("message {i} {}", "x".repeat(4000));
+        text.push_str(&format!(
+            r#"{{"type":"message","id":"{id}","parentId":{parent},"timestamp":"2026-01-01T00:00:00.000Z","message":{{"role":"{role}","content":[{{"type":"text","text":"{body}"}}],"timestamp":1}}}}"#
+        ));
+        text.push('\n');
+        parent = format!("\"{id}\"");
+    }
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn is_disk_full(e: &GroveError) -> bool {
+    matches!(e, GroveError::DiskFull { .. })
+}
+
+/// Every kind of write, once; each must succeed or be refused as `DiskFull`. Returns how
+/// many were refused.
+fn every_write(store: &Store, input: &Path, n: usize) -> usize {
+    let mut refused = 0;
+    let mut outcome = |what: &str, r: Result<(), GroveError>| match r {
+        Ok(()) => {}
+        Err(e) if is_disk_full(&e) => refused += 1,
+        Err(e) => panic!("{what} on a full disk: {e}"),
+    };
+    let s = store.session("full-disk-source").unwrap();
+    let leaf = s.leaf().unwrap().unwrap();
+    let st = store.clone();
+    let r = promptly("append", move || {
+        st.session("full-disk-source")
+            .unwrap()
+            .append(user(&"a".repeat(3000)))
+            .map(drop)
+    });
+    outcome("append", r);
+    let st = store.clone();
+    let r = promptly("append_many", move || {
+        let many: Vec<_> = (0..50)
+            .map(|i| assistant(&format!("{i} {}", "b".repeat(3000))))
+            .collect();
+        st.session("full-disk-source")
+            .unwrap()
+            .append_many(&many)
+            .map(drop)
+    });
+    outcome("append_many", r);
+    let (st, file) = (store.clone(), input.to_owned());
+    let r = promptly("import", move || {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let renamed = text.replacen("full-disk-source", &format!("copy-{n}"), 1);
+        st.import_reader(renamed.as_bytes(), ImportOptions::default())
+            .map(drop)
+    });
+    outcome("import", r);
+    let st = store.clone();
+    let r = promptly("fork", move || {
+        let source = st.session("full-disk-source").unwrap();
+        st.fork(
+            &source,
+            ForkOptions {
+                id: Some(format!("fork-{n}")),
+                ..ForkOptions::default()
+            },
+        )
+        .map(drop)
+    });
+    outcome("fork", r);
+    let (st, target) = (store.clone(), "00000001".to_owned());
+    let r = promptly("navigate", move || {
+        st.session("full-disk-source")
+            .unwrap()
+            .navigate(&target, &NavigateOptions::default(), &Navigator::default())
+            .map(drop)
+    });
+    outcome("navigate", r);
+    let (st, l) = (store.clone(), leaf.clone());
+    let r = promptly("label", move || {
+        st.session("full-disk-source")
+            .unwrap()
+            .set_label(&l, Some("mark"))
+            .map(drop)
+    });
+    outcome("label", r);
+    let st = store.clone();
+    let r = promptly("name", move || {
+        st.session("full-disk-source")
+            .unwrap()
+            .set_name("full")
+            .map(drop)
+    });
+    outcome("name", r);
+    refused
+}
+
+/// Reads every session completely: listing, context, export, verification.
+fn read_everything(store: &Store) {
+    let st = store.clone();
+    promptly("reading", move || {
+        for summary in st.sessions().unwrap() {
+            let s = st.session(&summary.id).unwrap();
+            s.build_context().unwrap();
+            let mut out = Vec::new();
+            s.export(grove::Flavor::default(), &mut out).unwrap();
+        }
+        let report = st.verify().unwrap();
+        assert!(report.is_ok(), "{:?}", report.problems);
+    });
+}
+
+fn full_disk(redb: bool) {
+    let fs = Tmpfs::mount(32);
+    let input = session_file(fs.path(), 150);
+    // Ballast, removed at the end to free space.
+    let ballast = fs.path().join("ballast");
+    std::fs::write(&ballast, vec![7u8; 12 << 20]).unwrap();
+    let dir = fs.path().join("store");
+    let store = Store::open_with(config(&dir, redb)).unwrap();
+    store.import_file(&input, ImportOptions::default()).unwrap();
+    // Fill the disk with forks until the guard refuses one: promptly, writing nothing.
+    let mut forks = 0;
+    let err = loop {
+        let source = store.session("full-disk-source").unwrap();
+        let st = store.clone();
+        let r = promptly("fork", move || {
+            st.fork(&source, ForkOptions::default()).map(drop)
+        });
+        match r {
+            Ok(()) => forks += 1,
+            Err(e) => break e,
+        }
+        assert!(forks < 100, "the disk never filled");
+    };
+    assert!(is_disk_full(&err), "{err}");
+    assert!(forks >= 1, "not even one fork fit");
+    assert_eq!(store.sessions().unwrap().len(), forks + 1);
+    read_everything(&store);
+
+    // A filler takes what is left: every write is refused, reads go on.
+    let filler = fs.path().join("filler");
+    let free = fs2::available_space(fs.path()).unwrap();
+    std::fs::write(&filler, vec![7u8; free.saturating_sub(1 << 20) as usize]).unwrap();
+    // The guard trusts an answer of the file system for 250 ms.
+    std::thread::sleep(Duration::from_millis(300));
+    let before = store.sessions().unwrap();
+    assert_eq!(every_write(&store, &input, 1), 7, "every write is refused");
+    assert_eq!(
+        store.sessions().unwrap(),
+        before,
+        "a refused write changed nothing"
+    );
+    read_everything(&store);
+
+    // Space freed: writing resumes without a restart.
+    std::fs::remove_file(&filler).unwrap();
+    std::fs::remove_file(&ballast).unwrap();
+    assert_eq!(
+        every_write(&store, &input, 2),
+        0,
+        "writing resumes once space is freed"
+    );
+    read_everything(&store);
+    drop(store);
+
+    // And the store reopens clean.
+    let store = Store::open_with(config(&dir, redb)).unwrap();
+    read_everything(&store);
+}
+
+#[test]
+fn a_full_disk_refuses_writes_promptly_and_recovers_on_sled() {
+    full_disk(false);
+}
+
+#[test]
+fn a_full_disk_refuses_writes_promptly_and_recovers_on_redb() {
+    full_disk(true);
+}
+
+/// A `grove fork` loop on a full disk, killed with SIGKILL at random moments: the store
+/// always reopens, verifies, and holds only whole sessions.
+#[test]
+fn writers_killed_on_a_full_disk_leave_a_store_that_verifies() {
+    let fs = Tmpfs::mount(16);
+    let input = session_file(fs.path(), 150);
+    let dir = fs.path().join("store");
+    let store = Store::open_with(config(&dir, false)).unwrap();
+    store.import_file(&input, ImportOptions::default()).unwrap();
+    let leaf = store
+        .session("full-disk-source")
+        .unwrap()
+        .leaf()
+        .unwrap()
+        .unwrap();
+    drop(store);
+    let grove = crate::cli::grove_bin();
+    let mut seed: u64 = 0x5eed_f011;
+    for round in 0..12 {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let mut child = Command::new(grove)
+            .arg("--store")
+            .arg(&dir)
+            .arg("--lock-wait")
+            .arg("5")
+            .args(["fork", "full-disk-source", &leaf, "--at"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(seed % 300));
+        let _ = child.kill();
+        let _ = child.wait();
+        let store = promptly("reopening", {
+            let dir = dir.clone();
+            move || Store::open_with(config(&dir, false))
+        })
+        .unwrap_or_else(|e| panic!("round {round}: the store does not reopen: {e}"));
+        read_everything(&store);
+    }
+}
