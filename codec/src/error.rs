@@ -40,6 +40,17 @@ pub enum CodecError {
     /// The final line has no newline and does not parse: a write torn by a crash.
     #[error("torn final line at {0}")]
     TornTail(LineError),
+    /// A line is longer than the reader's limit (`JsonlReader::with_max_line_bytes`); the
+    /// read stops there, in lenient mode too.
+    #[error("line {line} (byte {byte_offset}) is longer than the limit of {limit} bytes")]
+    LineTooLong {
+        /// Physical 1-based line number.
+        line: u64,
+        /// Byte offset of the start of the line.
+        byte_offset: u64,
+        /// The limit, in bytes (the line's LF not counted).
+        limit: usize,
+    },
     /// Reading the input failed.
     #[error("read failed at byte {offset}: {source}")]
     Io {

@@ -1,15 +1,25 @@
 //! Streaming reader of pi session JSONL (v1, v2, v3 and the harness extensions).
 //!
 //! Memory stays bounded by the longest line: lines are read one at a time into a reused
-//! buffer. Lines are split at LF only (U+2028/U+2029 inside strings are content), and each
-//! line's text is kept verbatim, including a trailing CR.
+//! buffer, and a line longer than the reader's limit ([`DEFAULT_MAX_LINE_BYTES`] unless
+//! given) stops the read with [`CodecError::LineTooLong`] before more than the limit is
+//! buffered, in strict and lenient mode alike (an endless input such as `/dev/zero` is one
+//! endless line). Lines are split at LF only (U+2028/U+2029 inside strings are content), and
+//! each line's text is kept verbatim, including a trailing CR.
 
-use std::io::BufRead;
+use std::io::{BufRead, ErrorKind};
 
 use crate::entry::Envelope;
 use crate::error::{CodecError, LineError};
 use crate::header::Header;
 use crate::migrate::Migrator;
+
+/// The longest line a reader accepts unless told otherwise: 256 MiB, its LF not counted.
+///
+/// Far above any line pi writes in practice (the largest line of the pi oracle fixtures is
+/// 32 KB; a message with several base64 images is a few MB), and below what pi can load at
+/// all: pi reads a session file into one JavaScript string, which V8 caps at about 512 MiB.
+pub const DEFAULT_MAX_LINE_BYTES: usize = 256 << 20;
 
 /// How strictly lines are checked.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -75,6 +85,7 @@ pub struct JsonlReader<R> {
     line_no: u64,
     offset: u64,
     strictness: Strictness,
+    max_line_bytes: usize,
     header: Header,
     migrator: Option<Migrator>,
     fresh_id: Box<dyn FnMut() -> String + Send>,
@@ -91,18 +102,31 @@ enum RawLine {
 }
 
 impl<R: BufRead> JsonlReader<R> {
-    /// Opens a reader and reads the header. `fresh_id` draws ids for v1 migration.
+    /// Opens a reader with the default line limit ([`DEFAULT_MAX_LINE_BYTES`]) and reads the
+    /// header. `fresh_id` draws ids for v1 migration.
     pub fn new(
         input: R,
         strictness: Strictness,
         fresh_id: Box<dyn FnMut() -> String + Send>,
     ) -> Result<JsonlReader<R>, CodecError> {
+        JsonlReader::with_max_line_bytes(input, strictness, fresh_id, DEFAULT_MAX_LINE_BYTES)
+    }
+
+    /// Opens a reader that refuses lines longer than `max_line_bytes` (the LF not counted)
+    /// and reads the header.
+    pub fn with_max_line_bytes(
+        input: R,
+        strictness: Strictness,
+        fresh_id: Box<dyn FnMut() -> String + Send>,
+        max_line_bytes: usize,
+    ) -> Result<JsonlReader<R>, CodecError> {
         let mut reader = JsonlReader {
             input,
-            buf: Vec::with_capacity(64 * 1024),
+            buf: Vec::with_capacity(max_line_bytes.min(64 * 1024)),
             line_no: 0,
             offset: 0,
             strictness,
+            max_line_bytes,
             header: Header::create("", "", "", None, None),
             migrator: None,
             fresh_id,
@@ -237,19 +261,55 @@ impl<R: BufRead> JsonlReader<R> {
         Ok((text, envelope, migrated))
     }
 
+    /// Reads the next physical line into `buf`, its LF removed. Takes at most what the input
+    /// has buffered at a time, so a line past the limit fails having buffered at most the
+    /// limit (a `read_until` would buffer the whole line first).
     fn read_raw(&mut self) -> Result<RawLine, CodecError> {
         self.buf.clear();
         let offset = self.offset;
-        let n = self
-            .input
-            .read_until(b'\n', &mut self.buf)
-            .map_err(|source| CodecError::Io { offset, source })?;
-        if n == 0 {
+        let mut terminated = false;
+        loop {
+            let available = match self.input.fill_buf() {
+                Ok(bytes) => bytes,
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(source) => return Err(CodecError::Io { offset, source }),
+            };
+            if available.is_empty() {
+                break;
+            }
+            let (take, found) = match memchr::memchr(b'\n', available) {
+                Some(at) => (at + 1, true),
+                None => (available.len(), false),
+            };
+            let content = take - usize::from(found);
+            if self.buf.len().saturating_add(content) > self.max_line_bytes {
+                return Err(CodecError::LineTooLong {
+                    line: self.line_no + 1,
+                    byte_offset: offset,
+                    limit: self.max_line_bytes,
+                });
+            }
+            // Grow as `Vec` would, but never past the limit (and its LF).
+            let needed = self.buf.len() + take;
+            if needed > self.buf.capacity() {
+                let cap = needed
+                    .max(self.buf.capacity().saturating_mul(2))
+                    .min(self.max_line_bytes.saturating_add(1))
+                    .max(needed);
+                self.buf.reserve_exact(cap - self.buf.len());
+            }
+            self.buf.extend_from_slice(&available[..take]);
+            self.input.consume(take);
+            if found {
+                terminated = true;
+                break;
+            }
+        }
+        if self.buf.is_empty() {
             return Ok(RawLine::Eof);
         }
-        self.offset += n as u64;
+        self.offset += self.buf.len() as u64;
         self.line_no += 1;
-        let terminated = self.buf.last() == Some(&b'\n');
         if terminated {
             self.buf.pop();
         }

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use grove_codec::digest::{self, Digest};
 use grove_codec::jsstr::JsString;
 use grove_codec::pack;
-use grove_codec::reader::{Diagnostic, JsonlReader, Strictness};
+use grove_codec::reader::{Diagnostic, JsonlReader, Strictness, DEFAULT_MAX_LINE_BYTES};
 use grove_codec::record::{
     self, ChildPackRecord, HeadRecord, LabelRecord, LeafPackRecord, LeafTarget, NodeRecord, Parent,
     SessionRecord, INDEX_PACK_ROWS,
@@ -42,7 +42,7 @@ pub enum LeafRule {
 }
 
 /// Options of an import.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct ImportOptions {
     /// Strict (default) or lenient line validation.
     pub strictness: Strictness,
@@ -52,6 +52,22 @@ pub struct ImportOptions {
     pub source_path: Option<PathBuf>,
     /// The grove session this one derives from (forks).
     pub parent_session_id: Option<String>,
+    /// The longest line accepted, in bytes (its LF not counted); a longer one fails the
+    /// import with [`GroveError::LineTooLong`], in lenient mode too. Default
+    /// [`DEFAULT_MAX_LINE_BYTES`] (256 MiB).
+    pub max_line_bytes: usize,
+}
+
+impl Default for ImportOptions {
+    fn default() -> ImportOptions {
+        ImportOptions {
+            strictness: Strictness::default(),
+            leaf_rule: LeafRule::default(),
+            source_path: None,
+            parent_session_id: None,
+            max_line_bytes: DEFAULT_MAX_LINE_BYTES,
+        }
+    }
 }
 
 /// What an import did.
@@ -106,9 +122,13 @@ impl Store {
     ) -> Result<ImportReport> {
         let file = options.source_path.clone();
         let codec_err = |e| GroveError::from_codec(e, file.clone());
-        let mut reader =
-            JsonlReader::new(input, options.strictness, Box::new(util::random_entry_id))
-                .map_err(codec_err)?;
+        let mut reader = JsonlReader::with_max_line_bytes(
+            input,
+            options.strictness,
+            Box::new(util::random_entry_id),
+            options.max_line_bytes,
+        )
+        .map_err(codec_err)?;
         let header = reader.header().clone();
         if self.inner.sid_of(&header.id)?.is_some() {
             return Err(GroveError::SessionExists(header.id));

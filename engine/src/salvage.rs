@@ -437,6 +437,7 @@ fn import_copy(
         leaf_rule,
         source_path: rec.source_path.as_ref().map(PathBuf::from),
         parent_session_id: rec.parent_session_id.clone(),
+        ..ImportOptions::default()
     };
     let imported = dest
         .import_reader(export, options)

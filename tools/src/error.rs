@@ -40,6 +40,14 @@ pub enum CommandError {
         #[source]
         source: io::Error,
     },
+    /// An input (stdin) is longer than its limit (`--max-line-bytes`).
+    #[error("{}: the input is longer than the limit of {limit} bytes", .path.display())]
+    InputTooLong {
+        /// The input.
+        path: PathBuf,
+        /// The limit, in bytes.
+        limit: usize,
+    },
     /// An error while working on one of several input files.
     #[error("{}: {source}", .path.display())]
     InFile {
@@ -81,6 +89,7 @@ impl CommandError {
             CommandError::Grove(e) => e.name(),
             CommandError::InFile { source, .. } => source.name(),
             CommandError::InvalidInput { .. } => "InvalidInput",
+            CommandError::InputTooLong { .. } => "InputTooLong",
             CommandError::File { .. } => "Io",
             CommandError::NoDataDir => "NoDataDir",
             CommandError::Stdout(_) => "Io",
@@ -95,6 +104,7 @@ impl CommandError {
             CommandError::Grove(_) => EXIT_USER,
             CommandError::InFile { source, .. } => source.exit_code(),
             CommandError::InvalidInput { .. }
+            | CommandError::InputTooLong { .. }
             | CommandError::File { .. }
             | CommandError::NoDataDir
             | CommandError::Stdout(_) => EXIT_USER,
@@ -120,6 +130,9 @@ impl CommandError {
             CommandError::InvalidInput { hint, .. } => return hint.clone(),
             CommandError::InFile { source, .. } => return source.hint(),
             CommandError::NoDataDir => "pass --store DIR or set GROVE_STORE",
+            CommandError::InputTooLong { .. } => {
+                "give one JSON object; if it really is this long, raise --max-line-bytes"
+            }
             CommandError::VerifyFailed(_) => {
                 "the problems are listed above; export the sessions that verify and re-import them"
             }
@@ -133,6 +146,10 @@ impl CommandError {
                 GroveError::AmbiguousPrefix { .. } => "give more characters of the id",
                 GroveError::InvalidEntry { .. } => {
                     "fix the line, or import with --lenient to skip malformed lines"
+                }
+                GroveError::LineTooLong { .. } => {
+                    "is it a pi session file? if its lines really are this long, raise \
+                     --max-line-bytes"
                 }
                 GroveError::InvalidSession { reason, .. } if reason.contains("header") => {
                     "the file must start with a pi session header line"

@@ -7,6 +7,7 @@
 mod digest;
 mod header;
 mod jsstr;
+mod line_limit;
 mod migrate;
 mod pack;
 mod proptests;

@@ -2,6 +2,7 @@
 
 use std::io::Read;
 
+use grove::codec::reader::DEFAULT_MAX_LINE_BYTES;
 use grove::{AppendOptions, NewEntry};
 use serde_json::Value;
 
@@ -19,19 +20,30 @@ use crate::error::{CmdResult, CommandError};
 pub struct Args {
     /// The session (id or unique id prefix).
     session: String,
+    /// The longest input accepted, in bytes (default 268435456, 256 MiB): a longer one is
+    /// refused with InputTooLong, having read at most this much of it into memory.
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_LINE_BYTES as u64,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    max_line_bytes: u64,
     /// Print {"id": ID} instead of the bare id.
     #[arg(long)]
     json: bool,
 }
 
 pub fn run(args: Args, env: &mut Env<'_>) -> CmdResult {
-    let mut text = String::new();
-    std::io::stdin()
-        .read_to_string(&mut text)
-        .map_err(|source| CommandError::File {
-            path: "<stdin>".into(),
-            source,
+    let limit = usize::try_from(args.max_line_bytes).unwrap_or(usize::MAX);
+    let stdin_err = |source| CommandError::File {
+        path: STDIN.into(),
+        source,
+    };
+    let bytes = read_bounded(&mut std::io::stdin().lock(), limit)
+        .map_err(stdin_err)?
+        .ok_or_else(|| CommandError::InputTooLong {
+            path: STDIN.into(),
+            limit,
         })?;
+    let text = String::from_utf8(bytes)
+        .map_err(|e| CommandError::invalid(format!("stdin is not UTF-8: {e}"), SHAPE_HINT))?;
     let (entry, options) = parse_input(&text)?;
     let (_store, session) = env.open_session(&args.session)?;
     let id = session.append_with(entry, options)?;
@@ -41,6 +53,34 @@ pub fn run(args: Args, env: &mut Env<'_>) -> CmdResult {
         writeln!(env.out, "{id}")?;
     }
     Ok(())
+}
+
+/// How stdin is named in errors.
+const STDIN: &str = "<stdin>";
+
+/// Reads all of `input`, or `None` as soon as it holds more than `limit` bytes; never holds
+/// more than `limit` bytes and a read's worth.
+fn read_bounded(input: &mut dyn Read, limit: usize) -> std::io::Result<Option<Vec<u8>>> {
+    let mut out = Vec::new();
+    let mut chunk = vec![0u8; 64 * 1024];
+    loop {
+        let n = match input.read(&mut chunk) {
+            Ok(0) => return Ok(Some(out)),
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        let needed = out.len().saturating_add(n);
+        if needed > limit {
+            return Ok(None);
+        }
+        if needed > out.capacity() {
+            // Grow as `Vec` would, but never past the limit.
+            let cap = out.capacity().saturating_mul(2).clamp(needed, limit);
+            out.reserve_exact(cap - out.len());
+        }
+        out.extend_from_slice(&chunk[..n]);
+    }
 }
 
 const SHAPE_HINT: &str = "give one JSON object with a \"type\" key (an entry) or a \"role\" key \

@@ -4,7 +4,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use clap::ValueEnum;
-use grove::codec::reader::Diagnostic;
+use grove::codec::reader::{Diagnostic, DEFAULT_MAX_LINE_BYTES};
 use grove::{ImportOptions, ImportReport, LeafRule, Strictness};
 
 use super::Env;
@@ -27,6 +27,12 @@ pub struct Args {
     /// entry), `last-line` is pi-CLI's view (the last line's entry).
     #[arg(long, value_enum, default_value_t = LeafRuleArg::Auto)]
     leaf_rule: LeafRuleArg,
+    /// The longest line accepted, in bytes (default 268435456, 256 MiB): a longer line stops
+    /// the import with LineTooLong, naming the file and the line, having read at most this
+    /// much of it into memory.
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_LINE_BYTES as u64,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    max_line_bytes: u64,
     /// Print one JSON object per file: {"session": ID, "entries": N}.
     #[arg(long)]
     json: bool,
@@ -52,6 +58,7 @@ pub fn run(args: Args, env: &mut Env<'_>) -> CmdResult {
             LeafRuleArg::LastLine => LeafRule::LastLine,
         },
         source_path: None,
+        max_line_bytes: usize::try_from(args.max_line_bytes).unwrap_or(usize::MAX),
         ..ImportOptions::default()
     };
     for file in &args.files {
