@@ -4,7 +4,8 @@
 //! without the write buffer (`sled-direct`: `StoreConfig::write_buffer(false)`); small or realistic payloads.
 //! docs/design.md ("Id index", "Write buffer", "Open questions") cites its output.
 //!
-//! `cargo run --release -p grove-benches --example append_probe -- [entries] [single|many|many:N] [sled|memory|sled-direct] [small|realistic]`
+//! `cargo run --release -p grove-benches --example append_probe -- [entries] [single|many|many:N] [sled|memory|sled-direct] [small|realistic] [none|group|sync]`
+//! (the durability of every append, default none).
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 use std::time::Instant;
 
@@ -26,10 +27,15 @@ fn main() {
     let payload: grove_benches::Payload = args
         .next()
         .map_or(grove_benches::Payload::Small, |p| p.parse().unwrap());
+    let durability = match args.next().as_deref() {
+        Some("sync") => grove::Durability::Sync,
+        Some("group") => grove::Durability::Group,
+        _ => grove::Durability::None,
+    };
     let calls = AppendCalls::new(&GenSpec::linear(n, 31).payload(payload));
     let (session_id, entries) = (calls.session_id, calls.entries);
     let dir = tempfile::tempdir().unwrap();
-    let mut config = grove::StoreConfig::new(dir.path()).durability(grove::Durability::None);
+    let mut config = grove::StoreConfig::new(dir.path()).durability(durability);
     match backend.as_str() {
         "memory" => config = config.backend(grove::Backend::Memory),
         "sled-direct" => config = config.write_buffer(false),

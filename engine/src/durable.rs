@@ -17,7 +17,8 @@
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
-use std::io::{ErrorKind, Seek, SeekFrom, Write};
+use std::io::ErrorKind;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use grove_codec::pack::{LogPack, LogValue};
@@ -144,6 +145,8 @@ pub(crate) struct Durable {
     epoch: u64,
     /// Sessions written since the last record: sid → the end of their log written.
     heads: BTreeMap<u64, u64>,
+    /// The length of the record file as last written.
+    len: u64,
     /// Session ids of the sessions recorded lately, by sid.
     names: BTreeMap<u64, String>,
     more: u64,
@@ -258,6 +261,7 @@ impl Durable {
             heads: BTreeMap::new(),
             names: BTreeMap::new(),
             more: 0,
+            len: u64::MAX,
         };
         // The file says what the backend holds from now on (a lagging or accepted record).
         durable.write_record(Vec::new())?;
@@ -323,11 +327,15 @@ impl Durable {
             more: std::mem::take(&mut self.more),
         };
         let bytes = encode(&record);
-        let written = (|| {
-            self.file.seek(SeekFrom::Start(0))?;
-            self.file.write_all(&bytes)?;
-            self.file.set_len(bytes.len() as u64)
-        })();
+        // One `pwrite` in place; the file is cut only when the record got shorter.
+        let written = self.file.write_all_at(&bytes, 0).and_then(|()| {
+            let len = bytes.len() as u64;
+            if len < self.len {
+                self.file.set_len(len)?;
+            }
+            self.len = len;
+            Ok(())
+        });
         written.map_err(|e| io_error(&self.path, e))
     }
 }
