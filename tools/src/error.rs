@@ -170,14 +170,7 @@ impl CommandError {
                 GroveError::InvalidForkTarget(_) => {
                     "--before needs a user message; --at forks at any entry"
                 }
-                GroveError::Storage(_) => {
-                    "is another grove process using the store? (sled allows one process at a time)"
-                }
-                GroveError::Corrupt(_) => "the store is damaged or of an unknown format",
-                GroveError::Poisoned(_) => {
-                    "a write or flush failed; check the disk, then run the command again"
-                }
-                _ => return None,
+                _ => return crate::storage_hint::hint(e),
             },
         };
         Some(text.to_owned())

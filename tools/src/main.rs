@@ -9,6 +9,7 @@ mod error;
 mod graph;
 mod output;
 mod output_file;
+mod storage_hint;
 
 use std::io::Write;
 use std::path::PathBuf;

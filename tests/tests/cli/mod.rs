@@ -8,6 +8,7 @@ mod errors;
 mod export_target;
 mod fork;
 mod gen;
+mod hints;
 mod label;
 mod limits;
 mod navigate;
