@@ -8,21 +8,25 @@
 //! unreported. Sessions with a pending marker (`0x04`) and no catalogue row are imports or
 //! deletions a crash interrupted; the store discards them and so does salvage.
 //!
-//! Each session found is checked and copied on its own:
-//! 1. [`Session::verify`] must find nothing: every line matches its content hash, every node
-//!    the fold of its parent, every index and the head the log.
-//! 2. A harness export ([`Flavor::Harness`]: every record in log order, leaf lines included)
-//!    must succeed.
-//! 3. The export is imported into the destination under the same session id, with the
-//!    session's lineage (`parent_session_id`) and source path. The import replays the leaf
-//!    lines and entries as the session's head was folded from them, so the leaf comes back
-//!    as it was (verification of step 1 checked that the head is that fold). The one
-//!    exception is a session imported with pi-CLI's leaf rule ([`LeafRule::LastLine`]) whose
-//!    log still ends on the leaf line it was imported with: its copy is imported with that
-//!    rule again (the default rule may even refuse it, when that last leaf line names no
-//!    entry). No leaf record is ever added to a copy.
-//! 4. The copy must equal the source: the same session record, its harness export byte for
-//!    byte, the same leaf, labels and name, and it must verify.
+//! Each session found is copied on its own, and trusted only as far as its log bears out:
+//! 1. Its head must read, and its log must export whole in the harness flavor
+//!    ([`Flavor::Harness`]: every record in log order, leaf lines included).
+//! 2. The export is imported into the destination under the same session id, with the
+//!    session's lineage (`parent_session_id`) and source path. The import derives every node
+//!    from the lines with the same fold as append, and replays the leaf lines and entries as
+//!    the head was folded from them, so the leaf comes back as it was. The one exception is a
+//!    session imported with pi-CLI's leaf rule ([`LeafRule::LastLine`]) whose log still ends
+//!    on the leaf line it was imported with: its copy is imported with that rule again. No
+//!    leaf record is ever added to a copy.
+//! 3. The copy must equal the source: the same session record, its harness export byte for
+//!    byte, every log record (node record and line) equal to the source's — so every source
+//!    line matches its content hash and every source node is the fold of its parent — the log
+//!    as long as the head says, the same leaf, entry count and name position, and the copy
+//!    must verify.
+//! 4. [`Session::verify`] runs on the source too. When it finds nothing, the copy's labels and
+//!    name must also equal the source's. When it finds problems (or cannot finish), they can
+//!    only be in what the copy rebuilt from the log — the indexes, views, packs' filters —
+//!    and the session is recovered with them noted ([`Recovered::index_damage`]).
 //!
 //! A session that fails any step is not copied — nothing of it stays in the destination —
 //! and is reported with the reason. An error or a panic while working on one session never
@@ -57,6 +61,10 @@ pub struct Recovered {
     pub records: u64,
     /// Whether the source's catalogue listed it; `false` when only its records were found.
     pub listed: bool,
+    /// What verification of the source session found, when it found something: its log and
+    /// head were sound, the problems were in indexes (or in reading them), which the copy
+    /// rebuilt from the log.
+    pub index_damage: Option<String>,
 }
 
 /// A session that was found but not copied.
@@ -75,8 +83,9 @@ pub struct SalvageReport {
     pub recovered: Vec<Recovered>,
     /// The sessions found but not copied.
     pub lost: Vec<Lost>,
-    /// Damage outside any one session (a table of the source that could not be scanned to
-    /// its end): sessions may be missing from both lists because of it.
+    /// Damage outside any one session: acknowledged writes the source's backend lost
+    /// ([`Store::lost_writes`]), a table of the source that could not be scanned to its end.
+    /// Sessions may be missing from both lists, or recovered in an older state, because of it.
     pub damage: Vec<String>,
 }
 
@@ -111,6 +120,11 @@ pub fn salvage(src: &Store, dest: &Store) -> Result<SalvageReport> {
         )));
     }
     let mut report = SalvageReport::default();
+    // A store whose backend lost acknowledged writes holds an older state than it promised:
+    // what it holds is copied, and the loss is reported.
+    if let Some(lost) = src.lost_writes() {
+        report.damage.push(lost.to_string());
+    }
     let found = find_sessions(src.kv(), &mut report.damage);
     // Sessions whose catalogue row and record agree go first, so that of two records claiming
     // one id, the listed one is copied.
@@ -188,13 +202,14 @@ pub fn salvage(src: &Store, dest: &Store) -> Result<SalvageReport> {
             continue;
         }
         match copy_guarded(src, dest, sid, rec) {
-            Ok((entries, records)) => {
+            Ok((entries, records, index_damage)) => {
                 copied.insert(rec.id.clone());
                 report.recovered.push(Recovered {
                     session: rec.id.clone(),
                     entries,
                     records,
                     listed,
+                    index_damage,
                 });
             }
             Err(reason) => report.lost.push(Lost {
@@ -327,13 +342,13 @@ fn sids_in_table(kv: &dyn Kv, tag: u8, name: &str, damage: &mut Vec<String>) -> 
 }
 
 /// [`copy_session`] under `catch_unwind`; after a failure or a panic nothing of the session
-/// stays in `dest`. Returns (entries, records) or the reason it was not copied.
+/// stays in `dest`.
 fn copy_guarded(
     src: &Store,
     dest: &Store,
     sid: u64,
     rec: &SessionRecord,
-) -> std::result::Result<(u64, u64), String> {
+) -> std::result::Result<Copied, String> {
     let outcome = catch_unwind(AssertUnwindSafe(|| copy_session(src, dest, sid, rec)));
     let reason = match outcome {
         Ok(Ok(counts)) => return Ok(counts),
@@ -357,60 +372,105 @@ fn discard_copy(dest: &Store, id: &str) -> std::result::Result<(), String> {
     outcome.unwrap_or_else(|panic| Err(panic_message(&panic)))
 }
 
-/// Verifies session `sid` of `src`, exports it, imports the export into `dest` and checks that
-/// the copy equals it. Returns (entries, records) or the reason it was not copied.
+/// What one session's copy gives: (entries, records, what verification of the source said
+/// when it was not clean).
+type Copied = (u64, u64, Option<String>);
+
+/// Copies session `sid` of `src` into `dest` through a harness export and checks the copy
+/// record by record against the source. Returns what [`Copied`] says, or the reason the
+/// session was not copied.
 fn copy_session(
     src: &Store,
     dest: &Store,
     sid: u64,
     rec: &SessionRecord,
-) -> std::result::Result<(u64, u64), String> {
+) -> std::result::Result<Copied, String> {
     let session = Session::open(src.inner.clone(), sid, rec.clone())
         .map_err(|e| format!("opening it: {e}"))?;
-    let verified = session.verify().map_err(|e| format!("verifying it: {e}"))?;
-    if !verified.is_ok() {
-        return Err(problems(&verified.problems));
-    }
-    let mut export = Vec::new();
-    session
-        .export(Flavor::Harness, &mut export)
-        .map_err(|e| format!("exporting it: {e}"))?;
     let read = |what: &str, e: GroveError| format!("reading its {what}: {e}");
-    let leaf = session.leaf().map_err(|e| read("leaf", e))?;
-    let labels = session.labels().map_err(|e| read("labels", e))?;
-    let name = session.name().map_err(|e| read("name", e))?;
-    let head = session.head().map_err(|e| read("head", e))?;
+    // The indexes are rebuilt by the import, so only the log and the head must be sound; the
+    // labels and the name, kept in indexes, are compared when verification found nothing.
+    let note = match session.verify() {
+        Ok(report) if report.is_ok() => None,
+        Ok(report) => Some(problems(&report.problems)),
+        Err(e) => Some(format!("verification stopped: {e}")),
+    };
+    let with_note = |reason: String| match &note {
+        Some(n) => format!("{reason}; {n}"),
+        None => reason,
+    };
+    let head = session.head().map_err(|e| with_note(read("head", e)))?;
+    let derived = match note {
+        Some(_) => None,
+        None => Some((
+            session.labels().map_err(|e| read("labels", e))?,
+            session.name().map_err(|e| read("name", e))?,
+        )),
+    };
+    let spool_err = |e: std::io::Error| format!("spooling its export: {e}");
+    let mut spool = Digesting::new(tempfile::tempfile().map_err(spool_err)?);
+    session
+        .export(Flavor::Harness, &mut spool)
+        .map_err(|e| with_note(format!("exporting it: {e}")))?;
+    let (file, digest) = spool.finish().map_err(spool_err)?;
     // The import replays the leaf lines as the head was folded from them; a session imported
     // with pi-CLI's leaf rule that still ends on its last leaf line resumes elsewhere, and is
-    // copied with that rule again.
-    // (The default rule refuses such a log when that leaf line names no entry.)
-    let copy_read = |what: &str, e: GroveError| format!("reading the copy's {what}: {e}");
-    let auto = import_copy(dest, &export, rec, LeafRule::Auto);
-    let copy = match auto {
-        Ok(copy) if copy.leaf().map_err(|e| copy_read("leaf", e))? == leaf => copy,
+    // copied with that rule again (the default rule refuses such a log when that leaf line
+    // names no entry).
+    let copy = match import_copy(dest, &file, rec, LeafRule::Auto) {
+        Ok(copy) if copy_head(&copy)?.leaf == head.leaf => copy,
         _ => {
             discard_copy(dest, &rec.id)?;
-            import_copy(dest, &export, rec, LeafRule::LastLine)?
+            import_copy(dest, &file, rec, LeafRule::LastLine)?
         }
     };
-    let differs = |what: &str| Err(format!("the copy differs from the source: {what}"));
+    let differs = |what: &str| {
+        Err(with_note(format!(
+            "the copy differs from the source: {what}"
+        )))
+    };
     if copy.record() != rec {
         return differs("session record");
     }
-    let mut again = Vec::new();
+    let mut again = Digesting::new(std::io::sink());
     copy.export(Flavor::Harness, &mut again)
         .map_err(|e| format!("exporting the copy: {e}"))?;
-    if again != export {
+    if again.finish().map_err(spool_err)?.1 != digest {
         return differs("export");
     }
-    if copy.leaf().map_err(|e| copy_read("leaf", e))? != leaf {
-        return differs("leaf");
+    // Record by record: the copy's nodes are derived from the lines by the fold, so equal
+    // nodes mean every source line matches its content hash and every source node is the
+    // fold of its parent.
+    let mut theirs = copy.log();
+    let mut count = 0u64;
+    for (seq, mine) in session.log().enumerate() {
+        let mine = mine.map_err(|e| with_note(read("log", e)))?;
+        let copied = theirs.next().and_then(std::result::Result::ok);
+        if mine.seq != seq as u64 || copied.as_ref() != Some(&mine) {
+            return differs(&format!("log record {seq}"));
+        }
+        count += 1;
     }
-    if copy.labels().map_err(|e| copy_read("labels", e))? != labels {
-        return differs("labels");
+    if theirs.next().is_some() || count != head.next_seq {
+        return differs(&format!(
+            "the log holds {count} records, the head says {}",
+            head.next_seq
+        ));
     }
-    if copy.name().map_err(|e| copy_read("name", e))? != name {
-        return differs("name");
+    let copied = copy_head(&copy)?;
+    if (copied.next_seq, copied.leaf, copied.entries, copied.name_at)
+        != (head.next_seq, head.leaf, head.entries, head.name_at)
+    {
+        return differs("head (leaf, entry count or name)");
+    }
+    if let Some((labels, name)) = derived {
+        let copy_read = |what: &str, e: GroveError| format!("reading the copy's {what}: {e}");
+        if copy.labels().map_err(|e| copy_read("labels", e))? != labels {
+            return differs("labels");
+        }
+        if copy.name().map_err(|e| copy_read("name", e))? != name {
+            return differs("name");
+        }
     }
     let checked = copy
         .verify()
@@ -421,17 +481,62 @@ fn copy_session(
             problems(&checked.problems)
         ));
     }
-    Ok((head.entries, head.next_seq))
+    Ok((head.entries, head.next_seq, note))
 }
 
-/// Imports a session's harness `export` into `dest` under its own id, with its lineage and
-/// source path and the leaf rule `leaf_rule`; the import must not change a line.
+/// The head of a copy.
+fn copy_head(copy: &Session) -> std::result::Result<grove_codec::record::HeadRecord, String> {
+    copy.head()
+        .map_err(|e| format!("reading the copy's head: {e}"))
+}
+
+/// A writer that hashes what it passes on.
+struct Digesting<W: std::io::Write> {
+    inner: std::io::BufWriter<W>,
+    hasher: blake3::Hasher,
+}
+
+impl<W: std::io::Write> Digesting<W> {
+    fn new(inner: W) -> Digesting<W> {
+        Digesting {
+            inner: std::io::BufWriter::with_capacity(1 << 20, inner),
+            hasher: blake3::Hasher::new(),
+        }
+    }
+
+    /// The writer, flushed, and the hash of everything written.
+    fn finish(self) -> std::io::Result<(W, blake3::Hash)> {
+        let hash = self.hasher.finalize();
+        let inner = self.inner.into_inner().map_err(|e| e.into_error())?;
+        Ok((inner, hash))
+    }
+}
+
+impl<W: std::io::Write> std::io::Write for Digesting<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.hasher.update(&buf[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// Imports a session's harness export (the file `export`, read from its start) into `dest`
+/// under its own id, with its lineage and source path and the leaf rule `leaf_rule`; the
+/// import must not change a line.
 fn import_copy(
     dest: &Store,
-    export: &[u8],
+    export: &std::fs::File,
     rec: &SessionRecord,
     leaf_rule: LeafRule,
 ) -> std::result::Result<Session, String> {
+    use std::io::Seek;
+    let mut file = export;
+    file.rewind()
+        .map_err(|e| format!("reading its spooled export: {e}"))?;
     let options = ImportOptions {
         strictness: Strictness::Strict,
         leaf_rule,
@@ -440,7 +545,7 @@ fn import_copy(
         ..ImportOptions::default()
     };
     let imported = dest
-        .import_reader(export, options)
+        .import_reader(std::io::BufReader::with_capacity(1 << 20, file), options)
         .map_err(|e| format!("importing its export into the destination: {e}"))?;
     if !imported.diagnostics.is_empty() {
         return Err(format!(

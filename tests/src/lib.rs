@@ -2,6 +2,7 @@
 //! comparer that cope with what pi writes (lone UTF-16 surrogates, JavaScript number forms).
 #![forbid(unsafe_code)]
 
+pub mod campaign;
 pub mod crash;
 
 pub mod oracle {

@@ -65,6 +65,24 @@ pub enum CommandError {
     /// `grove verify` found problems (listed on stdout).
     #[error("verification found {0} problem(s)")]
     VerifyFailed(usize),
+    /// `grove salvage` could not copy every session, or found damage outside the sessions
+    /// (listed on stdout).
+    #[error("{lost} session(s) not recovered{}", damaged_tables(*.damage))]
+    SalvageIncomplete {
+        /// Sessions found but not copied.
+        lost: usize,
+        /// Problems of the source outside any one session (lost writes, unreadable tables).
+        damage: usize,
+    },
+}
+
+/// The tail of the `SalvageIncomplete` message about damaged tables, if there were any.
+fn damaged_tables(damage: usize) -> String {
+    if damage == 0 {
+        String::new()
+    } else {
+        format!(", {damage} store-wide problem(s) of the source")
+    }
 }
 
 impl From<io::Error> for CommandError {
@@ -94,6 +112,7 @@ impl CommandError {
             CommandError::NoDataDir => "NoDataDir",
             CommandError::Stdout(_) => "Io",
             CommandError::VerifyFailed(_) => "VerifyFailed",
+            CommandError::SalvageIncomplete { .. } => "SalvageIncomplete",
         }
     }
 
@@ -108,7 +127,7 @@ impl CommandError {
             | CommandError::File { .. }
             | CommandError::NoDataDir
             | CommandError::Stdout(_) => EXIT_USER,
-            CommandError::VerifyFailed(_) => EXIT_STORAGE,
+            CommandError::VerifyFailed(_) | CommandError::SalvageIncomplete { .. } => EXIT_STORAGE,
         }
     }
 
@@ -134,7 +153,11 @@ impl CommandError {
                 "give one JSON object; if it really is this long, raise --max-line-bytes"
             }
             CommandError::VerifyFailed(_) => {
-                "the problems are listed above; export the sessions that verify and re-import them"
+                "the problems are listed above; `grove salvage SRC DEST` copies every session \
+                 that verifies into a new store"
+            }
+            CommandError::SalvageIncomplete { .. } => {
+                "the sessions listed above were not copied; DEST holds every session that was"
             }
             CommandError::File { .. } | CommandError::Stdout(_) => return None,
             CommandError::Grove(e) => match e {

@@ -343,6 +343,49 @@ fn a_damaged_log_pack_loses_only_its_session() {
     }
 }
 
+/// Damaged indexes lose nothing: the copy rebuilds them from the log, and the report notes
+/// what verification of the source found.
+#[test]
+fn damaged_indexes_are_rebuilt_from_the_log() {
+    for redb in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let (src, dest) = (dir.path().join("src"), dir.path().join("dest"));
+        let before = build(&src, redb);
+        damage(&src, redb, |store| {
+            let sid = sid_of(store, "appended");
+            // The label index row and a children-index row of "appended".
+            for tag in [grove::keys::T_LABEL, grove::keys::T_CHILD] {
+                let prefix = grove::keys::session_prefix(tag, sid);
+                let (key, _) = store
+                    .kv()
+                    .scan(&prefix, &grove::keys::prefix_end(&prefix))
+                    .next()
+                    .unwrap()
+                    .unwrap();
+                delete(store, key);
+            }
+        });
+        assert!(!open(&src, redb).verify().unwrap().is_ok());
+        let report = run_salvage(&src, &dest, redb);
+        assert!(report.is_complete(), "{report:#?}");
+        let appended = report
+            .recovered
+            .iter()
+            .find(|r| r.session == "appended")
+            .unwrap();
+        let noted = appended.index_damage.as_deref().unwrap_or_default();
+        assert!(noted.contains("label index"), "{noted}");
+        assert!(report
+            .recovered
+            .iter()
+            .all(|r| r.session == "appended" || r.index_damage.is_none()));
+        assert_eq!(
+            check_copies(&dest, redb, &before),
+            before.keys().cloned().collect::<Vec<_>>()
+        );
+    }
+}
+
 /// A session whose catalogue row is gone is found by its records and copied; the report
 /// says it was not listed.
 #[test]
