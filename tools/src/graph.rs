@@ -18,6 +18,7 @@ use std::io::Write;
 use grove::{Session, Tree};
 
 use crate::error::CmdResult;
+use crate::escape::escape_controls;
 use crate::output::{clip, describe_line, ShortIds};
 
 /// The characters of one drawing style.
@@ -66,17 +67,21 @@ pub struct GraphOptions {
     pub all: bool,
     /// Bold the entries of the active path (ANSI escapes; for terminals only).
     pub bold: bool,
+    /// Escape the control characters of the entries' text (ids, kinds, previews, labels).
+    pub escape: bool,
 }
 
 impl GraphOptions {
-    /// Options for stdout: bold when stdout is a terminal and `NO_COLOR` is not set.
-    pub fn for_stdout(ascii: bool, all: bool) -> GraphOptions {
+    /// Options for stdout: bold when stdout is a terminal and `NO_COLOR` is not set; `escape`
+    /// as the command was told (`--escape`).
+    pub fn for_stdout(ascii: bool, all: bool, escape: bool) -> GraphOptions {
         use std::io::IsTerminal;
         let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
         GraphOptions {
             ascii,
             all,
             bold: std::io::stdout().is_terminal() && !no_color,
+            escape,
         }
     }
 }
@@ -218,6 +223,7 @@ pub fn render(
     let mut stack: Vec<Item> = Vec::new();
     push_siblings(&mut stack, tree, &shown.roots, 0, glyphs, true);
     let mut line = String::new();
+    let mut text = String::new();
     while let Some(item) = stack.pop() {
         let node = &tree.nodes[item.node];
         if let Some(fork) = item.fork {
@@ -241,17 +247,23 @@ pub fn render(
             line.push_str(BOLD);
         }
         let (kind, preview) = describe_line(&session.entry_at(node.seq)?.line);
-        line.push_str(short.get(&node.id));
-        line.push(' ');
-        line.push_str(&kind);
+        text.clear();
+        text.push_str(short.get(&node.id));
+        text.push(' ');
+        text.push_str(&kind);
         if !preview.is_empty() {
-            line.push_str(": ");
-            line.push_str(&preview);
+            text.push_str(": ");
+            text.push_str(&preview);
         }
         if let Some(label) = &node.label {
-            line.push_str(" [");
-            line.push_str(&clip(label));
-            line.push(']');
+            text.push_str(" [");
+            text.push_str(&clip(label));
+            text.push(']');
+        }
+        if options.escape {
+            line.push_str(&escape_controls(&text));
+        } else {
+            line.push_str(&text);
         }
         if bold {
             line.push_str(RESET);

@@ -6,19 +6,21 @@
 
 mod commands;
 mod error;
+mod escape;
 mod graph;
 mod output;
 mod output_file;
 mod storage_hint;
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches, Parser};
 
 use crate::commands::{BackendArg, Command, DurabilityArg, Env};
 use crate::error::{CmdResult, CommandError, Report};
+use crate::escape::{EscapeArg, Escaping};
 
 /// grove: a store for branching AI-agent sessions, with pi session JSONL import and export.
 ///
@@ -83,6 +85,19 @@ struct Cli {
     #[arg(long, global = true)]
     accept_lost_writes: bool,
 
+    /// Escape control characters of stored text (message text, names, labels, ids) in human
+    /// output, so that text holding terminal escape sequences prints as `\u{1b}[31m` instead
+    /// of acting on the terminal: `auto` when stdout is a terminal, `always`, or `never`.
+    /// JSON and JSONL output is never changed.
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        default_value_t = EscapeArg::Auto,
+        env = "GROVE_ESCAPE"
+    )]
+    escape: EscapeArg,
+
     #[command(subcommand)]
     command: Command,
 }
@@ -92,13 +107,29 @@ fn default_store() -> CmdResult<PathBuf> {
     Ok(data.join("grove").join("store"))
 }
 
-fn run(cli: Cli) -> CmdResult {
+/// Runs the command; `json` says whether it was given `--json`.
+fn run(cli: Cli, json: bool) -> CmdResult {
     let store_dir = match cli.store {
         Some(dir) => dir,
         None => default_store()?,
     };
     let stdout = std::io::stdout();
-    let mut out = stdout.lock();
+    let escape = cli.escape.enabled(stdout.is_terminal());
+    let mut lock = stdout.lock();
+    // Human output is escaped as a whole; JSON and the JSONL of `export` and `gen` never are,
+    // and the graph of `tree` and `demo` escapes its text itself (it writes its own bold
+    // codes).
+    let graph_or_jsonl = matches!(
+        cli.command,
+        Command::Export(_) | Command::Gen(_) | Command::Tree(_) | Command::Demo(_)
+    );
+    let mut escaping;
+    let out: &mut dyn Write = if escape && !json && !graph_or_jsonl {
+        escaping = Escaping::new(&mut lock);
+        &mut escaping
+    } else {
+        &mut lock
+    };
     let mut env = Env {
         store_dir,
         backend: cli.backend,
@@ -112,18 +143,26 @@ fn run(cli: Cli) -> CmdResult {
         })?,
         disk_reserve: cli.disk_reserve,
         accept_lost_writes: cli.accept_lost_writes,
-        out: &mut out,
+        escape,
+        out,
     };
     commands::run(cli.command, &mut env)?;
-    out.flush()?;
+    env.out.flush()?;
     Ok(())
 }
 
 fn main() -> ExitCode {
     // A backend that panics on a damaged page returns an error the command reports.
     grove::kv::quiet_backend_panics();
-    let cli = Cli::parse();
-    match run(cli) {
+    let matches = Cli::command().get_matches();
+    let cli =
+        Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.format(&mut Cli::command()).exit());
+    // Every subcommand's `--json` flag has the id "json".
+    let json = matches
+        .subcommand()
+        .and_then(|(_, sub)| sub.try_get_one::<bool>("json").ok().flatten().copied())
+        .unwrap_or(false);
+    match run(cli, json) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if e.is_broken_pipe() => ExitCode::SUCCESS,
         Err(e) => {

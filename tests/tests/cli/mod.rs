@@ -5,6 +5,7 @@
 mod backend;
 mod campaign;
 mod errors;
+mod escape;
 mod export_target;
 mod fork;
 mod gen;

@@ -42,7 +42,7 @@ pub fn run(_args: Args, env: &mut Env<'_>) -> CmdResult {
 
     writeln!(env.out, "session {}", session.id())?;
     writeln!(env.out)?;
-    let options = crate::graph::GraphOptions::for_stdout(false, false);
+    let options = crate::graph::GraphOptions::for_stdout(false, false, env.escape);
     crate::graph::render(&session, &session.tree()?, options, env.out)?;
     writeln!(env.out)?;
     writeln!(env.out, "context at the leaf:")?;

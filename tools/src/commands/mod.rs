@@ -101,6 +101,10 @@ pub struct Env<'a> {
     pub disk_reserve: Option<u64>,
     /// Open a store that lost acknowledged writes for writing anyway.
     pub accept_lost_writes: bool,
+    /// Whether control characters of stored text are escaped in human output (`--escape`).
+    /// `out` already escapes the human output of every command but `tree` and `demo`, whose
+    /// graph escapes its own text.
+    pub escape: bool,
     /// Standard output (locked).
     pub out: &'a mut dyn Write,
 }
@@ -113,14 +117,24 @@ impl Env<'_> {
     }
 
     /// Opens the existing store only to read it: a missing store is an error, nothing is
-    /// written, and a store on a read-only mount or one that lost acknowledged writes opens
-    /// (the loss is reported on stderr).
+    /// written, and a store on a read-only mount opens. A store that lost acknowledged writes
+    /// is refused with `LostWrites` (what it serves is not what was acknowledged) unless
+    /// `--accept-lost-writes` was given, then read with a warning.
     pub fn read_store(&self) -> CmdResult<Store> {
-        let store = Store::open_with(self.config(true))?;
+        let store = self.inspect_store()?;
         if let Some(lost) = store.lost_writes() {
+            if !self.accept_lost_writes {
+                return Err(GroveError::LostWrites(lost.clone()).into());
+            }
             eprintln!("warning: {lost}");
         }
         Ok(store)
+    }
+
+    /// Opens the existing store only to read it, as it is: a store that lost acknowledged
+    /// writes opens too (`Store::lost_writes` says what), for `verify` and `salvage`.
+    pub fn inspect_store(&self) -> CmdResult<Store> {
+        Ok(Store::open_with(self.config(true))?)
     }
 
     /// Opens the store to read and the session named by `spec`.

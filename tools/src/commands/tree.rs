@@ -45,7 +45,7 @@ pub fn run(args: Args, env: &mut Env<'_>) -> CmdResult {
     if args.json {
         write_tree_json(&tree, &mut out)?;
     } else {
-        let options = GraphOptions::for_stdout(args.ascii, args.all);
+        let options = GraphOptions::for_stdout(args.ascii, args.all, env.escape);
         graph::render(&session, &tree, options, &mut out)?;
     }
     out.flush()?;
