@@ -667,28 +667,30 @@ impl Store {
                 _ => {}
             }
         }
-        let kv: Box<dyn Kv> = match &config.backend {
-            Backend::Sled(path) if read_only => Box::new(Guarded::new(SledKv::open_read_only(
-                path,
-                config.cache_bytes,
-            )?)),
-            Backend::Sled(path) => Box::new(Guarded::new(SledKv::open(
-                path,
-                config.cache_bytes,
-                config.compress,
-            )?)),
-            Backend::Redb(path) if read_only => Box::new(Guarded::new(RedbKv::open_read_only(
-                path,
-                config.cache_bytes,
-            )?)),
-            Backend::Redb(path) => Box::new(Guarded::new(RedbKv::open(
-                path,
-                config.durability,
-                config.cache_bytes,
-            )?)),
-            Backend::SledTemporary => Box::new(Guarded::new(SledKv::temporary()?)),
-            Backend::Memory => Box::new(MemoryKv::new()),
-        };
+        // Opening runs under the panic guard too: redb panics on some damaged pages at open.
+        let kv: Box<dyn Kv> =
+            kv::guarded(name, || -> Result<Box<dyn Kv>, kv::KvError> {
+                Ok(match &config.backend {
+                    Backend::Sled(path) if read_only => Box::new(Guarded::new(
+                        SledKv::open_read_only(path, config.cache_bytes)?,
+                    )),
+                    Backend::Sled(path) => Box::new(Guarded::new(SledKv::open(
+                        path,
+                        config.cache_bytes,
+                        config.compress,
+                    )?)),
+                    Backend::Redb(path) if read_only => Box::new(Guarded::new(
+                        RedbKv::open_read_only(path, config.cache_bytes)?,
+                    )),
+                    Backend::Redb(path) => Box::new(Guarded::new(RedbKv::open(
+                        path,
+                        config.durability,
+                        config.cache_bytes,
+                    )?)),
+                    Backend::SledTemporary => Box::new(Guarded::new(SledKv::temporary()?)),
+                    Backend::Memory => Box::new(MemoryKv::new()),
+                })
+            })?;
         // Commits that need not be durable yet wait in a write buffer unless it is turned off
         // (docs/design.md, "Write buffer"); `Store::from_kv` takes a backend as it is.
         let kv: Box<dyn Kv> = if config.write_buffer && !read_only {

@@ -37,8 +37,12 @@ fn message(payload: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or_else(|| "a panic without a message".to_owned())
 }
 
-/// Runs `f`, a call into backend `backend`, turning a panic into [`KvError::Panic`].
-fn guarded<T>(backend: &'static str, f: impl FnOnce() -> Result<T, KvError>) -> Result<T, KvError> {
+/// Runs `f`, a call into backend `backend` (opening it included), turning a panic into
+/// [`KvError::Panic`].
+pub(crate) fn guarded<T>(
+    backend: &'static str,
+    f: impl FnOnce() -> Result<T, KvError>,
+) -> Result<T, KvError> {
     IN_BACKEND.with(|n| n.set(n.get() + 1));
     let result = catch_unwind(AssertUnwindSafe(f));
     IN_BACKEND.with(|n| n.set(n.get().saturating_sub(1)));

@@ -16,6 +16,7 @@ mod sled_kv;
 use std::path::Path;
 
 pub use buffered::{BufferedKv, BUFFER_BYTES, BUFFER_INTERVAL, BUFFER_OPS};
+pub(crate) use guarded::guarded;
 pub use guarded::{quiet_backend_panics, Guarded};
 pub use memory::MemoryKv;
 pub use redb_kv::{RedbKv, REDB_FILE};

@@ -53,15 +53,11 @@ fn campaign(backend: &str, default_cases: u64) {
 }
 
 #[test]
-#[ignore = "known failures in store opening (lost writes served read-only, a redb panic at open); \
-            see the campaign's report in the issue notes"]
 fn corruption_campaign_on_sled() {
     campaign("sled", 150);
 }
 
 #[test]
-#[ignore = "known failures in store opening (lost writes served read-only, a redb panic at open); \
-            see the campaign's report in the issue notes"]
 fn corruption_campaign_on_redb() {
     campaign("redb", 100);
 }

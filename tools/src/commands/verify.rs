@@ -18,7 +18,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args, env: &mut Env<'_>) -> CmdResult {
-    let store = env.read_store()?;
+    let store = env.inspect_store()?;
     let report = match &args.session {
         Some(spec) => store.find_session(spec)?.verify()?,
         None => store.verify()?,
