@@ -405,8 +405,9 @@ impl Iterator for LogRows<'_> {
 }
 
 impl<'a> LogRows<'a> {
-    /// The records decoded.
-    pub(crate) fn entries(self) -> impl Iterator<Item = Result<Entry>> + 'a {
-        self.map(|row| row.and_then(|(seq, row)| decode_row(seq, row)))
+    /// The records decoded, each line checked against its content hash ([`decode_row`];
+    /// `session` is the id errors name).
+    pub(crate) fn entries(self, session: &'a str) -> impl Iterator<Item = Result<Entry>> + 'a {
+        self.map(move |row| row.and_then(|(seq, row)| decode_row(session, seq, row)))
     }
 }

@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use grove_codec::digest;
 use grove_codec::entry::Envelope;
 use grove_codec::jsstr::JsString;
 use grove_codec::record::{self, LabelRecord, LeafTarget, NodeRecord, SessionRecord};
@@ -157,12 +158,12 @@ impl Session {
 
     /// The stored line at `seq`.
     pub(crate) fn line(&self, seq: u64) -> Result<String> {
-        Ok(decode_row(seq, self.row(seq)?)?.line)
+        Ok(self.entry_at(seq)?.line)
     }
 
     /// The record at `seq`.
     pub fn entry_at(&self, seq: u64) -> Result<Entry> {
-        decode_row(seq, self.row(seq)?)
+        decode_row(self.id(), seq, self.row(seq)?)
     }
 
     /// The sequence number of the tree entry `id`; leaf-record ids are not entries.
@@ -243,7 +244,7 @@ impl Session {
 
     /// Every record of the log in order: entries and leaf records.
     pub fn log(&self) -> impl Iterator<Item = Result<Entry>> + '_ {
-        self.log_range(0, u64::MAX).entries()
+        self.log_range(0, u64::MAX).entries(self.id())
     }
 
     /// The tree entries in log order (leaf records left out; shadowed duplicates kept).
@@ -439,12 +440,36 @@ pub(crate) fn decode_node(seq: u64, row: &[u8]) -> Result<NodeRecord> {
     record::decode_log_node(row).map_err(|e| GroveError::Corrupt(format!("log record {seq}: {e}")))
 }
 
-/// Decodes the log row at `seq` into its node record and line.
-pub(crate) fn decode_row(seq: u64, mut row: Vec<u8>) -> Result<Entry> {
+/// Decodes the log row at `seq` of session `session` into its node record and line, and
+/// checks the line against the node's content hash: every line the engine hands out, or
+/// copies into another session, passes here. A line that does not match is `Corrupt`, naming
+/// the session, the entry and its seq; its bytes are not handed out.
+pub(crate) fn decode_row(session: &str, seq: u64, row: Vec<u8>) -> Result<Entry> {
+    decode(seq, row, Some(session))
+}
+
+/// [`decode_row`] without the content hash, for rows whose line is covered otherwise or not
+/// handed out: materialized view rows (copies of checked lines, under their chunk's
+/// checksum) and the last log value a session load completes index rows from.
+pub(crate) fn decode_row_unchecked(seq: u64, row: Vec<u8>) -> Result<Entry> {
+    decode(seq, row, None)
+}
+
+/// Splits and decodes a log row; with `check`, the session whose line is checked.
+fn decode(seq: u64, mut row: Vec<u8>, check: Option<&str>) -> Result<Entry> {
     let corrupt =
         |e: grove_codec::CodecError| GroveError::Corrupt(format!("log record {seq}: {e}"));
     let (node, line) = record::split_log(&row).map_err(corrupt)?;
-    let node = record::decode(node).map_err(corrupt)?;
+    let node: NodeRecord = record::decode(node).map_err(corrupt)?;
+    if let Some(session) = check {
+        if digest::content_hash(line) != node.content {
+            return Err(GroveError::Corrupt(format!(
+                "session {session}, entry {} (record {seq}): the stored line does not match its \
+                 content hash",
+                node.id
+            )));
+        }
+    }
     // The line is the row's tail: keep the buffer, drop its head.
     let head = row.len() - line.len();
     row.drain(..head);

@@ -9,7 +9,10 @@
 //! - the rows such a resume would gather from all over the log (the short ranges of the
 //!   selection, and the entries the settings come from) are materialized next to it, as
 //!   copies in a few small values ([`keys::T_VIEW`]): a path through a bushy session passes
-//!   through many log packs, and the backend reads a whole page of packs for each.
+//!   through many log packs, and the backend reads a whole page of packs for each. The
+//!   copies are made from reads that checked each line against its content hash, and each
+//!   chunk of them carries its checksum, so a resume does not hash their lines again; a
+//!   chunk that fails its checksum is read from the log instead.
 //!
 //! Views live in a bounded in-memory cache, one per session.
 
@@ -27,7 +30,7 @@ use crate::context::{
 use crate::error::{GroveError, Result};
 use crate::keys;
 use crate::kv::WriteBatch;
-use crate::session::{decode_row, Entry, Session};
+use crate::session::{decode_row_unchecked, Entry, Session};
 
 /// How many sessions keep a view in memory.
 pub const VIEW_CACHE_SESSIONS: usize = 1024;
@@ -387,7 +390,7 @@ impl Session {
                 let rows = chunk
                     .rows
                     .into_iter()
-                    .map(|(seq, row)| decode_row(seq, row).ok())
+                    .map(|(seq, row)| decode_row_unchecked(seq, row).ok())
                     .collect::<Option<Vec<Entry>>>()?;
                 Some((chunk.wanted, rows))
             });
@@ -498,6 +501,6 @@ impl Session {
     /// Records `lo..=hi` in ascending order, by one range scan (a gap is `Corrupt`: the log
     /// range checks that every record of it is there).
     pub(crate) fn read_range(&self, lo: u64, hi: u64) -> Result<Vec<Entry>> {
-        self.log_range(lo, hi + 1).entries().collect()
+        self.log_range(lo, hi + 1).entries(self.id()).collect()
     }
 }

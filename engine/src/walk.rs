@@ -84,7 +84,7 @@ impl<'a> Ancestors<'a> {
             match run.next() {
                 Some(row) => {
                     let (seq, row) = row?;
-                    let entry = decode_row(seq, row)?;
+                    let entry = decode_row(self.session.id(), seq, row)?;
                     let seq = entry.seq;
                     if let Some(expected) = self.last_parent {
                         if expected != seq {

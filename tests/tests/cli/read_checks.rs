@@ -1,0 +1,125 @@
+//! Read commands refuse a damaged line (docs/design.md, "Read checks"): `context`, `branch`
+//! and `export` (to stdout or `-o FILE`) exit with the storage code and an error naming the
+//! session and the entry, print none of the damaged text and leave FILE as it was; the
+//! store's other sessions read as before.
+//!
+//! Regression (issue 16): a byte changed inside a stored line on redb was printed by
+//! `context` and written by `export -o` with exit 0.
+
+use std::path::Path;
+
+use super::{fixture, Grove};
+
+const DAMAGED: &str = "assistant Z";
+
+/// Imports the seed fixture (its entry a36c3dcf says "assistant B") and a second session;
+/// returns the second one's id.
+fn import(g: &Grove, backend: &[&str]) -> String {
+    let seed = fixture("edge-seed-harness.jsonl");
+    g.ok(&[backend, &["import", seed.to_str().unwrap()]].concat());
+    let other = fixture("r000-harness.jsonl");
+    let report = g.json(&[backend, &["import", "--json", other.to_str().unwrap()]].concat());
+    report["session"].as_str().unwrap().to_owned()
+}
+
+/// Every read command refuses session seed-harness; the other session reads as before.
+fn assert_refused(g: &Grove, backend: &[&str], sound: &str, sound_export: &str) {
+    let out_file = g.store_dir().with_file_name("export.jsonl");
+    std::fs::write(&out_file, "an earlier export\n").unwrap();
+    let out_arg = out_file.to_str().unwrap();
+    let commands: [&[&str]; 5] = [
+        &["context", "seed-harness"],
+        &["context", "--json", "seed-harness"],
+        &["branch", "seed-harness"],
+        &["export", "seed-harness"],
+        &["export", "seed-harness", "-o", out_arg],
+    ];
+    for command in commands {
+        let args = [backend, command].concat();
+        let out = g.run(&args);
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        assert_eq!(out.status.code(), Some(3), "{args:?}: {stdout}{stderr}");
+        assert!(
+            stderr.contains("Corrupt")
+                && stderr.contains("session seed-harness")
+                && stderr.contains("entry a36c3dcf"),
+            "{args:?}: {stderr}"
+        );
+        assert!(
+            !stdout.contains(DAMAGED) && !stderr.contains(DAMAGED),
+            "{args:?} printed the damaged line: {stdout}{stderr}"
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(&out_file).unwrap(),
+        "an earlier export\n"
+    );
+    // The other session.
+    let export = g.ok(&[backend, &["export", sound]].concat());
+    assert_eq!(export, sound_export);
+    g.ok(&[backend, &["context", sound]].concat());
+}
+
+/// Replaces `from` by `to` in the file, where it occurs once.
+fn edit_file(path: &Path, from: &str, to: &str) {
+    let bytes = std::fs::read(path).unwrap();
+    let hits: Vec<usize> = bytes
+        .windows(from.len())
+        .enumerate()
+        .filter(|(_, w)| *w == from.as_bytes())
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(hits.len(), 1, "{from:?} in {}", path.display());
+    let mut bytes = bytes;
+    bytes[hits[0]..hits[0] + to.len()].copy_from_slice(to.as_bytes());
+    std::fs::write(path, bytes).unwrap();
+}
+
+#[test]
+fn a_line_changed_inside_the_redb_file_is_refused_by_context_branch_and_export() {
+    let g = Grove::new();
+    let backend = ["--backend", "redb"];
+    let sound = import(&g, &backend);
+    let sound_export = g.ok(&[&backend[..], &["export", &sound]].concat());
+    // The issue's reproduction: one byte of the database file, inside the line.
+    edit_file(
+        &g.store_dir().join(grove::kv::REDB_FILE),
+        "\"text\":\"assistant B\"",
+        "\"text\":\"assistant Z\"",
+    );
+    assert_refused(&g, &backend, &sound, &sound_export);
+    // verify still lists it.
+    let out = g.run(&["--backend", "redb", "verify"]);
+    assert_eq!(out.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("content hash"));
+}
+
+#[test]
+fn a_line_damaged_in_a_sled_store_is_refused_by_context_branch_and_export() {
+    let g = Grove::new();
+    let sound = import(&g, &[]);
+    let sound_export = g.ok(&["export", &sound]);
+    // On sled the line is changed through the key-value layer (the redb test above edits the
+    // database file itself).
+    {
+        let store = g.open();
+        let sid = store
+            .kv()
+            .get(&grove::keys::session_id("seed-harness"))
+            .unwrap()
+            .unwrap();
+        let sid = u64::from_be_bytes(sid.as_slice().try_into().unwrap());
+        let key = grove::keys::log_pack(sid, 0);
+        let mut pack = store.kv().get(&key).unwrap().unwrap();
+        let at = pack.windows(11).position(|w| w == b"assistant B").unwrap();
+        pack[at + 10] = b'Z';
+        let mut batch = grove::kv::WriteBatch::new();
+        batch.put(key, pack);
+        store.kv().apply(batch).unwrap();
+        store.flush().unwrap();
+    }
+    assert_refused(&g, &[], &sound, &sound_export);
+}
