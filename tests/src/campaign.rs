@@ -100,6 +100,9 @@ pub enum FailureKind {
     SalvageMissed,
     /// salvage exited 0, but DEST lacks a session of the pristine store or holds it changed.
     SalvageOverclaimed,
+    /// A read that was exact before `verify` and `salvage` ran is not after them: the
+    /// diagnostic made the store harder to open.
+    Degraded,
 }
 
 impl FailureKind {
@@ -112,6 +115,7 @@ impl FailureKind {
             FailureKind::VerifySilent => "verify silent",
             FailureKind::SalvageMissed => "salvage missed",
             FailureKind::SalvageOverclaimed => "salvage overclaimed",
+            FailureKind::Degraded => "degraded by verify or salvage",
         }
     }
 }
@@ -442,7 +446,8 @@ impl Case<'_> {
     fn check(&mut self, pristine: &Pristine, work: &Path) -> Result<String, String> {
         let mut all_exact = true;
         let ls = self.grove(&["ls", "--json"]);
-        all_exact &= self.read("ls --json", &ls, Some(&ls.stdout), &pristine.ls) == Read::Exact;
+        let ls_exact = self.read("ls --json", &ls, Some(&ls.stdout), &pristine.ls) == Read::Exact;
+        all_exact &= ls_exact;
         let out_file = work.join("export.jsonl");
         let out = out_file.to_string_lossy().into_owned();
         let mut intact = Vec::new();
@@ -513,6 +518,22 @@ impl Case<'_> {
                     &format!("salvage ({id})"),
                     detail,
                 );
+            }
+        }
+        // Neither verify nor salvage may make the store harder to open than it was: what read
+        // exactly before them still does.
+        let ls = self.grove(&["ls", "--json"]);
+        if ls_exact && !(ls.ok() && ls.stdout == pristine.ls) {
+            let detail = format!("exact before, now: {}", exit_text(&ls));
+            self.fail(FailureKind::Degraded, "ls --json", detail);
+        }
+        for id in &intact {
+            let _ = std::fs::remove_file(&out_file);
+            let export = self.grove(&["export", id, "-o", &out]);
+            let bytes = std::fs::read(&out_file).ok();
+            if !(export.ok() && bytes.as_ref() == Some(&pristine.exports[id])) {
+                let detail = format!("exact before, now: {}", exit_text(&export));
+                self.fail(FailureKind::Degraded, &format!("export {id}"), detail);
             }
         }
         if salvage.ok() {

@@ -14,7 +14,7 @@ const READS: [&[&str]; 5] = [
     &["verify"],
     &["context", "seed-harness"],
     &["tree", "seed-harness"],
-    &["export", "seed-harness", "-o", "-"],
+    &["export", "seed-harness"],
 ];
 
 /// Before: `grove --store /tmp/x/a/b ls` made the directories and printed "no sessions";
