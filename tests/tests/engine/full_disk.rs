@@ -232,6 +232,13 @@ fn full_disk(redb: bool) {
         "a refused write changed nothing"
     );
     read_everything(&store);
+    // Another process's reads work on the full disk too (a read-only open writes nothing).
+    drop(store);
+    let reader = Store::open_with(config(&dir, redb).read_only(true)).unwrap();
+    assert_eq!(reader.sessions().unwrap(), before);
+    read_everything(&reader);
+    drop(reader);
+    let store = Store::open_with(config(&dir, redb)).unwrap();
 
     // Space freed: writing resumes without a restart.
     std::fs::remove_file(&filler).unwrap();
