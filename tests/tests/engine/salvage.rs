@@ -1,8 +1,9 @@
-//! Salvage (`grove::salvage`): every session whose records read and verify is copied into a
-//! new store exactly — same id, the harness export byte for byte, the same leaf, branch,
-//! context, labels, name and session record — and every damaged one is reported by id with
-//! a reason, on sled and on redb; a damaged catalogue hides no intact session, and a failure
-//! or a panic in one session stops none of the others.
+//! Salvage (`grove::salvage`): every session whose log and head read and check out is copied
+//! into a new store exactly — same id, the harness export byte for byte, the same leaf,
+//! branch, context, labels, name and session record — and every damaged one is reported by id
+//! with a reason, on sled and on redb; damage confined to indexes is rebuilt from the log; a
+//! damaged catalogue hides no intact session, and a failure or a panic in one session stops
+//! none of the others.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
