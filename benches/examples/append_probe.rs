@@ -41,6 +41,13 @@ fn main() {
         "sled-direct" => config = config.write_buffer(false),
         _ => {}
     }
+    // GROVE_FLUSH_TIMEOUT=0 measures without the flush bound (seconds otherwise).
+    if let Some(secs) = std::env::var("GROVE_FLUSH_TIMEOUT")
+        .ok()
+        .and_then(|s| s.parse().ok())
+    {
+        config = config.flush_timeout(std::time::Duration::from_secs(secs));
+    }
     let store = grove::Store::open_with(config).unwrap();
     let session = store
         .create_session(CreateSession {

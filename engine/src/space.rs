@@ -11,6 +11,8 @@
 //! costs a subtraction. This module owns that bookkeeping; it calls only the file system.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
@@ -30,11 +32,18 @@ const OVERHEAD: u64 = 3;
 /// disk meanwhile).
 pub const RECHECK: Duration = Duration::from_millis(250);
 
+/// Free space past the reserve above which the disk has room: a flush then runs on the
+/// caller's thread, without the bound of [`crate::kv::Bounded`] and its hand-over to a
+/// worker thread (which costs a sync append about a third more).
+pub const ROOMY: u64 = 256 << 20;
+
 /// The guard of one store directory.
 pub(crate) struct Space {
     dir: PathBuf,
     reserve: u64,
     state: Mutex<State>,
+    /// Whether the disk had [`ROOMY`] bytes past the reserve at the last answer.
+    roomy: Option<Arc<AtomicBool>>,
 }
 
 struct State {
@@ -50,16 +59,51 @@ fn available(dir: &Path) -> Result<u64> {
     })
 }
 
+/// Refuses to open the store in `dir` for writing when its disk has less than `reserve`
+/// bytes free: both backends write at open (sled a new log segment, and it zeroes and syncs
+/// free ones; redb its repair), and sled may then wait forever on the disk it filled.
+pub(crate) fn room_to_open(dir: &Path, reserve: u64) -> Result<()> {
+    let free = available(dir)?;
+    if free < reserve {
+        return Err(GroveError::DiskFull {
+            dir: dir.to_owned(),
+            needed: 0,
+            required: reserve,
+            available: free,
+        });
+    }
+    Ok(())
+}
+
+/// Whether the disk holding `dir` has at least `reserve` bytes free (`false` when the file
+/// system does not say).
+pub(crate) fn has_room(dir: &Path, reserve: u64) -> bool {
+    available(dir).is_ok_and(|free| free >= reserve)
+}
+
 impl Space {
-    /// The guard of `dir`, keeping `reserve` bytes free.
-    pub(crate) fn new(dir: &Path, reserve: u64) -> Space {
-        Space {
+    /// The guard of `dir`, keeping `reserve` bytes free; it tells `roomy` whether the disk
+    /// has room ([`ROOMY`]) each time it asks the file system.
+    pub(crate) fn new(dir: &Path, reserve: u64, roomy: Option<Arc<AtomicBool>>) -> Space {
+        let space = Space {
             dir: dir.to_owned(),
             reserve,
             state: Mutex::new(State {
                 budget: 0,
                 asked: None,
             }),
+            roomy,
+        };
+        if let Ok(free) = available(dir) {
+            space.tell(free);
+        }
+        space
+    }
+
+    fn tell(&self, free: u64) {
+        if let Some(roomy) = &self.roomy {
+            let room = free >= self.reserve.saturating_add(ROOMY);
+            roomy.store(room, Ordering::Relaxed);
         }
     }
 
@@ -73,6 +117,7 @@ impl Space {
             return Ok(());
         }
         let free = available(&self.dir)?;
+        self.tell(free);
         state.asked = Some(Instant::now());
         let required = cost.saturating_add(self.reserve);
         if free < required {

@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use grove_codec::header::Header;
@@ -13,7 +14,7 @@ use parking_lot::Mutex;
 use crate::dir::{DirLock, LockMode};
 use crate::error::{GroveError, Result};
 use crate::keys;
-use crate::kv::{self, BufferedKv, Guarded, Kv, MemoryKv, RedbKv, SledKv, WriteBatch};
+use crate::kv::{self, Bounded, BufferedKv, Guarded, Kv, MemoryKv, RedbKv, SledKv, WriteBatch};
 use crate::lease::Leases;
 use crate::session::Session;
 use crate::space::Space;
@@ -90,6 +91,11 @@ pub struct StoreConfig {
     /// Open for writing a store whose backend lost acknowledged writes (see
     /// [`GroveError::LostWrites`]), taking what it holds now as its state (default off).
     pub accept_lost_writes: bool,
+    /// The longest grove waits for one flush of the backend, or for closing it (default
+    /// [`kv::DEFAULT_FLUSH_TIMEOUT`]). A flush that takes longer fails the write with
+    /// [`kv::KvError::Stalled`] and the store refuses writes from then on; a close that takes
+    /// longer is abandoned (docs/design.md, "A full disk"). Zero waits without a bound.
+    pub flush_timeout: std::time::Duration,
 }
 
 /// The zstd level of compressed sled stores.
@@ -111,7 +117,14 @@ impl StoreConfig {
             lock_wait: std::time::Duration::ZERO,
             disk_reserve: crate::space::DEFAULT_RESERVE,
             accept_lost_writes: false,
+            flush_timeout: kv::DEFAULT_FLUSH_TIMEOUT,
         }
+    }
+
+    /// Sets the longest wait for a flush or a close (see [`StoreConfig::flush_timeout`]).
+    pub fn flush_timeout(mut self, timeout: std::time::Duration) -> StoreConfig {
+        self.flush_timeout = timeout;
+        self
     }
 
     /// Opens the store only to read it (see [`StoreConfig::read_only`]).
@@ -524,6 +537,9 @@ struct Opening {
     read_only: bool,
     accept_lost_writes: bool,
     disk_reserve: u64,
+    /// Set by the free-space guard while the disk has room, read by [`Bounded`]: a flush
+    /// runs on the caller's thread then, and under the bound only on a disk near full.
+    roomy: Option<Arc<AtomicBool>>,
     /// The store directory (on-disk backends).
     dir: Option<PathBuf>,
     lock: Option<DirLock>,
@@ -656,6 +672,7 @@ impl Store {
                             read_only,
                             accept_lost_writes: false,
                             disk_reserve: config.disk_reserve,
+                            roomy: None,
                             dir: Some(dir.clone()),
                             lock,
                         },
@@ -667,30 +684,58 @@ impl Store {
                 _ => {}
             }
         }
+        // Both backends write at open: a disk without the reserve refuses a writer here, and
+        // a reader of sled opens a private copy instead (docs/design.md, "A full disk").
+        if let (Some(dir), false) = (&dir, read_only) {
+            crate::space::room_to_open(dir, config.disk_reserve)?;
+        }
+        let roomy = Arc::new(AtomicBool::new(false));
+        let bound = |kv: Guarded<_>| -> Result<Box<dyn Kv>, kv::KvError> {
+            if config.flush_timeout.is_zero() {
+                return Ok(Box::new(kv));
+            }
+            Ok(Box::new(Bounded::new(
+                kv,
+                config.flush_timeout,
+                roomy.clone(),
+            )?))
+        };
         // Opening runs under the panic guard too: redb panics on some damaged pages at open.
-        let kv: Box<dyn Kv> =
-            kv::guarded(name, || -> Result<Box<dyn Kv>, kv::KvError> {
-                Ok(match &config.backend {
-                    Backend::Sled(path) if read_only => Box::new(Guarded::new(
-                        SledKv::open_read_only(path, config.cache_bytes)?,
-                    )),
-                    Backend::Sled(path) => Box::new(Guarded::new(SledKv::open(
+        let kv: Box<dyn Kv> = kv::guarded(name, || -> Result<Box<dyn Kv>, kv::KvError> {
+            match &config.backend {
+                Backend::Sled(path) if read_only => {
+                    let in_place = crate::space::has_room(path, config.disk_reserve);
+                    bound(Guarded::new(SledKv::open_read_only(
                         path,
                         config.cache_bytes,
-                        config.compress,
-                    )?)),
-                    Backend::Redb(path) if read_only => Box::new(Guarded::new(
-                        RedbKv::open_read_only(path, config.cache_bytes)?,
-                    )),
-                    Backend::Redb(path) => Box::new(Guarded::new(RedbKv::open(
-                        path,
-                        config.durability,
-                        config.cache_bytes,
-                    )?)),
-                    Backend::SledTemporary => Box::new(Guarded::new(SledKv::temporary()?)),
-                    Backend::Memory => Box::new(MemoryKv::new()),
-                })
-            })?;
+                        in_place,
+                    )?))
+                }
+                Backend::Sled(path) => bound(Guarded::new(SledKv::open(
+                    path,
+                    config.cache_bytes,
+                    config.compress,
+                )?)),
+                Backend::Redb(path) if read_only => Ok(Box::new(Guarded::new(
+                    RedbKv::open_read_only(path, config.cache_bytes)?,
+                ))),
+                Backend::Redb(path) => {
+                    let kv =
+                        Guarded::new(RedbKv::open(path, config.durability, config.cache_bytes)?);
+                    if config.flush_timeout.is_zero() {
+                        Ok(Box::new(kv))
+                    } else {
+                        Ok(Box::new(Bounded::new(
+                            kv,
+                            config.flush_timeout,
+                            roomy.clone(),
+                        )?))
+                    }
+                }
+                Backend::SledTemporary => Ok(Box::new(Guarded::new(SledKv::temporary()?))),
+                Backend::Memory => Ok(Box::new(MemoryKv::new())),
+            }
+        })?;
         // Commits that need not be durable yet wait in a write buffer unless it is turned off
         // (docs/design.md, "Write buffer"); `Store::from_kv` takes a backend as it is.
         let kv: Box<dyn Kv> = if config.write_buffer && !read_only {
@@ -705,6 +750,7 @@ impl Store {
                 read_only,
                 accept_lost_writes: config.accept_lost_writes,
                 disk_reserve: config.disk_reserve,
+                roomy: Some(roomy),
                 dir,
                 lock,
             },
@@ -720,6 +766,7 @@ impl Store {
                 read_only: false,
                 accept_lost_writes: false,
                 disk_reserve: 0,
+                roomy: None,
                 dir: None,
                 lock: None,
             },
@@ -732,6 +779,7 @@ impl Store {
             read_only,
             accept_lost_writes,
             disk_reserve,
+            roomy,
             dir,
             lock,
         } = opening;
@@ -761,7 +809,7 @@ impl Store {
             views: Views::default(),
             poisoned: Mutex::new(None),
             group: GroupCommit::default(),
-            space: writable_dir.map(|dir| Space::new(dir, disk_reserve)),
+            space: writable_dir.map(|dir| Space::new(dir, disk_reserve, roomy)),
             spool_dir: dir.clone(),
             read_only,
             lost,

@@ -7,6 +7,7 @@
 //! backend apply every call atomically); after [`Kv::flush`] returns, every write applied
 //! before it survives a process kill and a power loss. No transactions.
 
+mod bounded;
 mod buffered;
 mod guarded;
 mod memory;
@@ -15,6 +16,7 @@ mod sled_kv;
 
 use std::path::Path;
 
+pub use bounded::{Bounded, DEFAULT_FLUSH_TIMEOUT};
 pub use buffered::{BufferedKv, BUFFER_BYTES, BUFFER_INTERVAL, BUFFER_OPS};
 pub(crate) use guarded::guarded;
 pub use guarded::{quiet_backend_panics, Guarded};
@@ -60,6 +62,24 @@ pub enum KvError {
     /// The backend was opened only to read.
     #[error("the backend was opened read-only")]
     ReadOnly,
+    /// The backend did not finish `what` within the bound ([`Bounded`]): its disk stopped
+    /// taking writes (full, or failing). The store refuses writes from then on.
+    #[error(
+        "{backend} did not finish a {what} within {} s (its disk stopped taking writes); \
+         nothing more is written",
+        .waited.as_secs_f64()
+    )]
+    Stalled {
+        /// The backend's name.
+        backend: &'static str,
+        /// What it did not finish ("flush").
+        what: &'static str,
+        /// How long grove waited.
+        waited: std::time::Duration,
+    },
+    /// The backend was used while being closed.
+    #[error("the backend is closed")]
+    Closed,
     /// Preparing the store directory failed.
     #[error("{context}: {source}")]
     Io {

@@ -39,12 +39,17 @@ impl SledKv {
 
     /// Opens the existing sled database in `dir` to read it. Where sled cannot open it in
     /// place — its files cannot be written, or the disk has no room for what sled writes at
-    /// open — the database is copied to a temporary directory and opened there.
-    pub fn open_read_only(dir: &Path, cache_bytes: u64) -> Result<SledKv, KvError> {
-        let writable = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(dir.join("db"));
+    /// open (`in_place` false: the caller saw too little free space) — the database is
+    /// copied to a temporary directory and opened there.
+    pub fn open_read_only(dir: &Path, cache_bytes: u64, in_place: bool) -> Result<SledKv, KvError> {
+        let writable = if in_place {
+            std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(dir.join("db"))
+        } else {
+            Err(std::io::Error::from(std::io::ErrorKind::StorageFull))
+        };
         let in_place = match writable {
             Ok(_) => {
                 let _ = remove_stale_snapshots(dir);

@@ -3,7 +3,7 @@
 //! the holder, or waits for `--lock-wait`; the owner's files are never touched by the other.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -182,6 +182,28 @@ fn holder(g: &Grove, backend: &str) -> std::process::Child {
     let deadline = Instant::now() + Duration::from_secs(30);
     while !std::fs::read_to_string(&lock).is_ok_and(|t| t.contains(&child.id().to_string())) {
         assert!(Instant::now() < deadline, "the holder never took the store");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // And has opened its backend (before that it may still remove stale snapshot files): its
+    // data file is among its open files.
+    let data = g.store_dir().join(if backend == "redb" {
+        "grove.redb"
+    } else {
+        "db"
+    });
+    let fds = PathBuf::from(format!("/proc/{}/fd", child.id()));
+    let holds_data = || {
+        std::fs::read_dir(&fds)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|target| target == data))
+    };
+    while !holds_data() {
+        assert!(
+            Instant::now() < deadline,
+            "the holder never opened the store"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     let _ = child.stdin.as_mut().unwrap().write_all(b"");

@@ -3,46 +3,13 @@
 //! background hand-over, the hand-over on drop, and a failing backend.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
-use grove::kv::{BufferedKv, Kv, KvError, MemoryKv, Scan, WriteBatch, BUFFER_INTERVAL};
+use grove::kv::{BufferedKv, Kv, KvError, MemoryKv, WriteBatch, BUFFER_INTERVAL};
 use grove::{CreateSession, Durability, Store, StoreConfig};
 use grove_codec::pack::{LogPackWriter, LogValue};
 use proptest::prelude::*;
 
-/// A backend shared with the test, which can also be told to fail its writes.
-#[derive(Clone, Default)]
-struct Shared {
-    kv: Arc<MemoryKv>,
-    fail: Arc<std::sync::atomic::AtomicBool>,
-    applies: Arc<std::sync::atomic::AtomicUsize>,
-}
-
-impl Kv for Shared {
-    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, KvError> {
-        self.kv.get(key)
-    }
-    fn scan(&self, start: &[u8], end: &[u8]) -> Scan<'_> {
-        self.kv.scan(start, end)
-    }
-    fn scan_rev(&self, start: &[u8], end: &[u8]) -> Scan<'_> {
-        self.kv.scan_rev(start, end)
-    }
-    fn apply(&self, batch: WriteBatch) -> Result<(), KvError> {
-        if self.fail.load(std::sync::atomic::Ordering::SeqCst) {
-            return Err(KvError::Buffer("injected failure".into()));
-        }
-        self.applies
-            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        self.kv.apply(batch)
-    }
-    fn flush(&self) -> Result<(), KvError> {
-        Ok(())
-    }
-    fn name(&self) -> &'static str {
-        "shared"
-    }
-}
+use super::faulty::Faulty;
 
 fn all(kv: &dyn Kv) -> Vec<(Vec<u8>, Vec<u8>)> {
     kv.scan(&[], &[0xFF; 20]).map(Result::unwrap).collect()
@@ -148,7 +115,7 @@ proptest! {
 
     #[test]
     fn the_write_buffer_reads_and_writes_as_the_backend_alone(ops in prop::collection::vec(op(), 1..60)) {
-        let base = Shared::default();
+        let base = Faulty::default();
         let buffered = BufferedKv::new(Box::new(base.clone())).unwrap();
         let oracle = MemoryKv::new();
         let mut next_seq = [0u64; 3];
@@ -242,7 +209,7 @@ proptest! {
 
 #[test]
 fn consecutive_log_values_of_a_session_are_coalesced_within_the_pack_limits() {
-    let base = Shared::default();
+    let base = Faulty::default();
     let buffered = BufferedKv::new(Box::new(base.clone())).unwrap();
     // 600 single rows of session 1 and 3 of session 2.
     // (One buffered write, so that the background thread cannot hand over a part of it.)
@@ -270,7 +237,7 @@ fn consecutive_log_values_of_a_session_are_coalesced_within_the_pack_limits() {
     assert_eq!(log.len(), 603);
     assert_eq!(log[&(1, 300)], row(1, 300, 100));
     // Large rows: a pack closes once its rows reach 128 KiB.
-    let base = Shared::default();
+    let base = Faulty::default();
     let buffered = BufferedKv::new(Box::new(base.clone())).unwrap();
     let mut b = WriteBatch::new();
     for seq in 0..10 {
@@ -293,7 +260,7 @@ fn consecutive_log_values_of_a_session_are_coalesced_within_the_pack_limits() {
 
 #[test]
 fn the_buffer_is_handed_over_in_the_background_and_on_drop() {
-    let base = Shared::default();
+    let base = Faulty::default();
     let buffered = BufferedKv::new(Box::new(base.clone())).unwrap();
     let mut b = WriteBatch::new();
     b.put(vec![0x01, 1], b"one".to_vec());
@@ -317,10 +284,10 @@ fn the_buffer_is_handed_over_in_the_background_and_on_drop() {
 
 #[test]
 fn a_write_past_the_buffer_comes_after_everything_buffered() {
-    let base = Shared::default();
+    let base = Faulty::default();
     let buffered = BufferedKv::new(Box::new(base.clone())).unwrap();
     // Counted before the buffered write: the background thread may hand it over first.
-    let applies = base.applies.load(std::sync::atomic::Ordering::SeqCst);
+    let applies = Faulty::count(&base.applies);
     let mut b = WriteBatch::new();
     b.put(vec![0x01, 1], b"buffered".to_vec());
     buffered.apply_buffered(b, false).unwrap();
@@ -328,10 +295,7 @@ fn a_write_past_the_buffer_comes_after_everything_buffered() {
     b.put(vec![0x01, 1], b"through".to_vec());
     buffered.apply(b).unwrap();
     // Two writes reached the backend, in order: the buffer, then the write.
-    assert_eq!(
-        base.applies.load(std::sync::atomic::Ordering::SeqCst),
-        applies + 2
-    );
+    assert_eq!(Faulty::count(&base.applies), applies + 2);
     assert_eq!(
         base.get(&[0x01, 1]).unwrap().as_deref(),
         Some(&b"through"[..])
@@ -344,12 +308,12 @@ fn a_write_past_the_buffer_comes_after_everything_buffered() {
 
 #[test]
 fn a_failed_hand_over_keeps_the_writes_readable_and_refuses_more() {
-    let base = Shared::default();
+    let base = Faulty::default();
     let buffered = BufferedKv::new(Box::new(base.clone())).unwrap();
     let mut b = WriteBatch::new();
     b.put(vec![0x01, 1], b"kept".to_vec());
     buffered.apply_buffered(b, false).unwrap();
-    base.fail.store(true, std::sync::atomic::Ordering::SeqCst);
+    Faulty::set(&base.fail_apply, true);
     assert!(buffered.flush().is_err());
     assert_eq!(
         buffered.get(&[0x01, 1]).unwrap().as_deref(),

@@ -1,55 +1,17 @@
 //! Durability modes, poisoning after a failed flush, optimistic appends and concurrent
 //! writers.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
-use grove::kv::{Kv, KvError, MemoryKv, Scan, WriteBatch};
 use grove::{AppendOutcome, CreateSession, Durability, GroveError, Store, StoreConfig};
 
+use super::faulty::Faulty;
 use super::user;
-
-/// A memory backend whose flushes fail on demand and are counted.
-#[derive(Default)]
-struct Flaky {
-    inner: MemoryKv,
-    fail: Arc<AtomicBool>,
-    flushes: Arc<AtomicUsize>,
-}
-
-impl Kv for Flaky {
-    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, KvError> {
-        self.inner.get(key)
-    }
-    fn scan(&self, start: &[u8], end: &[u8]) -> Scan<'_> {
-        self.inner.scan(start, end)
-    }
-    fn scan_rev(&self, start: &[u8], end: &[u8]) -> Scan<'_> {
-        self.inner.scan_rev(start, end)
-    }
-    fn apply(&self, batch: WriteBatch) -> Result<(), KvError> {
-        self.inner.apply(batch)
-    }
-    fn flush(&self) -> Result<(), KvError> {
-        self.flushes.fetch_add(1, Ordering::SeqCst);
-        if self.fail.load(Ordering::SeqCst) {
-            return Err(KvError::Io {
-                context: "flush".into(),
-                source: std::io::Error::other("disk on fire"),
-            });
-        }
-        std::thread::sleep(std::time::Duration::from_millis(2));
-        Ok(())
-    }
-    fn name(&self) -> &'static str {
-        "flaky"
-    }
-}
 
 #[test]
 fn a_failed_flush_poisons_writes_but_not_reads() {
-    let kv = Flaky::default();
-    let fail = kv.fail.clone();
+    let kv = Faulty::default();
+    let fail = kv.fail_flush.clone();
     let store = Store::from_kv(Box::new(kv), Durability::Sync).unwrap();
     let s = store.create_session(CreateSession::default()).unwrap();
     let first = s.append(user("kept")).unwrap();
@@ -73,8 +35,10 @@ fn a_failed_flush_poisons_writes_but_not_reads() {
 
 #[test]
 fn group_commit_acknowledges_after_a_shared_flush() {
-    let kv = Flaky::default();
+    let kv = Faulty::default();
     let flushes = kv.flushes.clone();
+    // A flush takes time, as a disk's does: appends made meanwhile share the next one.
+    kv.flush_micros.store(500, Ordering::SeqCst);
     let store = Store::from_kv(Box::new(kv), Durability::Group).unwrap();
     let sessions: Vec<_> = (0..8)
         .map(|_| store.create_session(CreateSession::default()).unwrap())

@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::mpsc;
+use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::Duration;
 
 use grove::{
@@ -61,14 +61,45 @@ fn config(dir: &Path, redb: bool) -> StoreConfig {
         .cache_bytes(8 << 20)
 }
 
-/// Runs `op` on another thread and fails the test when it takes longer than a minute (a hang).
-fn promptly<T: Send + 'static>(what: &str, op: impl FnOnce() -> T + Send + 'static) -> T {
+/// Runs `op` on another thread and fails the test when it takes longer than `limit` (a
+/// hang); a panic of `op` is the test's.
+fn within<T: Send + 'static>(
+    what: &str,
+    limit: Duration,
+    op: impl FnOnce() -> T + Send + 'static,
+) -> T {
     let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
+    let worker = std::thread::spawn(move || {
         let _ = tx.send(op());
     });
-    rx.recv_timeout(Duration::from_secs(60))
-        .unwrap_or_else(|_| panic!("{what} hung on a full disk"))
+    match rx.recv_timeout(limit) {
+        Ok(value) => value,
+        Err(RecvTimeoutError::Disconnected) => match worker.join() {
+            Err(panic) => std::panic::resume_unwind(panic),
+            Ok(()) => panic!("{what} ended without an answer"),
+        },
+        Err(RecvTimeoutError::Timeout) => panic!("{what} hung on a full disk"),
+    }
+}
+
+/// [`within`] a minute: one operation.
+fn promptly<T: Send + 'static>(what: &str, op: impl FnOnce() -> T + Send + 'static) -> T {
+    within(what, Duration::from_secs(60), op)
+}
+
+/// Fills the file system of `fs` up to about 1 MiB with the file `filler`.
+fn fill(fs: &Tmpfs) -> PathBuf {
+    let filler = fs.path().join("filler");
+    let free = fs2::available_space(fs.path()).unwrap();
+    std::fs::write(&filler, vec![7u8; free.saturating_sub(1 << 20) as usize]).unwrap();
+    // The guard trusts an answer of the file system for 250 ms.
+    std::thread::sleep(Duration::from_millis(300));
+    filler
+}
+
+/// Drops `store` (closing the backend, which flushes), failing the test if that hangs.
+fn close(store: Store) {
+    promptly("closing the store", move || drop(store));
 }
 
 /// A pi session file of `n` messages of about 4 KiB each.
@@ -193,13 +224,13 @@ fn read_everything(store: &Store) {
 fn full_disk(redb: bool) {
     let fs = Tmpfs::mount(32);
     let input = session_file(fs.path(), 150);
-    // Ballast, removed at the end to free space.
+    // Ballast, removed with the filler to free space.
     let ballast = fs.path().join("ballast");
     std::fs::write(&ballast, vec![7u8; 12 << 20]).unwrap();
     let dir = fs.path().join("store");
     let store = Store::open_with(config(&dir, redb)).unwrap();
     store.import_file(&input, ImportOptions::default()).unwrap();
-    // Fill the disk with forks until the guard refuses one: promptly, writing nothing.
+    eprintln!("filling the disk with forks");
     let mut forks = 0;
     let err = loop {
         let source = store.session("full-disk-source").unwrap();
@@ -218,12 +249,8 @@ fn full_disk(redb: bool) {
     assert_eq!(store.sessions().unwrap().len(), forks + 1);
     read_everything(&store);
 
-    // A filler takes what is left: every write is refused, reads go on.
-    let filler = fs.path().join("filler");
-    let free = fs2::available_space(fs.path()).unwrap();
-    std::fs::write(&filler, vec![7u8; free.saturating_sub(1 << 20) as usize]).unwrap();
-    // The guard trusts an answer of the file system for 250 ms.
-    std::thread::sleep(Duration::from_millis(300));
+    eprintln!("a filler takes what is left: every write is refused, reads go on");
+    let filler = fill(&fs);
     let before = store.sessions().unwrap();
     assert_eq!(every_write(&store, &input, 1), 7, "every write is refused");
     assert_eq!(
@@ -232,15 +259,8 @@ fn full_disk(redb: bool) {
         "a refused write changed nothing"
     );
     read_everything(&store);
-    // Another process's reads work on the full disk too (a read-only open writes nothing).
-    drop(store);
-    let reader = Store::open_with(config(&dir, redb).read_only(true)).unwrap();
-    assert_eq!(reader.sessions().unwrap(), before);
-    read_everything(&reader);
-    drop(reader);
-    let store = Store::open_with(config(&dir, redb)).unwrap();
 
-    // Space freed: writing resumes without a restart.
+    eprintln!("space freed: the same store writes again, without a restart");
     std::fs::remove_file(&filler).unwrap();
     std::fs::remove_file(&ballast).unwrap();
     assert_eq!(
@@ -249,27 +269,65 @@ fn full_disk(redb: bool) {
         "writing resumes once space is freed"
     );
     read_everything(&store);
-    drop(store);
+    let after = store.sessions().unwrap();
 
-    // And the store reopens clean.
+    eprintln!("the disk full again: a reader opens, a writer is refused at open");
+    let filler = fill(&fs);
+    close(store);
+    let reader = promptly("opening to read", {
+        let dir = dir.clone();
+        move || Store::open_with(config(&dir, redb).read_only(true)).unwrap()
+    });
+    assert_eq!(reader.sessions().unwrap(), after);
+    read_everything(&reader);
+    close(reader);
+    let refused = promptly("opening to write", {
+        let dir = dir.clone();
+        move || Store::open_with(config(&dir, redb)).map(drop)
+    });
+    assert!(matches!(&refused, Err(e) if is_disk_full(e)), "{refused:?}");
+
+    eprintln!("space freed: the store opens, writes and verifies");
+    std::fs::remove_file(&filler).unwrap();
+    let store = Store::open_with(config(&dir, redb)).unwrap();
+    assert_eq!(every_write(&store, &input, 3), 0);
+    read_everything(&store);
+    close(store);
     let store = Store::open_with(config(&dir, redb)).unwrap();
     read_everything(&store);
+    close(store);
 }
 
 #[test]
 fn a_full_disk_refuses_writes_promptly_and_recovers_on_sled() {
-    full_disk(false);
+    within(
+        "the full-disk test on sled",
+        Duration::from_secs(300),
+        || full_disk(false),
+    );
 }
 
 #[test]
 fn a_full_disk_refuses_writes_promptly_and_recovers_on_redb() {
-    full_disk(true);
+    within(
+        "the full-disk test on redb",
+        Duration::from_secs(300),
+        || full_disk(true),
+    );
 }
 
 /// A `grove fork` loop on a full disk, killed with SIGKILL at random moments: the store
 /// always reopens, verifies, and holds only whole sessions.
 #[test]
 fn writers_killed_on_a_full_disk_leave_a_store_that_verifies() {
+    within(
+        "the killed-writers test",
+        Duration::from_secs(300),
+        writers_killed,
+    );
+}
+
+fn writers_killed() {
     let fs = Tmpfs::mount(16);
     let input = session_file(fs.path(), 150);
     let dir = fs.path().join("store");
@@ -281,7 +339,7 @@ fn writers_killed_on_a_full_disk_leave_a_store_that_verifies() {
         .leaf()
         .unwrap()
         .unwrap();
-    drop(store);
+    close(store);
     let grove = crate::cli::grove_bin();
     let mut seed: u64 = 0x5eed_f011;
     for round in 0..12 {
@@ -301,11 +359,66 @@ fn writers_killed_on_a_full_disk_leave_a_store_that_verifies() {
         std::thread::sleep(Duration::from_millis(seed % 300));
         let _ = child.kill();
         let _ = child.wait();
+        let t = std::time::Instant::now();
+        // Read-only: a writer is refused at open once the disk is nearly full.
         let store = promptly("reopening", {
             let dir = dir.clone();
-            move || Store::open_with(config(&dir, false))
+            move || Store::open_with(config(&dir, false).read_only(true))
         })
         .unwrap_or_else(|e| panic!("round {round}: the store does not reopen: {e}"));
+        assert!(store.lost_writes().is_none(), "round {round}");
+        eprintln!("round {round} opened {:?}", t.elapsed());
         read_everything(&store);
+        eprintln!("round {round} read {:?}", t.elapsed());
+        close(store);
+        eprintln!("round {round} closed {:?}", t.elapsed());
     }
+    eprintln!(
+        "{} bytes free at the end",
+        fs2::available_space(fs.path()).unwrap()
+    );
+}
+
+/// A backend whose flush never returns (as sled's after a failed log write): the flush
+/// stops being waited for after the bound, the write is refused, reads go on, and closing
+/// the store returns.
+#[test]
+fn a_flush_that_never_returns_is_given_up_after_the_bound() {
+    use grove::kv::Bounded;
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+
+    within("the stalled-flush test", Duration::from_secs(60), || {
+        let kv = super::faulty::Faulty::default();
+        let stuck = kv.hang_flush.clone();
+        let bound = Duration::from_millis(300);
+        let store = Store::from_kv(
+            Box::new(Bounded::new(kv, bound, Arc::new(AtomicBool::new(false))).unwrap()),
+            grove::Durability::Sync,
+        )
+        .unwrap();
+        let s = store
+            .create_session(grove::CreateSession::default())
+            .unwrap();
+        let first = s.append(user("before")).unwrap();
+        stuck.store(true, std::sync::atomic::Ordering::SeqCst);
+        let started = std::time::Instant::now();
+        let err = s.append(user("during")).unwrap_err();
+        let waited = started.elapsed();
+        assert!(err.to_string().contains("did not finish a flush"), "{err}");
+        assert!(waited >= bound, "gave up after {waited:?}");
+        // The store refuses writes from then on, at once; reads go on.
+        let started = std::time::Instant::now();
+        assert!(matches!(
+            s.append(user("after")),
+            Err(GroveError::Poisoned(_))
+        ));
+        assert!(started.elapsed() < bound);
+        assert_eq!(s.entry(&first).unwrap().id(), first);
+        s.build_context().unwrap();
+        // Closing waits at most the bound for the stuck worker, then returns.
+        drop(s);
+        drop(store);
+        stuck.store(false, std::sync::atomic::Ordering::SeqCst);
+    });
 }
