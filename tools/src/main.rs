@@ -162,11 +162,19 @@ fn main() -> ExitCode {
         .subcommand()
         .and_then(|(_, sub)| sub.try_get_one::<bool>("json").ok().flatten().copied())
         .unwrap_or(false);
+    // An error can quote stored or given text (an id, a name, a line): escaped as stdout's
+    // human output is, but by whether stderr is a terminal.
+    let escape_errors = cli.escape.enabled(std::io::stderr().is_terminal());
     match run(cli, json) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if e.is_broken_pipe() => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("{}", Report(&e));
+            let report = Report(&e).to_string();
+            if escape_errors {
+                eprintln!("{}", escape::escape_controls(&report));
+            } else {
+                eprintln!("{report}");
+            }
             ExitCode::from(e.exit_code())
         }
     }

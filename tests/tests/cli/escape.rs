@@ -140,3 +140,31 @@ fn json_and_jsonl_output_is_never_changed() {
         "red\u{1b}[31m alert\u{7} csi\u{9b}2J"
     );
 }
+
+/// Before: an error quoting given text (here an unknown session id holding an escape
+/// sequence) printed it raw on stderr.
+#[test]
+fn errors_quoting_text_are_escaped_when_asked() {
+    let g = hostile();
+    let id = "no\u{1b}]0;pwned\u{7}such";
+    let stderr = |escape: &str| {
+        let out = Command::new(grove_bin())
+            .arg("--store")
+            .arg(g.store_dir())
+            .args(["context", id])
+            .env("GROVE_ESCAPE", escape)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        String::from_utf8(out.stderr).unwrap()
+    };
+    let escaped = stderr("always");
+    assert!(
+        !escaped.contains('\u{1b}') && !escaped.contains('\u{7}'),
+        "{escaped}"
+    );
+    assert!(escaped.contains(r"no\u{1b}]0;pwned\u{7}such"), "{escaped}");
+    // As stored when asked (a log file that keeps the bytes).
+    assert!(stderr("never").contains(id));
+}

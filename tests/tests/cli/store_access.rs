@@ -102,53 +102,120 @@ impl Drop for ReadOnlyMount {
 #[test]
 fn a_store_on_a_read_only_mount_reads_and_refuses_writes() {
     for backend in ["sled", "redb"] {
-        let g = Grove::new();
-        let seed = fixture("edge-seed-harness.jsonl");
-        g.ok(&["--backend", backend, "import", seed.to_str().unwrap()]);
-        let expected: Vec<String> = READS
-            .iter()
-            .map(|args| {
-                let mut all = vec!["--backend", backend];
-                all.extend_from_slice(args);
-                g.ok(&all)
-            })
-            .collect();
-        let files_before = listing(&g.store_dir());
-        let mount = ReadOnlyMount::of(&g.store_dir());
-        for (args, expected) in READS.iter().zip(&expected) {
-            let out = Command::new(grove_bin())
-                .arg("--store")
-                .arg(mount.at.path())
-                .args(["--backend", backend])
-                .args(*args)
-                .output()
-                .unwrap();
-            let stderr = String::from_utf8_lossy(&out.stderr);
-            assert!(out.status.success(), "{backend} {args:?}: {stderr}");
-            assert_eq!(&String::from_utf8_lossy(&out.stdout), expected, "{args:?}");
-        }
-        let mut child = Command::new(grove_bin())
-            .arg("--store")
-            .arg(mount.at.path())
-            .args(["--backend", backend, "append", "seed-harness"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(br#"{"role":"user","content":"refused","timestamp":0}"#)
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(!out.status.success());
-        assert!(stderr.contains("read-only"), "{stderr}");
-        drop(mount);
-        assert_eq!(listing(&g.store_dir()), files_before);
+        protected_store_reads_and_refuses_writes(backend, |dir| {
+            let mount = ReadOnlyMount::of(dir);
+            let at = mount.at.path().to_owned();
+            (at, Box::new(mount))
+        });
     }
+}
+
+/// Before: a store with immutable files could not even be listed.
+#[test]
+fn a_store_with_immutable_files_reads_and_refuses_writes() {
+    for backend in ["sled", "redb"] {
+        protected_store_reads_and_refuses_writes(backend, |dir| {
+            let immutable = Immutable::of(dir);
+            (dir.to_owned(), Box::new(immutable))
+        });
+    }
+}
+
+/// The store's files and directory made immutable (`chattr +i`), made mutable again when
+/// dropped.
+struct Immutable {
+    paths: Vec<PathBuf>,
+}
+
+impl Immutable {
+    fn of(dir: &Path) -> Immutable {
+        let mut paths: Vec<PathBuf> = walk(dir);
+        paths.push(dir.to_owned());
+        let status = Command::new("chattr")
+            .arg("+i")
+            .args(&paths)
+            .status()
+            .unwrap();
+        assert!(
+            status.success(),
+            "chattr +i: this test needs root and a file system with the immutable flag"
+        );
+        Immutable { paths }
+    }
+}
+
+impl Drop for Immutable {
+    fn drop(&mut self) {
+        let _ = Command::new("chattr").arg("-i").args(&self.paths).status();
+    }
+}
+
+/// Every file and directory under `dir`.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        }
+        out.push(path);
+    }
+    out
+}
+
+/// A store made unwritable by `protect` (which returns where to reach it and a guard that
+/// undoes the protection when dropped): every read answers as before, a write fails naming
+/// the cause, and no file changes.
+fn protected_store_reads_and_refuses_writes(
+    backend: &str,
+    protect: impl Fn(&Path) -> (PathBuf, Box<dyn std::any::Any>),
+) {
+    let g = Grove::new();
+    let seed = fixture("edge-seed-harness.jsonl");
+    g.ok(&["--backend", backend, "import", seed.to_str().unwrap()]);
+    let expected: Vec<String> = READS
+        .iter()
+        .map(|args| {
+            let mut all = vec!["--backend", backend];
+            all.extend_from_slice(args);
+            g.ok(&all)
+        })
+        .collect();
+    let files_before = listing(&g.store_dir());
+    let (at, guard) = protect(&g.store_dir());
+    for (args, expected) in READS.iter().zip(&expected) {
+        let out = Command::new(grove_bin())
+            .arg("--store")
+            .arg(&at)
+            .args(["--backend", backend])
+            .args(*args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{backend} {args:?}: {stderr}");
+        assert_eq!(&String::from_utf8_lossy(&out.stdout), expected, "{args:?}");
+    }
+    let mut child = Command::new(grove_bin())
+        .arg("--store")
+        .arg(&at)
+        .args(["--backend", backend, "append", "seed-harness"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(br#"{"role":"user","content":"refused","timestamp":0}"#)
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("read-only"), "{backend}: {stderr}");
+    drop(guard);
+    assert_eq!(listing(&g.store_dir()), files_before);
 }
 
 fn listing(dir: &Path) -> Vec<(String, u64)> {
