@@ -12,8 +12,7 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::Duration;
 
 use grove::{
-    Backend, Durability, ForkOptions, GroveError, ImportOptions, NavigateOptions, Navigator, Store,
-    StoreConfig,
+    ForkOptions, GroveError, ImportOptions, NavigateOptions, Navigator, Store, StoreConfig,
 };
 
 use super::{assistant, user};
@@ -50,15 +49,7 @@ impl Drop for Tmpfs {
 }
 
 fn config(dir: &Path, redb: bool) -> StoreConfig {
-    let backend = if redb {
-        Backend::Redb(dir.to_owned())
-    } else {
-        Backend::Sled(dir.to_owned())
-    };
-    StoreConfig::new(dir)
-        .backend(backend)
-        .durability(Durability::Sync)
-        .cache_bytes(8 << 20)
+    super::sync_config(dir, redb).cache_bytes(8 << 20)
 }
 
 /// Runs `op` on another thread and fails the test when it takes longer than `limit` (a

@@ -8,19 +8,12 @@
 
 use std::path::Path;
 
-use grove::{Backend, CreateSession, Durability, GroveError, Store, StoreConfig};
+use grove::{CreateSession, Durability, GroveError, Store, StoreConfig};
 
 use super::user;
 
 fn config(dir: &Path, redb: bool) -> StoreConfig {
-    let backend = if redb {
-        Backend::Redb(dir.to_owned())
-    } else {
-        Backend::Sled(dir.to_owned())
-    };
-    StoreConfig::new(dir)
-        .backend(backend)
-        .durability(Durability::Sync)
+    super::sync_config(dir, redb)
 }
 
 /// A store of two sessions whose last write, a sync append to `victim`, holds `marker`.

@@ -31,7 +31,7 @@ mod verify;
 mod view_rows;
 mod views;
 
-use grove::{NewEntry, Session};
+use grove::{Backend, Durability, NewEntry, Session, StoreConfig};
 
 /// A pi user message with one text block.
 pub fn user(text: &str) -> NewEntry {
@@ -91,4 +91,16 @@ pub fn seed(session: &Session) -> Vec<String> {
     let pb = session.append(user("plan B")).unwrap();
     let ab = session.append(assistant("assistant B")).unwrap();
     vec![u1, a1, pa, aa, pb, ab]
+}
+
+/// A sled (or, with `redb`, a redb) store in `dir` with sync durability.
+pub fn sync_config(dir: &std::path::Path, redb: bool) -> StoreConfig {
+    let backend = if redb {
+        Backend::Redb(dir.to_owned())
+    } else {
+        Backend::Sled(dir.to_owned())
+    };
+    StoreConfig::new(dir)
+        .backend(backend)
+        .durability(Durability::Sync)
 }

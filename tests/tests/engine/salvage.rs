@@ -12,8 +12,8 @@ use grove::codec::record;
 use grove::kv::{Kv, KvError, MemoryKv, Scan, WriteBatch};
 use grove::salvage::{salvage, SalvageReport};
 use grove::{
-    Backend, CreateSession, Durability, Flavor, ForkOptions, ImportOptions, LeafRule, Session,
-    Store, StoreConfig, Strictness,
+    CreateSession, Durability, Flavor, ForkOptions, ImportOptions, LeafRule, Session, Store,
+    StoreConfig, Strictness,
 };
 
 use super::{seed, sid_of, user};
@@ -34,14 +34,7 @@ fn fixture(name: &str) -> PathBuf {
 }
 
 fn config(dir: &Path, redb: bool) -> StoreConfig {
-    let backend = if redb {
-        Backend::Redb(dir.to_owned())
-    } else {
-        Backend::Sled(dir.to_owned())
-    };
-    StoreConfig::new(dir)
-        .backend(backend)
-        .durability(Durability::Sync)
+    super::sync_config(dir, redb)
 }
 
 fn open(dir: &Path, redb: bool) -> Store {
