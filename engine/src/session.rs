@@ -5,7 +5,6 @@
 
 use std::sync::Arc;
 
-use grove_codec::digest;
 use grove_codec::entry::Envelope;
 use grove_codec::jsstr::JsString;
 use grove_codec::record::{self, LabelRecord, LeafTarget, NodeRecord, SessionRecord};
@@ -441,14 +440,15 @@ pub(crate) fn decode_node(seq: u64, row: &[u8]) -> Result<NodeRecord> {
 }
 
 /// Decodes the log row at `seq` of session `session` into its node record and line, and
-/// checks the line against the node's content hash: every line the engine hands out, or
-/// copies into another session, passes here. A line that does not match is `Corrupt`, naming
-/// the session, the entry and its seq; its bytes are not handed out.
+/// checks the line: against the CRC-32 its node record holds (rows of store layout 9 and
+/// later), else against its content hash ([`record::LogRow::check_line`]). Every line the
+/// engine hands out, or copies into another session, passes here. A line that does not match
+/// is `Corrupt`, naming the session, the entry and its seq; its bytes are not handed out.
 pub(crate) fn decode_row(session: &str, seq: u64, row: Vec<u8>) -> Result<Entry> {
     decode(seq, row, Some(session))
 }
 
-/// [`decode_row`] without the content hash, for rows whose line is covered otherwise or not
+/// [`decode_row`] without the line check, for rows whose line is covered otherwise or not
 /// handed out: materialized view rows (copies of checked lines, under their chunk's
 /// checksum) and the last log value a session load completes index rows from.
 pub(crate) fn decode_row_unchecked(seq: u64, row: Vec<u8>) -> Result<Entry> {
@@ -457,21 +457,20 @@ pub(crate) fn decode_row_unchecked(seq: u64, row: Vec<u8>) -> Result<Entry> {
 
 /// Splits and decodes a log row; with `check`, the session whose line is checked.
 fn decode(seq: u64, mut row: Vec<u8>, check: Option<&str>) -> Result<Entry> {
-    let corrupt =
-        |e: grove_codec::CodecError| GroveError::Corrupt(format!("log record {seq}: {e}"));
-    let (node, line) = record::split_log(&row).map_err(corrupt)?;
-    let node: NodeRecord = record::decode(node).map_err(corrupt)?;
+    let parts = record::decode_log(&row)
+        .map_err(|e| GroveError::Corrupt(format!("log record {seq}: {e}")))?;
     if let Some(session) = check {
-        if digest::content_hash(line) != node.content {
+        if let Err(failed) = parts.check_line() {
             return Err(GroveError::Corrupt(format!(
                 "session {session}, entry {} (record {seq}): the stored line does not match its \
-                 content hash",
-                node.id
+                 {failed}",
+                parts.node.id
             )));
         }
     }
     // The line is the row's tail: keep the buffer, drop its head.
-    let head = row.len() - line.len();
+    let head = row.len() - parts.line.len();
+    let node = parts.node;
     row.drain(..head);
     let line = String::from_utf8(row)
         .map_err(|_| GroveError::Corrupt(format!("line {seq} is not UTF-8")))?;

@@ -487,7 +487,11 @@ impl Tip {
     }
 }
 
-const FORMAT_MARKER: &[u8] = b"grove\x00\x08";
+const FORMAT_MARKER: &[u8] = b"grove\x00\x09";
+/// Layout 8 is layout 9 without the CRC-32 of the line in the node records of its log rows
+/// (their version 1): layout 9 checks the lines of such rows against their content hash, so
+/// opening it only rewrites the marker (a layout-8 build cannot decode the newer rows).
+const FORMAT_MARKER_8: &[u8] = b"grove\x00\x08";
 /// Layout 7 is layout 8 without index packs (`0x1D`, `0x1E`): its imported sessions keep
 /// their children index and leaf history in one key per row, which layout 8 still reads, so
 /// opening it only rewrites the marker (a layout-7 build would miss the packs of later imports).
@@ -820,7 +824,8 @@ impl Store {
         let marker = inner.kv.get(&marker_key)?;
         if read_only {
             match marker {
-                Some(m) if m == FORMAT_MARKER => {}
+                // Layouts 7 and 8 are read as they are (a writer only rewrites their marker).
+                Some(m) if m == FORMAT_MARKER || m == FORMAT_MARKER_8 || m == FORMAT_MARKER_7 => {}
                 // A backend without a marker holds no store (or lost it: see `lost`).
                 None if inner.lost.is_some() => {}
                 None => {
@@ -834,7 +839,7 @@ impl Store {
         }
         match marker {
             Some(m) if m == FORMAT_MARKER => {}
-            Some(m) if m == FORMAT_MARKER_7 => {
+            Some(m) if m == FORMAT_MARKER_8 || m == FORMAT_MARKER_7 => {
                 let mut batch = WriteBatch::new();
                 batch.put(marker_key, FORMAT_MARKER.to_vec());
                 inner.commit(batch, Durability::Sync)?;

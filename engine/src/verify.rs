@@ -1,7 +1,8 @@
 //! Verification: recompute every digest chain and every index from the log, and report each
 //! disagreement with its session and entry. Every stored record carries a checksum, every
-//! line a content hash in its node, and every node is re-derived with the same fold as
-//! append, so a changed byte anywhere in a session's values is found.
+//! line a content hash in its node (and, from store layout 9, the CRC-32 reads check: both
+//! are checked here), and every node is re-derived with the same fold as append, so a
+//! changed byte anywhere in a session's values is found.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
@@ -274,7 +275,7 @@ fn verify_session(s: &Session, listed_as: &str, report: &mut VerifyReport) -> Re
                 return Ok(());
             }
         };
-        let node = match record::decode::<NodeRecord>(nv) {
+        let (node, line_crc) = match record::decode_node(nv) {
             Ok(n) => n,
             Err(e) => {
                 c.fail(None, format!("node {seq}: {e}"));
@@ -282,10 +283,17 @@ fn verify_session(s: &Session, listed_as: &str, report: &mut VerifyReport) -> Re
             }
         };
         let line = String::from_utf8_lossy(lv).into_owned();
+        // Both checks: the content hash (the chain's input) and the CRC-32 that reads check.
         if digest::content_hash(lv) != node.content {
             c.fail(
                 Some(&node.id),
                 format!("line {seq} does not match its content hash"),
+            );
+        }
+        if line_crc.is_some_and(|crc| crc != record::line_crc(lv)) {
+            c.fail(
+                Some(&node.id),
+                format!("line {seq} does not match its CRC-32"),
             );
         }
         let env = Envelope::parse(&line).ok();
@@ -739,12 +747,8 @@ fn verify_session(s: &Session, listed_as: &str, report: &mut VerifyReport) -> Re
             }
         };
         for (seq, row) in chunk.rows {
-            let copy = record::split_log(&row).ok().and_then(|(nv, lv)| {
-                let node = record::decode::<NodeRecord>(nv).ok()?;
-                Some((node, lv.to_vec()))
-            });
-            let same = match (copy, rows.get(seq as usize)) {
-                (Some((node, line)), Some(r)) => node == r.node && line == r.line.as_bytes(),
+            let same = match (record::decode_log(&row), rows.get(seq as usize)) {
+                (Ok(copy), Some(r)) => copy.node == r.node && copy.line == r.line.as_bytes(),
                 _ => false,
             };
             if !same || previous.is_some_and(|p| p >= seq) {

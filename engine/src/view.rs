@@ -10,8 +10,8 @@
 //!   selection, and the entries the settings come from) are materialized next to it, as
 //!   copies in a few small values ([`keys::T_VIEW`]): a path through a bushy session passes
 //!   through many log packs, and the backend reads a whole page of packs for each. The
-//!   copies are made from reads that checked each line against its content hash, and each
-//!   chunk of them carries its checksum, so a resume does not hash their lines again; a
+//!   copies are made from reads that checked each line (`session::decode_row`), and each
+//!   chunk of them carries its checksum, so a resume does not check their lines again; a
 //!   chunk that fails its checksum is read from the log instead.
 //!
 //! Views live in a bounded in-memory cache, one per session.

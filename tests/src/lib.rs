@@ -4,6 +4,7 @@
 
 pub mod campaign;
 pub mod crash;
+pub mod rows;
 
 pub mod oracle {
     //! Discovery of the pi-oracle fixtures (tests/fixtures/pi-oracle, see its README).

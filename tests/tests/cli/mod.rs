@@ -68,6 +68,9 @@ pub fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
+/// How long a test waits for a store's lock after it closed the store itself.
+pub const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// A temporary store and the commands run against it.
 pub struct Grove {
     dir: tempfile::TempDir,
@@ -135,9 +138,12 @@ impl Grove {
         )
     }
 
-    /// Opens the store in this process (no grove process may be running).
+    /// Opens the store in this process (no grove process may be running). It waits for the
+    /// store's lock ([`LOCK_WAIT`]): a grove process that just exited may not have released
+    /// it yet, and a child that another test thread is starting may hold a copy of it until
+    /// its exec.
     pub fn open(&self) -> Store {
-        Store::open(self.store_dir()).unwrap()
+        Store::open_with(grove::StoreConfig::new(self.store_dir()).lock_wait(LOCK_WAIT)).unwrap()
     }
 }
 

@@ -3,14 +3,23 @@
 //! session and the entry, print none of the damaged text and leave FILE as it was; the
 //! store's other sessions read as before.
 //!
+//! Rows of store layout 9 are checked against the CRC-32 of their line, rows of a layout-8
+//! store (which have none) against the content hash; `verify` reports either mismatch.
+//!
 //! Regression (issue 16): a byte changed inside a stored line on redb was printed by
 //! `context` and written by `export -o` with exit 0.
 
 use std::path::Path;
 
+use grove_codec::record;
+use grove_tests::rows;
+
 use super::{fixture, Grove};
 
 const DAMAGED: &str = "assistant Z";
+
+/// Waits for the store's lock, which the test has just released (`Grove::open`).
+const WAIT: [&str; 2] = ["--lock-wait", "30"];
 
 /// Imports the seed fixture (its entry a36c3dcf says "assistant B") and a second session;
 /// returns the second one's id.
@@ -102,24 +111,94 @@ fn a_line_damaged_in_a_sled_store_is_refused_by_context_branch_and_export() {
     let g = Grove::new();
     let sound = import(&g, &[]);
     let sound_export = g.ok(&["export", &sound]);
-    // On sled the line is changed through the key-value layer (the redb test above edits the
-    // database file itself).
+    damage_sled(&g);
+    assert_refused(&g, &WAIT, &sound, &sound_export);
+}
+
+/// The internal number of session `id`.
+fn sid_of(store: &grove::Store, id: &str) -> u64 {
+    let sid = store
+        .kv()
+        .get(&grove::keys::session_id(id))
+        .unwrap()
+        .unwrap();
+    u64::from_be_bytes(sid.as_slice().try_into().unwrap())
+}
+
+/// Changes "assistant B" to "assistant Z" in seed-harness's log pack of a sled store, through
+/// the key-value layer (the redb test above edits the database file itself).
+fn damage_sled(g: &Grove) {
+    let store = g.open();
+    let key = grove::keys::log_pack(sid_of(&store, "seed-harness"), 0);
+    let mut pack = store.kv().get(&key).unwrap().unwrap();
+    let at = pack.windows(11).position(|w| w == b"assistant B").unwrap();
+    pack[at + 10] = b'Z';
+    let mut batch = grove::kv::WriteBatch::new();
+    batch.put(key, pack);
+    store.kv().apply(batch).unwrap();
+    store.flush().unwrap();
+}
+
+#[test]
+fn a_line_whose_crc_does_not_match_is_refused_and_verify_reports_the_crc() {
+    let g = Grove::new();
+    let sound = import(&g, &[]);
+    let sound_export = g.ok(&["export", &sound]);
+    {
+        // The line and its content hash as stored, the CRC its node record claims wrong.
+        let store = g.open();
+        let edited = rows::rewrite_rows(&store, sid_of(&store, "seed-harness"), |row| {
+            let row = record::decode_log(row).unwrap();
+            let crc = row.line_crc.unwrap();
+            let hit = row.line.windows(11).any(|w| w == b"assistant B");
+            hit.then(|| rows::row_claiming(&row.node, !crc, row.line))
+        })
+        .unwrap();
+        assert_eq!(edited, 1);
+    }
+    assert_refused(&g, &WAIT, &sound, &sound_export);
+    let out = g.run(&["verify"]);
+    assert_eq!(out.status.code(), Some(3));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("a36c3dcf") && stdout.contains("does not match its CRC-32"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("content hash"), "{stdout}");
+}
+
+#[test]
+fn a_layout_8_store_reads_as_before_and_refuses_a_damaged_line() {
+    let g = Grove::new();
+    let sound = import(&g, &[]);
+    let export = |g: &Grove, id: &str| g.ok(&[&WAIT[..], &["export", id]].concat());
+    let exports = |g: &Grove| [export(g, "seed-harness"), export(g, &sound)];
+    let before = exports(&g);
     {
         let store = g.open();
-        let sid = store
-            .kv()
-            .get(&grove::keys::session_id("seed-harness"))
-            .unwrap()
-            .unwrap();
-        let sid = u64::from_be_bytes(sid.as_slice().try_into().unwrap());
-        let key = grove::keys::log_pack(sid, 0);
-        let mut pack = store.kv().get(&key).unwrap().unwrap();
-        let at = pack.windows(11).position(|w| w == b"assistant B").unwrap();
-        pack[at + 10] = b'Z';
-        let mut batch = grove::kv::WriteBatch::new();
-        batch.put(key, pack);
-        store.kv().apply(batch).unwrap();
-        store.flush().unwrap();
+        for id in ["seed-harness", sound.as_str()] {
+            let sid = sid_of(&store, id);
+            assert!(rows::as_layout_8(&store, sid).unwrap() > 0);
+        }
     }
-    assert_refused(&g, &[], &sound, &sound_export);
+    // Read commands open the store read-only: they read layout 8 as it is.
+    assert_eq!(exports(&g), before);
+    g.ok(&["verify"]);
+    let marker = |config: grove::StoreConfig| {
+        let store = grove::Store::open_with(config).unwrap();
+        let key = grove::keys::meta(grove::keys::META_FORMAT);
+        store.kv().get(&key).unwrap().unwrap()
+    };
+    let config = grove::StoreConfig::new(g.store_dir()).lock_wait(super::LOCK_WAIT);
+    assert_eq!(
+        marker(config.clone().read_only(true)),
+        rows::LAYOUT_8_MARKER
+    );
+    // A writer upgrades it.
+    assert_eq!(marker(config), b"grove\x00\x09");
+    damage_sled(&g);
+    assert_refused(&g, &WAIT, &sound, &before[1]);
+    let out = g.run(&["verify"]);
+    assert_eq!(out.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("does not match its content hash"));
 }

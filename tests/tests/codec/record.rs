@@ -3,7 +3,8 @@
 //! so that a change of encoding cannot slip in without a new format version.
 
 use grove_codec::record::{
-    decode, encode, FormatVersion, HeadRecord, Jump, LabelRecord, LeafTarget, NodeRecord, Parent,
+    decode, decode_log, decode_log_node, decode_node, encode, encode_log, line_crc, split_log,
+    FormatVersion, HeadRecord, Jump, LabelRecord, LeafTarget, LineCheck, NodeRecord, Parent,
     SessionRecord, CHECKSUM_LEN,
 };
 use grove_codec::{CodecError, EntryKind, Role};
@@ -79,8 +80,10 @@ fn label() -> LabelRecord {
     }
 }
 
-#[test]
-fn node_record_golden_bytes() {
+/// The payload of [`node()`] as a version-1 record: what `encode` writes, and what a log row of
+/// store layout 8 or earlier holds. A version-2 node record is the same after its version
+/// byte, followed by the line's CRC-32.
+fn node_golden_payload() -> Vec<u8> {
     let mut want: Vec<u8> = vec![
         0x01, // format version 1
         0x02, b'e', b'1', // id: length 2, then the UTF-8 bytes
@@ -99,9 +102,15 @@ fn node_record_golden_bytes() {
     want.extend([0x11; 32]); // content: 32 raw bytes, no length
     want.extend(0u8..32); // digest
     want.extend([0x01, 30, 0xfb, 0x2c, 0x01, 0x01]); // message: Some(span 30, 300, true)
+    want
+}
+
+#[test]
+fn node_record_golden_bytes() {
     let bytes = encode(&node());
-    assert_eq!(payload(&bytes), want);
+    assert_eq!(payload(&bytes), node_golden_payload());
     assert_eq!(decode::<NodeRecord>(&bytes).unwrap(), node());
+    assert_eq!(decode_node(&bytes).unwrap(), (node(), None));
 }
 
 #[test]
@@ -262,12 +271,16 @@ fn every_record_round_trips() {
 
 #[test]
 fn unknown_format_versions_are_refused() {
-    for version in [0u8, 2, 3, 0x7f, 0xff] {
+    for version in [0u8, 3, 0x7f, 0xff] {
         let mut body = payload(&encode(&node()));
         body[0] = version;
         let bytes = seal(body);
         assert!(
             matches!(decode::<NodeRecord>(&bytes), Err(CodecError::UnknownFormatVersion(v)) if v == version),
+            "version {version}"
+        );
+        assert!(
+            matches!(decode_node(&bytes), Err(CodecError::UnknownFormatVersion(v)) if v == version),
             "version {version}"
         );
         assert!(matches!(
@@ -276,8 +289,18 @@ fn unknown_format_versions_are_refused() {
         ));
     }
     assert_eq!(FormatVersion::from_byte(1).unwrap(), FormatVersion::V1);
+    assert_eq!(FormatVersion::from_byte(2).unwrap(), FormatVersion::V2);
+    assert!(!FormatVersion::V1.has_line_crc() && FormatVersion::V2.has_line_crc());
     assert_eq!(FormatVersion::CURRENT, FormatVersion::V1);
+    assert_eq!(FormatVersion::NODE, FormatVersion::V2);
     assert_eq!(encode(&label())[0], FormatVersion::CURRENT as u8);
+    // Version 2 is a node record's only: other records of it are refused.
+    let mut body = payload(&encode(&label()));
+    body[0] = 2;
+    assert!(matches!(
+        decode::<LabelRecord>(&seal(body)),
+        Err(CodecError::UnknownFormatVersion(2))
+    ));
 }
 
 /// Decodes bytes as one record type, dropping the value.
@@ -430,40 +453,143 @@ fn any_flipped_byte_is_detected() {
 }
 
 #[test]
-fn log_row_packs_the_node_record_then_the_line() {
+fn log_row_golden_bytes() {
     let line = br#"{"type":"message","id":"e1"}"#;
-    let row = grove_codec::record::encode_log(&node(), line);
-    let encoded = encode(&node());
-    // Golden layout (docs/format.md, "LogRow"): u32 BE length, the record, the line.
-    assert_eq!(row[..4], (encoded.len() as u32).to_be_bytes());
-    assert_eq!(row[4..4 + encoded.len()], encoded[..]);
-    assert_eq!(row[4 + encoded.len()..], line[..]);
-    let (n, l) = grove_codec::record::split_log(&row).unwrap();
-    assert_eq!(decode::<NodeRecord>(n).unwrap(), node());
+    let row = encode_log(&node(), line);
+    // Golden layout (docs/format.md, "LogRow"): u32 BE length, the node record of version 2
+    // (its fields, the line's CRC-32 little-endian, the record checksum), the line.
+    let mut record = node_golden_payload();
+    record[0] = 0x02;
+    record.extend([0x10, 0x03, 0x7b, 0x01]); // CRC-32 of the line: 0x017b0310
+    assert_eq!(line_crc(line), 0x017b_0310);
+    let record = seal(record);
+    assert_eq!(row[..4], (record.len() as u32).to_be_bytes());
+    assert_eq!(row[4..4 + record.len()], record[..]);
+    assert_eq!(row[4 + record.len()..], line[..]);
+    assert_eq!(row.len(), 4 + encode(&node()).len() + 4 + line.len());
+    let (n, l) = split_log(&row).unwrap();
+    assert_eq!(decode_node(n).unwrap(), (node(), Some(0x017b_0310)));
     assert_eq!(l, line);
-    assert_eq!(grove_codec::record::decode_log_node(&row).unwrap(), node());
-    // An empty line is allowed (the split is by length, not by content).
-    let bare = grove_codec::record::encode_log(&node(), b"");
-    assert_eq!(grove_codec::record::split_log(&bare).unwrap().1, b"");
+    assert_eq!(decode_log_node(&row).unwrap(), node());
+    let decoded = decode_log(&row).unwrap();
+    assert_eq!(
+        (decoded.node, decoded.line_crc, decoded.line),
+        (node(), Some(0x017b_0310), &line[..])
+    );
+    // A version-2 node record is not a version-1 one.
+    assert!(matches!(
+        decode::<NodeRecord>(n),
+        Err(CodecError::UnknownFormatVersion(2))
+    ));
+    // An empty line is allowed (the split is by length, not by content); its CRC is 0.
+    let bare = encode_log(&node(), b"");
+    let decoded = decode_log(&bare).unwrap();
+    assert_eq!((decoded.line, decoded.line_crc), (&b""[..], Some(0)));
+    assert_eq!(line_crc(b"{}"), 0xa3a6_bf43);
+}
+
+#[test]
+fn a_row_checks_its_line_against_its_crc() {
+    let line = br#"{"type":"message","id":"e1"}"#;
+    // The node's content hash is wrong: a read of a layout-9 row does not compute it.
+    let row = encode_log(&node(), line);
+    assert_eq!(decode_log(&row).unwrap().check_line(), Ok(()));
+    let at = row.len() - line.len();
+    for i in at..row.len() {
+        for bit in [0x01u8, 0x80] {
+            let mut changed = row.clone();
+            changed[i] ^= bit;
+            assert_eq!(
+                decode_log(&changed).unwrap().check_line(),
+                Err(LineCheck::Crc),
+                "byte {i} bit {bit:#x}"
+            );
+        }
+    }
+    // The CRC lies inside the node record, under its checksum: a changed CRC is a damaged
+    // record.
+    let mut changed = row.clone();
+    changed[at - CHECKSUM_LEN - 1] ^= 1;
+    assert!(matches!(
+        decode_log(&changed),
+        Err(CodecError::CorruptRecord(_))
+    ));
+    assert_eq!(LineCheck::Crc.to_string(), "CRC-32");
+}
+
+#[test]
+fn layout_8_rows_are_checked_against_their_content_hash() {
+    // A layout-8 row: u32 BE length, the node record of version 1, the line.
+    let line = br#"{"type":"message","id":"e1"}"#;
+    let mut n = node();
+    n.content = grove_codec::digest::content_hash(line);
+    let record = encode(&n);
+    let mut row = (record.len() as u32).to_be_bytes().to_vec();
+    row.extend(&record);
+    row.extend(line);
+    assert_eq!(row, grove_tests::rows::layout_8_row(&n, line));
+    let decoded = decode_log(&row).unwrap();
+    assert_eq!((&decoded.node, decoded.line_crc), (&n, None));
+    assert_eq!(decoded.check_line(), Ok(()));
+    let at = row.len() - line.len();
+    for i in at..row.len() {
+        let mut changed = row.clone();
+        changed[i] ^= 0x20;
+        assert_eq!(
+            decode_log(&changed).unwrap().check_line(),
+            Err(LineCheck::ContentHash),
+            "byte {i}"
+        );
+    }
+    assert_eq!(LineCheck::ContentHash.to_string(), "content hash");
+}
+
+#[test]
+fn node_records_of_version_2_need_their_crc() {
+    let mut body = node_golden_payload();
+    body[0] = 0x02;
+    // The fields alone: the CRC is missing.
+    assert!(matches!(
+        decode_node(&seal(body.clone())),
+        Err(CodecError::CorruptRecord(m)) if m.contains("CRC")
+    ));
+    // A CRC and one byte more.
+    body.extend([1, 2, 3, 4, 5]);
+    assert!(matches!(
+        decode_node(&seal(body)),
+        Err(CodecError::CorruptRecord(m)) if m.contains("1 trailing")
+    ));
+    // Version 1 with a CRC after its fields: trailing bytes.
+    let mut body = node_golden_payload();
+    body.extend([1, 2, 3, 4]);
+    assert!(matches!(
+        decode_node(&seal(body)),
+        Err(CodecError::CorruptRecord(m)) if m.contains("4 trailing")
+    ));
 }
 
 #[test]
 fn damaged_log_rows_are_refused() {
-    let row = grove_codec::record::encode_log(&node(), b"{}");
+    let row = encode_log(&node(), b"{}");
     // Shorter than the length prefix.
     assert!(matches!(
-        grove_codec::record::split_log(&row[..3]),
+        split_log(&row[..3]),
         Err(CodecError::CorruptRecord(_))
     ));
     // A length beyond the value.
     let mut long = row.clone();
     long[..4].copy_from_slice(&u32::MAX.to_be_bytes());
     assert!(matches!(
-        grove_codec::record::split_log(&long),
+        split_log(&long),
+        Err(CodecError::CorruptRecord(_))
+    ));
+    assert!(matches!(
+        decode_log(&long),
         Err(CodecError::CorruptRecord(_))
     ));
     // A flipped bit in the node record fails its checksum.
     let mut flipped = row.clone();
     flipped[6] ^= 1;
-    assert!(grove_codec::record::decode_log_node(&flipped).is_err());
+    assert!(decode_log_node(&flipped).is_err());
+    assert!(decode_log(&flipped).is_err());
 }

@@ -224,7 +224,7 @@ fn verify_names_an_index_pack_that_disagrees_with_the_log() {
 }
 
 #[test]
-fn a_layout_7_store_opens_as_layout_8_with_its_rows() {
+fn a_layout_7_store_opens_as_layout_9_with_its_rows() {
     let dir = tempfile::tempdir().unwrap();
     let (id, roots, history) = {
         let store = Store::open(dir.path()).unwrap();
@@ -242,7 +242,7 @@ fn a_layout_7_store_opens_as_layout_8_with_its_rows() {
     let store = Store::open(dir.path()).unwrap();
     assert_eq!(
         store.kv().get(&keys::meta(keys::META_FORMAT)).unwrap(),
-        Some(b"grove\x00\x08".to_vec())
+        Some(b"grove\x00\x09".to_vec())
     );
     let s = store.session(&id).unwrap();
     assert_eq!(children_ids(&s, None), roots);

@@ -1,10 +1,12 @@
-//! Every read checks the lines it hands out (docs/design.md, "Read checks"): a line whose
+//! Every read checks the lines it hands out (docs/design.md, "Verification"): a line whose
 //! bytes changed after it was stored is refused with `Corrupt`, naming its session and entry
 //! and never showing the changed text, by the context, branch and path, entries, children,
 //! the tree, labels, both export flavors and fork — wherever the line lies (an import pack, a
 //! single row, a batch) and on every backend. A materialized copy that fails its checksum is
 //! read from the log instead. The other sessions of the store read as before, and `verify`
-//! still reports the damage.
+//! still reports the damage. Rows of store layout 9 are checked against the CRC-32 of the
+//! line in their node record; rows of older layouts, which have none, against the content
+//! hash; `verify` checks both.
 //!
 //! Regression: before these checks, a changed byte inside a stored line was served by
 //! `context` and `export` with success; only `verify` noticed (issue 16).
@@ -20,6 +22,7 @@ use grove::{
     Store, StoreConfig,
 };
 use grove_codec::record::{self, ViewRowsRecord};
+use grove_tests::rows;
 
 use super::{assistant, sid_of, user};
 
@@ -73,7 +76,9 @@ impl Place {
         }
     }
 
-    /// Opens the store (each commit applied and flushed as it is made).
+    /// Opens the store (each commit applied and flushed as it is made), waiting for its lock:
+    /// a child process that another test thread is starting may hold a copy of the lock of the
+    /// store this test has just closed until its exec.
     fn open(&self) -> Store {
         let dir = self.dir.path().to_owned();
         let backend = match self.kind {
@@ -86,7 +91,8 @@ impl Place {
         Store::open_with(
             StoreConfig::new(&dir)
                 .backend(backend)
-                .durability(Durability::Sync),
+                .durability(Durability::Sync)
+                .lock_wait(std::time::Duration::from_secs(30)),
         )
         .unwrap()
     }
@@ -459,5 +465,126 @@ fn a_damaged_log_line_with_a_sound_copy_is_served_from_the_copy_and_refused_else
             &id,
             &trunk2,
         );
+    }
+}
+
+#[test]
+fn a_layout_8_store_reads_its_rows_without_a_crc_and_checks_them_against_the_content_hash() {
+    for kind in KINDS {
+        let place = Place::new(kind);
+        let before = {
+            let store = place.open();
+            let fixture = fixture("edge-seed-harness.jsonl");
+            store
+                .import_file(&fixture, ImportOptions::default())
+                .unwrap();
+            // Rows of every kind: the import's packs, a single row and a batch.
+            let s = store.session("seed-harness").unwrap();
+            s.append(user("a single row")).unwrap();
+            s.append_many(&[user("a batch"), assistant("of two")])
+                .unwrap();
+            let before = answers(&store, "seed-harness");
+            let sid = sid_of(&store, "seed-harness");
+            let records = s.log().count();
+            assert_eq!(rows::as_layout_8(&store, sid).unwrap(), records, "{kind:?}");
+            before
+        };
+        {
+            // Opening rewrites the marker, and only the marker.
+            let store = place.open();
+            let marker = store.kv().get(&keys::meta(keys::META_FORMAT)).unwrap();
+            assert_eq!(marker, Some(b"grove\x00\x09".to_vec()), "{kind:?}");
+            let sid = sid_of(&store, "seed-harness");
+            let mut with_crc = 0;
+            rows::rewrite_rows(&store, sid, |row| {
+                with_crc += usize::from(record::decode_log(row).unwrap().line_crc.is_some());
+                None
+            })
+            .unwrap();
+            assert_eq!(with_crc, 0, "{kind:?}");
+            assert_eq!(answers(&store, "seed-harness"), before, "{kind:?}");
+            let report = store.verify().unwrap();
+            assert!(report.is_ok(), "{kind:?}: {:?}", report.problems);
+            // Without the materialized copies (a cache) a resume reads the log.
+            let (start, end) = keys::view_rows_range(sid);
+            let mut batch = WriteBatch::new();
+            for pair in store.kv().scan(&start, &end) {
+                batch.delete(pair.unwrap().0);
+            }
+            store.kv().apply(batch).unwrap();
+            // "assistant B" (entry a36c3dcf, record 6, in the import's pack) changes.
+            assert_eq!(
+                damage_log(&store, "seed-harness", "assistant B", DAMAGED),
+                Stored::Pack,
+                "{kind:?}"
+            );
+        }
+        let store = place.open();
+        assert_every_read_refuses(&store, "seed-harness", "a36c3dcf", "67e60f1b");
+    }
+}
+
+/// Regression: reads checked every line against its blake3 content hash, which doubled an
+/// export and a context read from the log (docs/benchmarks.md, "Read checks").
+#[test]
+fn a_read_checks_the_crc_of_the_line_and_verify_checks_the_content_hash_too() {
+    for kind in KINDS {
+        let place = Place::new(kind);
+        let (id, ids) = {
+            let store = place.open();
+            let (id, ids) = seeded(&store);
+            let sid = sid_of(&store, &id);
+            // "assistant 1": a node record whose content hash is wrong, the line and its CRC
+            // right. "assistant B": a CRC that is wrong, the line and its content hash right.
+            let edited = rows::rewrite_rows(&store, sid, |row| {
+                let row = record::decode_log(row).unwrap();
+                let crc = row.line_crc.unwrap();
+                if find(row.line, b"assistant 1").is_some() {
+                    let mut node = row.node;
+                    node.content = [0; 32];
+                    Some(record::encode_log(&node, row.line))
+                } else if find(row.line, b"assistant B").is_some() {
+                    Some(rows::row_claiming(&row.node, !crc, row.line))
+                } else {
+                    None
+                }
+            })
+            .unwrap();
+            assert_eq!(edited, 2);
+            (id, ids)
+        };
+        let store = place.open();
+        let s = store.session(&id).unwrap();
+        // A read hashes no line: the CRC of "assistant 1" holds, so its line is served.
+        assert!(s.entry(&ids[1]).unwrap().line.contains("assistant 1"));
+        match s.entry(&ids[5]) {
+            Err(GroveError::Corrupt(m)) => assert!(
+                m.contains(&format!("session {id}"))
+                    && m.contains(&format!("entry {}", ids[5]))
+                    && m.contains("(record 6)")
+                    && m.contains("does not match its CRC-32"),
+                "{kind:?}: {m}"
+            ),
+            other => panic!("{kind:?}: expected Corrupt, got {other:?}"),
+        }
+        assert_refused("build_context", s.build_context(), &id, &ids[5]);
+        let (result, _) = export(&s, Flavor::Harness);
+        assert_refused("export", result, &id, &ids[5]);
+        // verify checks both: the content hash of the one, the CRC of the other.
+        let problems = store.verify().unwrap().problems;
+        let reported = |entry: &str, what: &str| {
+            problems
+                .iter()
+                .any(|p| p.entry.as_deref() == Some(entry) && p.what.contains(what))
+        };
+        assert!(
+            reported(&ids[1], "does not match its content hash"),
+            "{problems:?}"
+        );
+        assert!(
+            reported(&ids[5], "does not match its CRC-32"),
+            "{problems:?}"
+        );
+        assert!(!reported(&ids[5], "content hash"), "{problems:?}");
     }
 }

@@ -260,7 +260,7 @@ fn verify_reports_a_materialized_row_that_is_not_the_logs() {
 }
 
 #[test]
-fn a_layout_6_store_opens_as_layout_8() {
+fn a_layout_6_store_opens_as_layout_9() {
     let dir = tempfile::tempdir().unwrap();
     let id = {
         let store = Store::open(dir.path()).unwrap();
@@ -278,7 +278,7 @@ fn a_layout_6_store_opens_as_layout_8() {
     };
     let store = Store::open(dir.path()).unwrap();
     let marker = store.kv().get(&keys::meta(keys::META_FORMAT)).unwrap();
-    assert_eq!(marker, Some(b"grove\x00\x08".to_vec()));
+    assert_eq!(marker, Some(b"grove\x00\x09".to_vec()));
     let old_views = [keys::T_VIEW_OLD];
     assert_eq!(
         store.kv().scan(&old_views, &[keys::T_VIEW_OLD + 1]).count(),
