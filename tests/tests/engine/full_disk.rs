@@ -78,11 +78,14 @@ fn promptly<T: Send + 'static>(what: &str, op: impl FnOnce() -> T + Send + 'stat
     within(what, Duration::from_secs(60), op)
 }
 
-/// Fills the file system of `fs` up to about 1 MiB with the file `filler`.
+/// Fills the file system of `fs` with the file `filler` up to 3 MiB: less than the store's
+/// reserve (4 MiB), so grove refuses every write and a writer's open, but room for sled's own
+/// background work, which the reserve is for (sled that runs out of space in its own flusher
+/// must be reopened before it writes again).
 fn fill(fs: &Tmpfs) -> PathBuf {
     let filler = fs.path().join("filler");
     let free = fs2::available_space(fs.path()).unwrap();
-    std::fs::write(&filler, vec![7u8; free.saturating_sub(1 << 20) as usize]).unwrap();
+    std::fs::write(&filler, vec![7u8; free.saturating_sub(3 << 20) as usize]).unwrap();
     // The guard trusts an answer of the file system for 250 ms.
     std::thread::sleep(Duration::from_millis(300));
     filler
