@@ -251,22 +251,11 @@ fn holder(g: &Grove, backend: &str) -> std::process::Child {
         assert!(Instant::now() < deadline, "the holder never took the store");
         std::thread::sleep(Duration::from_millis(20));
     }
-    // And has opened its backend (before that it may still remove stale snapshot files): its
-    // data file is among its open files.
-    let data = g.store_dir().join(if backend == "redb" {
-        "grove.redb"
-    } else {
-        "db"
-    });
-    let fds = PathBuf::from(format!("/proc/{}/fd", child.id()));
-    let holds_data = || {
-        std::fs::read_dir(&fds)
-            .into_iter()
-            .flatten()
-            .flatten()
-            .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|target| target == data))
-    };
-    while !holds_data() {
+    // And has finished opening its backend: its main thread is blocked reading the pipe. Until
+    // then it may still remove snapshot files itself (grove's start-up guard, and sled, which
+    // writes a snapshot while it opens and then deletes every other `snap.*` file).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !reads_a_pipe(child.id()) {
         assert!(
             Instant::now() < deadline,
             "the holder never opened the store"
@@ -275,6 +264,31 @@ fn holder(g: &Grove, backend: &str) -> std::process::Child {
     }
     let _ = child.stdin.as_mut().unwrap().write_all(b"");
     child
+}
+
+/// Whether process `pid`'s main thread is blocked in `read` on a pipe (from /proc/PID/syscall:
+/// the syscall number, then its arguments, the first of which is the file descriptor).
+fn reads_a_pipe(pid: u32) -> bool {
+    const READ: &str = if cfg!(target_arch = "aarch64") {
+        "63"
+    } else {
+        "0"
+    };
+    let Ok(call) = std::fs::read_to_string(format!("/proc/{pid}/syscall")) else {
+        return false;
+    };
+    let mut fields = call.split_whitespace();
+    if fields.next() != Some(READ) {
+        return false;
+    }
+    let Some(fd) = fields
+        .next()
+        .and_then(|fd| u64::from_str_radix(fd.trim_start_matches("0x"), 16).ok())
+    else {
+        return false;
+    };
+    std::fs::read_link(format!("/proc/{pid}/fd/{fd}"))
+        .is_ok_and(|target| target.to_string_lossy().starts_with("pipe:"))
 }
 
 /// Before: a second process on a sled store retried silently for 10 s and failed; on redb it
