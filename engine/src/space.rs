@@ -6,9 +6,12 @@
 //! from ENOSPC, so every operation stays whole or absent and writing resumes as soon as space
 //! is freed (the next write asks the file system again).
 //!
-//! The guard asks the file system (`statvfs`) at most once per [`RECHECK`] (250 ms) or whenever the
-//! bytes written since the last answer could have used up the margin it saw, so an append
-//! costs a subtraction. This module owns that bookkeeping; it calls only the file system.
+//! The guard asks the file system (`statvfs`) at most once per [`RECHECK`] (250 ms) while the
+//! disk has more than [`TRUSTED`] bytes to spare past the reserve and the write, so an append
+//! on a roomy disk costs a subtraction; closer to full it asks before every write, so that
+//! another process filling the disk is seen at once (not up to 250 ms later, when sled may
+//! already have run out of space in its own log). This module owns that bookkeeping; it calls
+//! only the file system.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -31,6 +34,10 @@ const OVERHEAD: u64 = 3;
 /// The longest the guard trusts an answer of the file system (another process may fill the
 /// disk meanwhile).
 pub const RECHECK: Duration = Duration::from_millis(250);
+
+/// The margin past the reserve and the write above which the guard trusts an answer of the
+/// file system for [`RECHECK`]; below it, every write asks again.
+pub const TRUSTED: u64 = 64 << 20;
 
 /// Free space past the reserve above which the disk has room: a flush then runs on the
 /// caller's thread, without the bound of [`crate::kv::Bounded`] and its hand-over to a
@@ -112,7 +119,7 @@ impl Space {
         let cost = (bytes as u64).saturating_mul(OVERHEAD);
         let mut state = self.state.lock();
         let fresh = state.asked.is_some_and(|at| at.elapsed() < RECHECK);
-        if fresh && state.budget >= cost {
+        if fresh && state.budget >= cost.saturating_add(TRUSTED) {
             state.budget -= cost;
             return Ok(());
         }

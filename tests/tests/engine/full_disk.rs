@@ -416,3 +416,59 @@ fn a_flush_that_never_returns_is_given_up_after_the_bound() {
         stuck.store(false, std::sync::atomic::Ordering::SeqCst);
     });
 }
+
+/// Another writer takes most of the disk right after the store's guard last looked (within
+/// the 250 ms it trusts an answer on a roomy disk): grove's next writes must still be refused
+/// as `DiskFull` before the backend runs out of space (before, a fork then failed inside sled
+/// with ENOSPC and the store refused every write until it was reopened), and writing goes on
+/// once the space is given back.
+fn space_taken_by_another_writer(redb: bool) {
+    let fs = Tmpfs::mount(32);
+    let input = session_file(fs.path(), 150);
+    let dir = fs.path().join("store");
+    let store = Store::open_with(config(&dir, redb)).unwrap();
+    store.import_file(&input, ImportOptions::default()).unwrap();
+    // At once, before the guard asks again.
+    let other = fs.path().join("other");
+    std::fs::write(&other, vec![7u8; 12 << 20]).unwrap();
+    let mut forks = 0;
+    let err = loop {
+        let source = store.session("full-disk-source").unwrap();
+        let st = store.clone();
+        match promptly("fork", move || {
+            st.fork(&source, ForkOptions::default()).map(drop)
+        }) {
+            Ok(()) => forks += 1,
+            Err(e) => break e,
+        }
+        assert!(forks < 100, "the disk never filled");
+    };
+    assert!(is_disk_full(&err), "{err}");
+    assert_eq!(store.poisoned(), None);
+    read_everything(&store);
+    std::fs::remove_file(&other).unwrap();
+    assert_eq!(every_write(&store, &input, 1), 0, "writing goes on");
+    read_everything(&store);
+    close(store);
+}
+
+#[test]
+fn space_taken_by_another_writer_is_seen_at_the_next_write_on_sled() {
+    // Each run is one chance for the race; a few runs make a regression show.
+    for _ in 0..4 {
+        within(
+            "the other-writer test on sled",
+            Duration::from_secs(120),
+            || space_taken_by_another_writer(false),
+        );
+    }
+}
+
+#[test]
+fn space_taken_by_another_writer_is_seen_at_the_next_write_on_redb() {
+    within(
+        "the other-writer test on redb",
+        Duration::from_secs(120),
+        || space_taken_by_another_writer(true),
+    );
+}
