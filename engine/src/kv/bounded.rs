@@ -157,8 +157,11 @@ impl<K: Kv + 'static> Kv for Bounded<K> {
             .map_err(|_| self.stalled("flush"))?;
         match outcome.recv_timeout(self.timeout) {
             Ok(result) => result,
-            Err(RecvTimeoutError::Timeout) => Err(self.stalled("flush")),
-            Err(RecvTimeoutError::Disconnected) => Err(self.stalled("flush")),
+            // A worker gone without an answer (it cannot panic: the backend is guarded) is
+            // treated as one that never answers.
+            Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {
+                Err(self.stalled("flush"))
+            }
         }
     }
 
