@@ -46,6 +46,15 @@ pub enum GroveError {
         /// What is wrong.
         reason: String,
     },
+    /// An entry given whole to [`crate::Session::append_exact`] that the session cannot take
+    /// (pi `invalid_entry`): not a valid pi entry, or its parent is not an entry of the session.
+    #[error("invalid entry for session {session}: {reason}")]
+    RejectedEntry {
+        /// The session appended to.
+        session: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// A line of an input is longer than the import's limit
     /// ([`crate::ImportOptions::max_line_bytes`]); nothing was imported.
     #[error(
@@ -161,7 +170,9 @@ impl GroveError {
         match self {
             GroveError::EntryNotFound(_) | GroveError::SessionNotFound(_) => "not_found",
             GroveError::InvalidSession { .. } => "invalid_session",
-            GroveError::InvalidEntry { .. } | GroveError::LineTooLong { .. } => "invalid_entry",
+            GroveError::InvalidEntry { .. }
+            | GroveError::RejectedEntry { .. }
+            | GroveError::LineTooLong { .. } => "invalid_entry",
             GroveError::InvalidArgument(_)
             | GroveError::AmbiguousPrefix { .. }
             | GroveError::DuplicateId(_)
@@ -192,6 +203,7 @@ impl GroveError {
             GroveError::AmbiguousPrefix { .. } => "AmbiguousPrefix",
             GroveError::InvalidSession { .. } => "InvalidSession",
             GroveError::InvalidEntry { .. } => "InvalidEntry",
+            GroveError::RejectedEntry { .. } => "RejectedEntry",
             GroveError::LineTooLong { .. } => "LineTooLong",
             GroveError::InvalidArgument(_) => "InvalidArgument",
             GroveError::DuplicateId(_) => "DuplicateId",

@@ -320,6 +320,22 @@ impl Session {
         Ok(id)
     }
 
+    /// Appends the caller's exact entry, one pi entry object as JSON text (pi's
+    /// `SessionStorage.appendEntry`): its `id`, `parentId` and `timestamp` are kept and its
+    /// bytes stored as given. The id must be new to the session ([`GroveError::DuplicateId`])
+    /// and the parent one of its entries or null ([`GroveError::RejectedEntry`]). The entry
+    /// becomes the leaf; a `leaf` object moves the leaf to its `targetId` (an entry or null).
+    /// Returns the id. A forked session's first entry, whose parent lies in the source
+    /// session, is carried by [`crate::Store::fork`] and import, not by this call.
+    pub fn append_exact(&self, entry: &str, durability: Option<Durability>) -> Result<String> {
+        let lock = self.inner.session_lock(self.sid);
+        let mut tip = lock.lock();
+        let mut txn = Txn::begin(self, &mut tip)?;
+        let id = txn.append_exact(entry.trim().to_owned())?;
+        txn.commit(durability.unwrap_or(self.inner.durability), &mut tip)?;
+        Ok(id)
+    }
+
     /// Optimistic append: appends only if the leaf is still `expected_leaf` (`None`: the root
     /// position). When another writer moved the leaf meanwhile, nothing is written and the
     /// outcome says where the leaf is now — a value, not an error.

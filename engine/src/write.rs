@@ -251,6 +251,94 @@ impl<'s> Txn<'s> {
         Ok(id)
     }
 
+    /// Stages the caller's exact entry line (pi's `SessionStorage.appendEntry`): its id,
+    /// `parentId` and `timestamp` as given and its bytes as they are. The id must be new to
+    /// the session; the parent must be one of its entries or null (a `leaf` line's parent, the
+    /// leaf before its move, may also be a leaf record or unknown, as import takes it). It
+    /// becomes the leaf; a `leaf` line moves the leaf to its `targetId`, which must be an entry
+    /// or null. Returns the id.
+    pub(crate) fn append_exact(&mut self, line: String) -> Result<String> {
+        let invalid = |reason: String| GroveError::RejectedEntry {
+            session: self.session.id().to_owned(),
+            reason,
+        };
+        if line.contains(['\n', '\r']) {
+            return Err(invalid(
+                "an entry must be one line: its JSON holds a line break outside its strings".into(),
+            ));
+        }
+        let env = grove_codec::Envelope::parse(&line).map_err(invalid)?;
+        if self.id_taken(&env.id)? {
+            return Err(GroveError::DuplicateId(env.id));
+        }
+        let seq = self.head.next_seq;
+        let content = digest::content_hash(line.as_bytes());
+        let node = if env.kind == EntryKind::Leaf {
+            let target = match &env.target_id {
+                None => LeafTarget::Null,
+                Some(t) => LeafTarget::Seq(self.require_entry(t)?),
+            };
+            let previous = match &env.parent_id {
+                None => None,
+                Some(p) => self.seq_of_any(p)?,
+            };
+            fold::leaf_node(&env.id, previous, target, content)
+        } else {
+            let parent = match &env.parent_id {
+                None => None,
+                Some(p) if *p == env.id => {
+                    return Err(invalid(format!(
+                        "entry {} names itself as its parent",
+                        env.id
+                    )))
+                }
+                Some(p) => match self.seq_of_any(p)? {
+                    Some(pseq) if self.node(pseq)?.kind != EntryKind::Leaf.tag() => {
+                        Some((pseq, self.node(pseq)?))
+                    }
+                    Some(_) => {
+                        return Err(invalid(format!(
+                            "entry {} is attached to leaf record {p}; grove does not treat \
+                             leaf records as tree nodes",
+                            env.id
+                        )))
+                    }
+                    None => {
+                        return Err(invalid(format!(
+                            "entry {}: its parent {p} is not an entry of the session",
+                            env.id
+                        )))
+                    }
+                },
+            };
+            let parent_jump = match parent.as_ref().and_then(|(_, n)| n.jump) {
+                Some(j) => Some(self.node(j.seq)?),
+                None => None,
+            };
+            let mut node = fold::derive_node(
+                seq,
+                &env.id,
+                env.kind,
+                parent
+                    .as_ref()
+                    .map_or(Parent::Root, |(s, _)| Parent::Seq(*s)),
+                parent.as_ref().map(|(_, n)| n),
+                parent_jump.as_ref(),
+                content,
+            );
+            fold::set_message_span(&mut node, &line);
+            node
+        };
+        let written = Written {
+            kind: env.kind,
+            target_id: env.target_id.as_deref(),
+            timestamp: &env.timestamp,
+        };
+        let id = env.id.clone();
+        self.put_record(seq, line, node, written)?;
+        Ok(id)
+    }
+
     /// Stages a leaf record moving the leaf to `target` (`None`: the root position).
     pub(crate) fn move_leaf(&mut self, target: Option<u64>) -> Result<String> {
         let previous_id = match self.head.leaf {

@@ -7,6 +7,7 @@ mod batches;
 mod buffered;
 mod deep;
 mod durability;
+mod exact;
 mod faulty;
 mod fork;
 mod full_disk;
