@@ -1,0 +1,337 @@
+/**
+ * `GroveClient`: one method per route of docs/api.md, over one keep-alive connection pool.
+ *
+ * Streamed routes (`application/x-ndjson`) have two faces: `iterX` yields the values as their
+ * lines arrive (bounded memory whatever the session's size) and `x` collects them to an array.
+ * Every failure is a `GroveError` carrying the server's `code`; nothing is retried.
+ */
+import type * as http from "node:http";
+import { GroveError } from "./errors.js";
+import { type Endpoint, parseEndpoint, type Query, readJson, readLines, readText, Transport } from "./transport.js";
+import type {
+	AppendIfResult,
+	AppendOptions,
+	Context,
+	ContextPreset,
+	CreateSessionOptions,
+	Cursor,
+	ExportFlavor,
+	ForkOptions,
+	Health,
+	ImportResult,
+	LeafHistoryItem,
+	LeafMove,
+	LogCursor,
+	NewEntry,
+	SessionDetails,
+	SessionPage,
+	SessionSummary,
+	Stats,
+	Tree,
+	VerifyReport,
+	WireEntry,
+} from "./types.js";
+
+export interface GroveClientOptions {
+	/** `unix:/path/to/socket` or `http://host:port`. */
+	url: string;
+	/** The bearer token (needed over TCP). */
+	token?: string;
+	/** Socket idle timeout in milliseconds; none by default. */
+	timeoutMs?: number;
+	/** An agent to share instead of the client's own keep-alive agent. */
+	agent?: http.Agent;
+}
+
+const V1 = "/v1";
+
+function sessionPath(sid: string, rest = ""): string {
+	return `${V1}/sessions/${encodeURIComponent(sid)}${rest}`;
+}
+
+async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {
+	const out: T[] = [];
+	for await (const item of items) out.push(item);
+	return out;
+}
+
+export class GroveClient {
+	private readonly transport: Transport;
+
+	constructor(options: GroveClientOptions) {
+		this.transport = new Transport({
+			endpoint: parseEndpoint(options.url),
+			token: options.token,
+			timeoutMs: options.timeoutMs,
+			agent: options.agent,
+		});
+	}
+
+	/** A client for `GROVE_URL` (and `GROVE_TOKEN`) of the given environment. */
+	static fromEnv(env: NodeJS.ProcessEnv = process.env): GroveClient {
+		const url = env.GROVE_URL;
+		if (!url) throw new TypeError("GROVE_URL is not set (unix:/path/to/socket or http://host:port)");
+		return new GroveClient({ url, token: env.GROVE_TOKEN || undefined });
+	}
+
+	/** Where this client connects. */
+	get endpoint(): Endpoint {
+		return this.transport.endpoint;
+	}
+
+	/** Closes idle connections; requests after this open new ones. */
+	close(): void {
+		this.transport.close();
+	}
+
+	/** One request whose JSON answer is returned (`undefined` for an empty body, e.g. 204). */
+	async request<T>(method: string, path: string, options: { query?: Query; body?: unknown } = {}): Promise<T> {
+		const response = await this.transport.send(method, path, options);
+		return (await readJson(method, path, response)) as T;
+	}
+
+	/** One request whose JSON-lines answer is yielded value by value. */
+	async *stream<T>(method: string, path: string, query?: Query): AsyncGenerator<T, void, undefined> {
+		const response = await this.transport.send(method, path, { query });
+		yield* readLines(method, path, response) as AsyncGenerator<T, void, undefined>;
+	}
+
+	// Server
+
+	health(): Promise<Health> {
+		return this.request("GET", `${V1}/health`);
+	}
+
+	verify(): Promise<VerifyReport> {
+		return this.request("POST", `${V1}/verify`);
+	}
+
+	// Sessions
+
+	/** One page of sessions in id order; pass `next` as `after` for the following page. */
+	listSessions(page: { after?: string; limit?: number } = {}): Promise<SessionPage> {
+		return this.request("GET", `${V1}/sessions`, { query: page });
+	}
+
+	/** Every session, page by page. */
+	async *iterSessions(pageSize?: number): AsyncGenerator<SessionSummary, void, undefined> {
+		let after: string | undefined;
+		for (;;) {
+			const page = await this.listSessions({ after, limit: pageSize });
+			yield* page.sessions;
+			if (page.next === null || page.next === undefined) return;
+			after = page.next;
+		}
+	}
+
+	allSessions(pageSize?: number): Promise<SessionSummary[]> {
+		return collect(this.iterSessions(pageSize));
+	}
+
+	createSession(options: CreateSessionOptions = {}): Promise<SessionSummary> {
+		return this.request("POST", `${V1}/sessions`, { body: options });
+	}
+
+	getSession(sid: string): Promise<SessionDetails> {
+		return this.request("GET", sessionPath(sid));
+	}
+
+	async deleteSession(sid: string): Promise<void> {
+		await this.request("DELETE", sessionPath(sid));
+	}
+
+	/** Imports a pi session JSONL file (header line first); `id` overrides the header's. */
+	async importSession(jsonl: string | Uint8Array, options: { id?: string } = {}): Promise<ImportResult> {
+		const path = `${V1}/import`;
+		const response = await this.transport.send("POST", path, {
+			query: { id: options.id },
+			raw: { data: jsonl, contentType: "application/x-ndjson" },
+		});
+		return (await readJson("POST", path, response)) as ImportResult;
+	}
+
+	/** The session as a pi JSONL file, one parsed line (header first) at a time. */
+	async *iterExport(sid: string, options: { flavor?: ExportFlavor } = {}): AsyncGenerator<unknown, void, undefined> {
+		yield* this.stream("GET", sessionPath(sid, "/export"), { flavor: options.flavor });
+	}
+
+	/** The session as a pi JSONL file, the text as served. */
+	async exportSession(sid: string, options: { flavor?: ExportFlavor } = {}): Promise<string> {
+		const path = sessionPath(sid, "/export");
+		const response = await this.transport.send("GET", path, { query: { flavor: options.flavor } });
+		return readText("GET", path, response);
+	}
+
+	forkSession(sid: string, options: ForkOptions = {}): Promise<SessionSummary> {
+		return this.request("POST", sessionPath(sid, "/fork"), { body: options });
+	}
+
+	// Appending
+
+	/** Appends a child of the leaf, which becomes the leaf. */
+	async append(sid: string, entry: NewEntry, options: AppendOptions = {}): Promise<string> {
+		const answer = await this.request<{ id: string }>("POST", sessionPath(sid, "/entries"), {
+			body: { entry, ...options },
+		});
+		return answer.id;
+	}
+
+	/** Appends the caller's exact entry (pi's `SessionStorage.appendEntry`). */
+	appendExact(sid: string, entry: WireEntry): Promise<{ id: string; leaf: string | null }> {
+		return this.request("POST", sessionPath(sid, "/entries/exact"), { body: entry });
+	}
+
+	/** Appends only if the leaf is still `expectedLeaf`; a moved leaf is a result, not an error. */
+	appendIf(sid: string, expectedLeaf: string | null, entry: NewEntry): Promise<AppendIfResult> {
+		return this.request("POST", sessionPath(sid, "/entries/if"), { body: { expectedLeaf, entry } });
+	}
+
+	/** Appends a chain of entries atomically; returns their ids. */
+	async appendMany(sid: string, entries: NewEntry[]): Promise<string[]> {
+		const answer = await this.request<{ ids: string[] }>("POST", sessionPath(sid, "/entries/many"), {
+			body: { entries },
+		});
+		return answer.ids;
+	}
+
+	// Reading
+
+	/** The tree entries in log order (no leaf records). */
+	iterEntries(sid: string, cursor: Cursor = {}): AsyncGenerator<WireEntry, void, undefined> {
+		return this.stream("GET", sessionPath(sid, "/entries"), { after: cursor.after, limit: cursor.limit });
+	}
+
+	entries(sid: string, cursor: Cursor = {}): Promise<WireEntry[]> {
+		return collect(this.iterEntries(sid, cursor));
+	}
+
+	/** Entries and leaf records in log order (pi's `getEntries`, `findEntries` with `type`). */
+	iterLog(sid: string, cursor: LogCursor = {}): AsyncGenerator<WireEntry, void, undefined> {
+		return this.stream("GET", sessionPath(sid, "/log"), {
+			after: cursor.after,
+			limit: cursor.limit,
+			type: cursor.type,
+		});
+	}
+
+	log(sid: string, cursor: LogCursor = {}): Promise<WireEntry[]> {
+		return collect(this.iterLog(sid, cursor));
+	}
+
+	/** One entry; with `log: true` leaf records too. A missing one is a `not_found` error. */
+	getEntry(sid: string, eid: string, options: { log?: boolean } = {}): Promise<WireEntry> {
+		return this.request("GET", sessionPath(sid, `/entries/${encodeURIComponent(eid)}`), {
+			query: { log: options.log ? "true" : undefined },
+		});
+	}
+
+	/** One entry, or `undefined` when there is none of that id. */
+	async findEntry(sid: string, eid: string, options: { log?: boolean } = {}): Promise<WireEntry | undefined> {
+		try {
+			return await this.getEntry(sid, eid, options);
+		} catch (error) {
+			if (error instanceof GroveError && error.code === "not_found" && (await this.sessionExists(sid))) {
+				return undefined;
+			}
+			throw error;
+		}
+	}
+
+	/** Whether the session exists. */
+	async sessionExists(sid: string): Promise<boolean> {
+		try {
+			await this.getSession(sid);
+			return true;
+		} catch (error) {
+			if (error instanceof GroveError && error.code === "not_found") return false;
+			throw error;
+		}
+	}
+
+	/** The children of `parent`, or the roots when it is undefined. */
+	iterChildren(sid: string, parent?: string): AsyncGenerator<WireEntry, void, undefined> {
+		return this.stream("GET", sessionPath(sid, "/children"), { parent });
+	}
+
+	children(sid: string, parent?: string): Promise<WireEntry[]> {
+		return collect(this.iterChildren(sid, parent));
+	}
+
+	/** pi's `getPathToRootOrCompaction(from)` (default the leaf), root first. */
+	iterBranch(sid: string, from?: string): AsyncGenerator<WireEntry, void, undefined> {
+		return this.stream("GET", sessionPath(sid, "/branch"), { from });
+	}
+
+	branch(sid: string, from?: string): Promise<WireEntry[]> {
+		return collect(this.iterBranch(sid, from));
+	}
+
+	/** The full path from `from` (default the leaf) to the root, root first. */
+	iterPath(sid: string, from?: string): AsyncGenerator<WireEntry, void, undefined> {
+		return this.stream("GET", sessionPath(sid, "/path"), { from });
+	}
+
+	path(sid: string, from?: string): Promise<WireEntry[]> {
+		return collect(this.iterPath(sid, from));
+	}
+
+	context(sid: string, options: { preset?: ContextPreset } = {}): Promise<Context> {
+		return this.request("GET", sessionPath(sid, "/context"), { query: { preset: options.preset } });
+	}
+
+	tree(sid: string): Promise<Tree> {
+		return this.request("GET", sessionPath(sid, "/tree"));
+	}
+
+	/** Every label by its target id. */
+	labels(sid: string): Promise<Record<string, string>> {
+		return this.request("GET", sessionPath(sid, "/labels"));
+	}
+
+	async label(sid: string, eid: string): Promise<string | null> {
+		const answer = await this.request<{ label: string | null }>(
+			"GET",
+			sessionPath(sid, `/labels/${encodeURIComponent(eid)}`),
+		);
+		return answer.label;
+	}
+
+	/** Appends a label entry (null clears the label); returns its id. */
+	async setLabel(sid: string, targetId: string, label: string | null): Promise<string> {
+		const answer = await this.request<{ id: string }>("POST", sessionPath(sid, "/labels"), {
+			body: { targetId, label },
+		});
+		return answer.id;
+	}
+
+	async name(sid: string): Promise<string | null> {
+		const answer = await this.request<{ name: string | null }>("GET", sessionPath(sid, "/name"));
+		return answer.name;
+	}
+
+	/** Appends a session_info entry; returns its id. */
+	async setName(sid: string, name: string): Promise<string> {
+		const answer = await this.request<{ id: string }>("PUT", sessionPath(sid, "/name"), { body: { name } });
+		return answer.id;
+	}
+
+	stats(sid: string): Promise<Stats> {
+		return this.request("GET", sessionPath(sid, "/stats"));
+	}
+
+	// The leaf
+
+	async leaf(sid: string): Promise<string | null> {
+		const answer = await this.request<{ leaf: string | null }>("GET", sessionPath(sid, "/leaf"));
+		return answer.leaf;
+	}
+
+	/** Moves the leaf (null: before the first entry) and records the move (pi's `setLeafId`). */
+	setLeaf(sid: string, target: string | null): Promise<LeafMove> {
+		return this.request("PUT", sessionPath(sid, "/leaf"), { body: { target } });
+	}
+
+	leafHistory(sid: string): Promise<LeafHistoryItem[]> {
+		return this.request("GET", sessionPath(sid, "/leaf/history"));
+	}
+}

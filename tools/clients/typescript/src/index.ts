@@ -1,0 +1,8 @@
+/**
+ * The grove client: `GroveClient` for every route of `grove serve`, and `GroveError`.
+ * The pi adapter lives in `./pi.js` (it needs `@earendil-works/pi-agent-core`).
+ */
+export { GroveClient, type GroveClientOptions } from "./client.js";
+export { GroveError, isGroveError } from "./errors.js";
+export { type Endpoint, parseEndpoint } from "./transport.js";
+export type * from "./types.js";

@@ -1,0 +1,134 @@
+/**
+ * The JSON values of the wire (docs/api.md). Entries are pi's objects, kept loose here: the
+ * client carries them as the server stores them; `src/pi.ts` gives them pi's types.
+ */
+
+/** A stored entry or leaf record: pi's JSON object, `{type, id, parentId, timestamp, ...}`. */
+export interface WireEntry {
+	type: string;
+	id: string;
+	parentId: string | null;
+	timestamp: string;
+	[field: string]: unknown;
+}
+
+/** A new entry: an entry object with a `type` (id, parentId, timestamp set by grove) or a message with a `role`. */
+export type NewEntry = { type: string; [field: string]: unknown } | { role: string; [field: string]: unknown };
+
+export interface Health {
+	ok: boolean;
+	backend: string;
+	durability: string;
+	version: string;
+}
+
+export interface VerifyReport {
+	sessions: number;
+	problems: unknown[];
+	ok: boolean;
+}
+
+export interface SessionSummary {
+	id: string;
+	created: string;
+	cwd: string;
+	entries: number;
+	parentSessionId: string | null;
+	parentSession: string | null;
+}
+
+export interface SessionDetails extends SessionSummary {
+	metadata: Record<string, unknown> | null;
+	leaf: string | null;
+	name: string | null;
+}
+
+export interface SessionPage {
+	sessions: SessionSummary[];
+	next: string | null;
+}
+
+export interface CreateSessionOptions {
+	id?: string;
+	cwd?: string;
+	metadata?: Record<string, unknown>;
+	parentSession?: string;
+}
+
+export interface ImportResult {
+	session: string;
+	entries: number;
+	warnings: unknown[];
+}
+
+export type ExportFlavor = "harness" | "cli";
+
+export type ForkMode = "path" | "rechained" | "copy";
+
+export interface ForkOptions {
+	entryId?: string;
+	position?: "before" | "at";
+	mode?: ForkMode;
+	id?: string;
+	cwd?: string;
+	metadata?: Record<string, unknown>;
+}
+
+export interface AppendOptions {
+	id?: string;
+	timestamp?: string;
+}
+
+export type AppendIfResult = { appended: true; id: string } | { appended: false; leaf: string | null };
+
+export interface Cursor {
+	/** Skip this many (0-based index of the first one returned). */
+	after?: number;
+	/** Return at most this many. */
+	limit?: number;
+}
+
+export interface LogCursor extends Cursor {
+	/** Only entries (or leaf records) of this type. */
+	type?: string;
+}
+
+export type ContextPreset = "grove" | "pi-harness" | "pi-cli";
+
+export interface Context {
+	messages: unknown[];
+	model: { provider: string; modelId: string } | null;
+	thinkingLevel: string;
+	activeToolNames: string[] | null;
+}
+
+export interface TreeNode {
+	id: string;
+	parentId: string | null;
+	type: string;
+	children: number[];
+	label: string | null;
+}
+
+export interface Tree {
+	nodes: TreeNode[];
+	roots: number[];
+}
+
+export interface Stats {
+	messageCount: number;
+	cachedTokens: number;
+	uncachedTokens: number;
+	totalTokens: number;
+	costTotal: number;
+}
+
+export interface LeafMove {
+	leaf: string | null;
+	record: string;
+}
+
+export interface LeafHistoryItem {
+	id: string;
+	target: string | null;
+}
