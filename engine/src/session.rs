@@ -246,6 +246,21 @@ impl Session {
         self.log_range(0, u64::MAX).entries(self.id())
     }
 
+    /// The records of the log from position `start` on (0-based: pi's `afterEntrySeq`),
+    /// entries and leaf records, in order; read as they are consumed.
+    pub fn log_from(&self, start: u64) -> impl Iterator<Item = Result<Entry>> + '_ {
+        self.log_range(start, u64::MAX).entries(self.id())
+    }
+
+    /// The log record `id`, an entry or a leaf record (pi's `getEntry`, which finds both),
+    /// or `EntryNotFound`.
+    pub fn log_record(&self, id: &str) -> Result<Entry> {
+        match self.seq_of_any(id)? {
+            Some(seq) => self.entry_at(seq),
+            None => Err(GroveError::EntryNotFound(id.to_owned())),
+        }
+    }
+
     /// The tree entries in log order (leaf records left out; shadowed duplicates kept).
     pub fn entries(&self) -> impl Iterator<Item = Result<Entry>> + '_ {
         self.log()

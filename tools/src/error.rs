@@ -56,6 +56,15 @@ pub enum CommandError {
         /// The error.
         source: Box<CommandError>,
     },
+    /// A system resource of the server (a socket, its runtime) failed.
+    #[error("{what}: {source}")]
+    System {
+        /// What was being done.
+        what: String,
+        /// The underlying error.
+        #[source]
+        source: io::Error,
+    },
     /// The default store location is unknown on this platform.
     #[error("no data directory on this platform")]
     NoDataDir,
@@ -101,6 +110,14 @@ impl CommandError {
         }
     }
 
+    /// A [`CommandError::System`] error: `what` failed with `source`.
+    pub fn io(what: impl Into<String>, source: io::Error) -> CommandError {
+        CommandError::System {
+            what: what.into(),
+            source,
+        }
+    }
+
     /// The name printed after `error:`.
     pub fn name(&self) -> &'static str {
         match self {
@@ -108,7 +125,7 @@ impl CommandError {
             CommandError::InFile { source, .. } => source.name(),
             CommandError::InvalidInput { .. } => "InvalidInput",
             CommandError::InputTooLong { .. } => "InputTooLong",
-            CommandError::File { .. } => "Io",
+            CommandError::File { .. } | CommandError::System { .. } => "Io",
             CommandError::NoDataDir => "NoDataDir",
             CommandError::Stdout(_) => "Io",
             CommandError::VerifyFailed(_) => "VerifyFailed",
@@ -125,6 +142,7 @@ impl CommandError {
             CommandError::InvalidInput { .. }
             | CommandError::InputTooLong { .. }
             | CommandError::File { .. }
+            | CommandError::System { .. }
             | CommandError::NoDataDir
             | CommandError::Stdout(_) => EXIT_USER,
             CommandError::VerifyFailed(_) | CommandError::SalvageIncomplete { .. } => EXIT_STORAGE,
@@ -159,7 +177,9 @@ impl CommandError {
             CommandError::SalvageIncomplete { .. } => {
                 "the sessions listed above were not copied; DEST holds every session that was"
             }
-            CommandError::File { .. } | CommandError::Stdout(_) => return None,
+            CommandError::File { .. } | CommandError::System { .. } | CommandError::Stdout(_) => {
+                return None
+            }
             CommandError::Grove(e) => match e {
                 GroveError::SessionNotFound(_) => "run `grove ls` to list the sessions",
                 GroveError::EntryNotFound(_) => {

@@ -10,6 +10,7 @@ mod escape;
 mod graph;
 mod output;
 mod output_file;
+mod serve;
 mod storage_hint;
 
 use std::io::{IsTerminal, Write};

@@ -46,6 +46,7 @@ pub enum Command {
     Fork(fork::Args),
     Verify(verify::Args),
     Salvage(salvage::Args),
+    Serve(crate::serve::Args),
     Gen(gen::Args),
     Demo(demo::Args),
 }
@@ -190,6 +191,7 @@ pub fn run(command: Command, env: &mut Env<'_>) -> CmdResult {
         Command::Fork(a) => fork::run(a, env),
         Command::Verify(a) => verify::run(a, env),
         Command::Salvage(a) => salvage::run(a, env),
+        Command::Serve(a) => crate::serve::run(env, &a),
         Command::Gen(a) => gen::run(a, env),
         Command::Demo(a) => demo::run(a, env),
     }

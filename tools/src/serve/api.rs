@@ -1,0 +1,144 @@
+//! The server's error body and request extractors: every failure is `{"code", "message"}`
+//! with a stable code (docs/api.md, "Errors"), pi's where pi has one; a body over the limit is
+//! 413, one that is not the JSON a route takes is 400, and neither reaches the store.
+
+use axum::extract::rejection::{BytesRejection, QueryRejection};
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::request::Parts;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use grove::GroveError;
+use serde::de::DeserializeOwned;
+
+/// An error answer.
+#[derive(Debug)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> ApiError {
+        ApiError {
+            status,
+            code,
+            message: message.into(),
+        }
+    }
+
+    pub fn invalid_request(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::BAD_REQUEST, "invalid_request", message)
+    }
+
+    pub fn invalid_argument(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::BAD_REQUEST, "invalid_argument", message)
+    }
+
+    pub fn not_found(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::NOT_FOUND, "not_found", message)
+    }
+
+    pub fn body(&self) -> String {
+        serde_json::json!({ "code": self.code, "message": self.message }).to_string()
+    }
+}
+
+impl From<GroveError> for ApiError {
+    fn from(e: GroveError) -> ApiError {
+        let code = e.code();
+        let status = match code {
+            "not_found" => StatusCode::NOT_FOUND,
+            "invalid_session" => StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_entry" | "invalid_argument" | "invalid_fork_target" => StatusCode::BAD_REQUEST,
+            "busy" | "export_incompatible" | "invalid_state" => StatusCode::CONFLICT,
+            "branch_summary" | "hook" => StatusCode::BAD_GATEWAY,
+            _ => StatusCode::INTERNAL_SERVER_ERROR,
+        };
+        ApiError::new(status, code, e.to_string())
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (
+            self.status,
+            [(axum::http::header::CONTENT_TYPE, "application/json")],
+            self.body(),
+        )
+            .into_response()
+    }
+}
+
+pub type ApiResult<T> = std::result::Result<T, ApiError>;
+
+/// A JSON body of type `T`, read up to the server's limit.
+pub struct Body<T>(pub T);
+
+/// The raw bytes of a body, read up to the server's limit.
+pub struct Raw(pub axum::body::Bytes);
+
+fn bytes_rejection(r: BytesRejection) -> ApiError {
+    if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "payload_too_large",
+            "the request body is larger than the server's limit (--max-body)",
+        )
+    } else {
+        ApiError::invalid_request(format!(
+            "reading the request body failed: {}",
+            r.body_text()
+        ))
+    }
+}
+
+impl<S: Send + Sync> FromRequest<S> for Raw {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> ApiResult<Raw> {
+        axum::body::Bytes::from_request(req, state)
+            .await
+            .map(Raw)
+            .map_err(bytes_rejection)
+    }
+}
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Body<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> ApiResult<Body<T>> {
+        let Raw(bytes) = Raw::from_request(req, state).await?;
+        serde_json::from_slice(&bytes).map(Body).map_err(|e| {
+            ApiError::invalid_request(format!("the body is not the JSON this route takes: {e}"))
+        })
+    }
+}
+
+/// Query parameters of type `T`.
+pub struct Query<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for Query<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> ApiResult<Query<T>> {
+        axum::extract::Query::<T>::from_request_parts(parts, state)
+            .await
+            .map(|q| Query(q.0))
+            .map_err(|r: QueryRejection| ApiError::invalid_argument(r.body_text()))
+    }
+}
+
+/// Path parameters of type `T`.
+pub struct Path<T>(pub T);
+
+impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for Path<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> ApiResult<Path<T>> {
+        axum::extract::Path::<T>::from_request_parts(parts, state)
+            .await
+            .map(|p| Path(p.0))
+            .map_err(|r| ApiError::invalid_argument(r.body_text()))
+    }
+}

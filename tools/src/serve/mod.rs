@@ -1,0 +1,278 @@
+//! `grove serve`: one process owns a store and serves it to many clients over HTTP/1.1 with
+//! JSON bodies (docs/api.md is the contract). This room owns the server: its listeners (a
+//! unix socket, and TCP behind a bearer token), the connection loop (hyper, with header
+//! timeouts and graceful shutdown), the routes (`routes.rs`), the error body (`api.rs`) and
+//! streamed results (`stream.rs`). It calls the engine's public API only (`grove::Store`,
+//! `grove::Session`), each call on tokio's blocking pool, and nothing else in the tool but
+//! `commands::Env` to open the store as every command does.
+
+mod api;
+mod routes;
+mod stream;
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::Request;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
+use tokio::sync::watch;
+use tower::ServiceExt;
+
+use crate::commands::Env;
+use crate::error::{CmdResult, CommandError};
+
+/// Serve the store to many clients at once over HTTP/1.1 (docs/api.md): on a unix socket
+/// (mode 0600, no token) and, with --listen, on TCP behind a bearer token. Writes are as
+/// durable as --durability says before they are acknowledged. SIGTERM or SIGINT stops
+/// accepting, finishes the requests in flight, flushes and closes the store.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The unix socket to listen on. Default: grove.sock in the store directory.
+    #[arg(long, value_name = "PATH")]
+    socket: Option<PathBuf>,
+    /// Also listen on TCP at HOST:PORT (port 0: any free port; the line printed at start
+    /// names it). Needs --token-file unless HOST is a loopback address.
+    #[arg(long, value_name = "HOST:PORT")]
+    listen: Option<SocketAddr>,
+    /// A file whose first line is the bearer token every TCP request must carry
+    /// (`authorization: Bearer TOKEN`).
+    #[arg(long, value_name = "FILE")]
+    token_file: Option<PathBuf>,
+    /// The largest request body accepted, in bytes; larger ones get 413.
+    #[arg(long, value_name = "BYTES", default_value_t = 64 << 20)]
+    max_body: usize,
+    /// How long a client may take to send a request's headers, in seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30)]
+    header_timeout: u64,
+    /// How long to wait for requests in flight at shutdown, in seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30)]
+    drain_timeout: u64,
+}
+
+pub fn run(env: &mut Env<'_>, args: &Args) -> CmdResult<()> {
+    let token = match &args.token_file {
+        None => None,
+        Some(path) => Some(read_token(path)?),
+    };
+    if let Some(addr) = args.listen {
+        if token.is_none() && !addr.ip().is_loopback() {
+            return Err(CommandError::invalid(
+                format!("refusing to listen on {addr} without a token: anyone who can reach it could read and change every session"),
+                "give --token-file FILE, or listen on a loopback address (127.0.0.1, ::1)",
+            ));
+        }
+    }
+    let store = env.open_store()?;
+    let socket = args
+        .socket
+        .clone()
+        .unwrap_or_else(|| env.store_dir.join("grove.sock"));
+    let state = routes::State::new(store.clone(), args.max_body, env.durability.durability());
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("grove-serve")
+        .build()
+        .map_err(|e| CommandError::io("starting the server's runtime", e))?;
+    let header_timeout = Duration::from_secs(args.header_timeout);
+    let drain = Duration::from_secs(args.drain_timeout);
+    let out = &mut *env.out;
+    runtime.block_on(async move {
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let mut servers = Vec::new();
+        let unix = bind_unix(&socket)?;
+        writeln!(out, "listening on unix:{}", socket.display())
+            .and_then(|()| out.flush())
+            .map_err(|e| CommandError::io("writing to stdout", e))?;
+        let router = routes::router(state.clone(), None);
+        servers.push(tokio::spawn(serve_unix(
+            unix,
+            router,
+            header_timeout,
+            drain,
+            stop_rx.clone(),
+        )));
+        if let Some(addr) = args.listen {
+            let tcp = tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(|e| CommandError::io(format!("listening on {addr}"), e))?;
+            let local = tcp
+                .local_addr()
+                .map_err(|e| CommandError::io("reading the TCP address", e))?;
+            writeln!(out, "listening on http://{local}")
+                .and_then(|()| out.flush())
+                .map_err(|e| CommandError::io("writing to stdout", e))?;
+            let router = routes::router(state.clone(), token.clone().map(Arc::from));
+            servers.push(tokio::spawn(serve_tcp(
+                tcp,
+                router,
+                header_timeout,
+                drain,
+                stop_rx.clone(),
+            )));
+        }
+        shutdown_signal().await;
+        let _ = stop_tx.send(true);
+        for server in servers {
+            let _ = server.await;
+        }
+        let _ = std::fs::remove_file(&socket);
+        Ok::<(), CommandError>(())
+    })?;
+    // Every request is finished (or abandoned after the drain timeout): flush and close.
+    drop(runtime);
+    store.flush()?;
+    drop(store);
+    Ok(())
+}
+
+fn read_token(path: &Path) -> CmdResult<String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| CommandError::io(format!("reading the token file {}", path.display()), e))?;
+    let token = text.lines().next().unwrap_or_default().trim().to_owned();
+    if token.len() < 16 {
+        return Err(CommandError::invalid(
+            format!(
+                "the token in {} is {} characters long; a bearer token needs at least 16",
+                path.display(),
+                token.len()
+            ),
+            "write a long random token to the file, e.g. `openssl rand -hex 32 > FILE`",
+        ));
+    }
+    Ok(token)
+}
+
+/// Binds the unix socket with mode 0600 (a stale socket file of a server that is gone is
+/// replaced; a live one is an error).
+fn bind_unix(path: &Path) -> CmdResult<tokio::net::UnixListener> {
+    use std::os::unix::fs::PermissionsExt;
+    if path.exists() {
+        if std::os::unix::net::UnixStream::connect(path).is_ok() {
+            return Err(CommandError::invalid(
+                format!("another server listens on {}", path.display()),
+                "stop it, or give --socket another path",
+            ));
+        }
+        std::fs::remove_file(path).map_err(|e| {
+            CommandError::io(format!("removing the stale socket {}", path.display()), e)
+        })?;
+    }
+    let listener = std::os::unix::net::UnixListener::bind(path)
+        .map_err(|e| CommandError::io(format!("listening on {}", path.display()), e))?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+        .map_err(|e| CommandError::io(format!("setting the mode of {}", path.display()), e))?;
+    listener
+        .set_nonblocking(true)
+        .map_err(|e| CommandError::io("configuring the socket", e))?;
+    tokio::net::UnixListener::from_std(listener)
+        .map_err(|e| CommandError::io("configuring the socket", e))
+}
+
+async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    match (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) {
+        (Ok(mut term), Ok(mut int)) => {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+        }
+        _ => std::future::pending::<()>().await,
+    }
+}
+
+async fn serve_unix(
+    listener: tokio::net::UnixListener,
+    router: axum::Router,
+    header_timeout: Duration,
+    drain: Duration,
+    stop: watch::Receiver<bool>,
+) {
+    serve(
+        || async { listener.accept().await.map(|(s, _)| s) },
+        router,
+        header_timeout,
+        drain,
+        stop,
+    )
+    .await;
+}
+
+async fn serve_tcp(
+    listener: tokio::net::TcpListener,
+    router: axum::Router,
+    header_timeout: Duration,
+    drain: Duration,
+    stop: watch::Receiver<bool>,
+) {
+    serve(
+        || async {
+            let (s, _) = listener.accept().await?;
+            let _ = s.set_nodelay(true);
+            Ok(s)
+        },
+        router,
+        header_timeout,
+        drain,
+        stop,
+    )
+    .await;
+}
+
+/// The connection loop: each accepted connection is served by hyper's HTTP/1.1 server (with
+/// keep-alive and a header read timeout) until `stop`; then the connections finish their
+/// requests in flight, for at most `drain`.
+async fn serve<S, F, Fut>(
+    mut accept: F,
+    router: axum::Router,
+    header_timeout: Duration,
+    drain: Duration,
+    mut stop: watch::Receiver<bool>,
+) where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = std::io::Result<S>>,
+{
+    let graceful = GracefulShutdown::new();
+    loop {
+        tokio::select! {
+            accepted = accept() => {
+                let stream = match accepted {
+                    Ok(s) => s,
+                    Err(e) => {
+                        // Out of file descriptors and the like: wait, then go on serving.
+                        eprintln!("grove serve: accepting a connection failed: {e}");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                };
+                let service = router
+                    .clone()
+                    .map_request(|req: Request<hyper::body::Incoming>| req.map(axum::body::Body::new));
+                let conn = hyper::server::conn::http1::Builder::new()
+                    .timer(TokioTimer::new())
+                    .header_read_timeout(header_timeout)
+                    .keep_alive(true)
+                    .serve_connection(TokioIo::new(stream), TowerToHyperService::new(service));
+                let watched = graceful.watch(conn);
+                tokio::spawn(async move {
+                    let _ = watched.await;
+                });
+            }
+            _ = stop.changed() => break,
+        }
+    }
+    tokio::select! {
+        () = graceful.shutdown() => {}
+        () = tokio::time::sleep(drain) => {
+            eprintln!("grove serve: requests still in flight after {drain:?}; closing anyway");
+        }
+    }
+}

@@ -1,0 +1,1101 @@
+//! The routes of docs/api.md and their handlers. Each handler checks its input, then runs
+//! its engine calls on tokio's blocking pool ([`blocking`]), or streams them ([`ndjson`]);
+//! a panic there is a 500 for that request, and the server goes on serving.
+
+use std::sync::Arc;
+
+use axum::extract::{DefaultBodyLimit, Request, State as Extract};
+use axum::http::{header, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{delete, get, post, put, MethodRouter};
+use axum::Router;
+use grove::{
+    AppendOutcome, ContextOptions, CreateSession, Durability, Entry, Flavor, ForkMode, ForkOptions,
+    ForkPosition, ImportOptions, NewEntry, Session, SessionSummary, Store,
+};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{json, Value};
+
+use super::api::{ApiError, ApiResult, Body, Path, Query, Raw};
+use super::stream::{ndjson, Sink};
+
+/// What every handler shares.
+#[derive(Clone)]
+pub struct State {
+    inner: Arc<Shared>,
+}
+
+struct Shared {
+    store: Store,
+    max_body: usize,
+    durability: Durability,
+}
+
+impl State {
+    pub fn new(store: Store, max_body: usize, durability: Durability) -> State {
+        State {
+            inner: Arc::new(Shared {
+                store,
+                max_body,
+                durability,
+            }),
+        }
+    }
+
+    fn store(&self) -> Store {
+        self.inner.store.clone()
+    }
+}
+
+/// Every route: method and path, as docs/api.md lists them (a test compares the two).
+pub const ROUTES: &[(&str, &str)] = &[
+    ("GET", "/v1/health"),
+    ("POST", "/v1/verify"),
+    ("GET", "/v1/sessions"),
+    ("POST", "/v1/sessions"),
+    ("GET", "/v1/sessions/{sid}"),
+    ("DELETE", "/v1/sessions/{sid}"),
+    ("POST", "/v1/import"),
+    ("GET", "/v1/sessions/{sid}/export"),
+    ("POST", "/v1/sessions/{sid}/fork"),
+    ("POST", "/v1/sessions/{sid}/entries"),
+    ("POST", "/v1/sessions/{sid}/entries/exact"),
+    ("POST", "/v1/sessions/{sid}/entries/if"),
+    ("POST", "/v1/sessions/{sid}/entries/many"),
+    ("GET", "/v1/sessions/{sid}/entries"),
+    ("GET", "/v1/sessions/{sid}/log"),
+    ("GET", "/v1/sessions/{sid}/entries/{eid}"),
+    ("GET", "/v1/sessions/{sid}/entries/exact"),
+    ("GET", "/v1/sessions/{sid}/entries/if"),
+    ("GET", "/v1/sessions/{sid}/entries/many"),
+    ("GET", "/v1/sessions/{sid}/children"),
+    ("GET", "/v1/sessions/{sid}/branch"),
+    ("GET", "/v1/sessions/{sid}/path"),
+    ("GET", "/v1/sessions/{sid}/context"),
+    ("GET", "/v1/sessions/{sid}/tree"),
+    ("GET", "/v1/sessions/{sid}/labels"),
+    ("POST", "/v1/sessions/{sid}/labels"),
+    ("GET", "/v1/sessions/{sid}/labels/{eid}"),
+    ("GET", "/v1/sessions/{sid}/name"),
+    ("PUT", "/v1/sessions/{sid}/name"),
+    ("GET", "/v1/sessions/{sid}/stats"),
+    ("GET", "/v1/sessions/{sid}/leaf"),
+    ("PUT", "/v1/sessions/{sid}/leaf"),
+    ("GET", "/v1/sessions/{sid}/leaf/history"),
+];
+
+/// The handler of one route of [`ROUTES`].
+fn handler(method: &str, route: &str) -> Option<MethodRouter<State>> {
+    Some(match (method, route) {
+        ("GET", "/v1/health") => get(health),
+        ("POST", "/v1/verify") => post(verify),
+        ("GET", "/v1/sessions") => get(list_sessions),
+        ("POST", "/v1/sessions") => post(create_session),
+        ("GET", "/v1/sessions/{sid}") => get(get_session),
+        ("DELETE", "/v1/sessions/{sid}") => delete(delete_session),
+        ("POST", "/v1/import") => post(import),
+        ("GET", "/v1/sessions/{sid}/export") => get(export),
+        ("POST", "/v1/sessions/{sid}/fork") => post(fork),
+        ("POST", "/v1/sessions/{sid}/entries") => post(append),
+        ("POST", "/v1/sessions/{sid}/entries/exact") => post(append_exact),
+        ("POST", "/v1/sessions/{sid}/entries/if") => post(append_if),
+        ("POST", "/v1/sessions/{sid}/entries/many") => post(append_many),
+        ("GET", "/v1/sessions/{sid}/entries") => get(entries),
+        ("GET", "/v1/sessions/{sid}/log") => get(log),
+        ("GET", "/v1/sessions/{sid}/entries/{eid}") => get(entry),
+        // These paths are also append routes: a GET reads the entry of that id.
+        ("GET", "/v1/sessions/{sid}/entries/exact") => get(entry_named("exact")),
+        ("GET", "/v1/sessions/{sid}/entries/if") => get(entry_named("if")),
+        ("GET", "/v1/sessions/{sid}/entries/many") => get(entry_named("many")),
+        ("GET", "/v1/sessions/{sid}/children") => get(children),
+        ("GET", "/v1/sessions/{sid}/branch") => get(branch),
+        ("GET", "/v1/sessions/{sid}/path") => get(path),
+        ("GET", "/v1/sessions/{sid}/context") => get(context),
+        ("GET", "/v1/sessions/{sid}/tree") => get(tree),
+        ("GET", "/v1/sessions/{sid}/labels") => get(labels),
+        ("POST", "/v1/sessions/{sid}/labels") => post(set_label),
+        ("GET", "/v1/sessions/{sid}/labels/{eid}") => get(label),
+        ("GET", "/v1/sessions/{sid}/name") => get(name),
+        ("PUT", "/v1/sessions/{sid}/name") => put(set_name),
+        ("GET", "/v1/sessions/{sid}/stats") => get(stats),
+        ("GET", "/v1/sessions/{sid}/leaf") => get(leaf),
+        ("PUT", "/v1/sessions/{sid}/leaf") => put(move_leaf),
+        ("GET", "/v1/sessions/{sid}/leaf/history") => get(leaf_history),
+        _ => return None,
+    })
+}
+
+/// The router of exactly the routes of [`ROUTES`]; with `token`, every request must carry
+/// it as a bearer token.
+pub fn router(state: State, token: Option<Arc<str>>) -> Router {
+    let max_body = state.inner.max_body;
+    let mut app = Router::new();
+    for (method, path) in ROUTES {
+        if let Some(h) = handler(method, path) {
+            app = app.route(path, h);
+        }
+    }
+    let app = app
+        .fallback(unknown_route)
+        .method_not_allowed_fallback(wrong_method)
+        .layer(DefaultBodyLimit::max(max_body))
+        .with_state(state);
+    match token {
+        None => app,
+        Some(token) => app.layer(axum::middleware::from_fn(
+            move |req: Request, next: Next| {
+                let token = token.clone();
+                async move { authorize(&token, req, next).await }
+            },
+        )),
+    }
+}
+
+async fn authorize(token: &str, req: Request, next: Next) -> Response {
+    let given = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    match given {
+        Some(t) if constant_time_eq(t.as_bytes(), token.as_bytes()) => next.run(req).await,
+        Some(_) => ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "the bearer token is wrong",
+        )
+        .into_response(),
+        None => ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "this listener needs `authorization: Bearer TOKEN`",
+        )
+        .into_response(),
+    }
+}
+
+/// Compares without an early exit, so the time taken says nothing about the token.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+async fn unknown_route(req: Request) -> ApiError {
+    ApiError::not_found(format!(
+        "no route {} {} (docs/api.md lists the routes)",
+        req.method(),
+        req.uri().path()
+    ))
+}
+
+async fn wrong_method(req: Request) -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        format!("{} is not allowed on {}", req.method(), req.uri().path()),
+    )
+}
+
+/// Runs `f` on the blocking pool.
+async fn blocking<T, F>(f: F) -> ApiResult<T>
+where
+    T: Send + 'static,
+    F: FnOnce() -> grove::Result<T> + Send + 'static,
+{
+    match tokio::task::spawn_blocking(f).await {
+        Ok(result) => result.map_err(ApiError::from),
+        Err(e) => Err(ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "storage",
+            format!("the request failed inside the server: {e}"),
+        )),
+    }
+}
+
+/// A JSON answer from text that already is JSON (stored entries, contexts).
+fn raw_json(status: StatusCode, text: String) -> Response {
+    (status, [(header::CONTENT_TYPE, "application/json")], text).into_response()
+}
+
+fn json_answer(status: StatusCode, value: Value) -> Response {
+    raw_json(status, value.to_string())
+}
+
+fn parse_raw(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or(Value::Null)
+}
+
+fn summary_json(s: &SessionSummary) -> Value {
+    json!({
+        "id": s.id,
+        "created": s.created,
+        "cwd": s.cwd,
+        "entries": s.entries,
+        "parentSessionId": s.parent_session_id,
+        "parentSession": s.parent_session,
+    })
+}
+
+/// A session's summary, header metadata, leaf and name.
+fn session_json(session: &Session) -> grove::Result<Value> {
+    let rec = session.record();
+    let metadata = grove::codec::header::Header::parse(&rec.header)
+        .ok()
+        .and_then(|h| h.metadata)
+        .map_or(Value::Null, |m| parse_raw(&m));
+    Ok(json!({
+        "id": rec.id,
+        "created": rec.created,
+        "cwd": rec.cwd,
+        "entries": session.head()?.entries,
+        "parentSessionId": rec.parent_session_id,
+        "parentSession": rec.parent_session,
+        "metadata": metadata,
+        "leaf": session.leaf()?,
+        "name": session.name()?,
+    }))
+}
+
+// ---- server ----
+
+async fn health(Extract(state): Extract<State>) -> Response {
+    let store = state.store();
+    json_answer(
+        StatusCode::OK,
+        json!({
+            "ok": store.poisoned().is_none(),
+            "backend": store.backend_name(),
+            "durability": format!("{:?}", state.inner.durability).to_lowercase(),
+            "version": env!("CARGO_PKG_VERSION"),
+            "poisoned": store.poisoned(),
+        }),
+    )
+}
+
+async fn verify(Extract(state): Extract<State>) -> ApiResult<Response> {
+    let store = state.store();
+    let report = blocking(move || store.verify()).await?;
+    let problems: Vec<String> = report.problems.iter().map(|p| p.to_string()).collect();
+    Ok(json_answer(
+        StatusCode::OK,
+        json!({
+            "sessions": report.sessions,
+            "records": report.records,
+            "problems": problems,
+            "ok": report.is_ok(),
+        }),
+    ))
+}
+
+// ---- sessions ----
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Page {
+    after: Option<String>,
+    limit: Option<usize>,
+}
+
+async fn list_sessions(
+    Extract(state): Extract<State>,
+    Query(page): Query<Page>,
+) -> ApiResult<Response> {
+    let store = state.store();
+    let limit = page.limit.unwrap_or(1000);
+    if limit == 0 {
+        return Err(ApiError::invalid_argument("limit must be at least 1"));
+    }
+    let mut all = blocking(move || store.sessions()).await?;
+    all.sort_by(|a, b| a.id.cmp(&b.id));
+    let start = match &page.after {
+        None => 0,
+        Some(after) => all.partition_point(|s| s.id.as_str() <= after.as_str()),
+    };
+    let end = start.saturating_add(limit).min(all.len());
+    let next = (end < all.len()).then(|| all[end - 1].id.clone());
+    let sessions: Vec<Value> = all[start..end].iter().map(summary_json).collect();
+    Ok(json_answer(
+        StatusCode::OK,
+        json!({ "sessions": sessions, "next": next }),
+    ))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct NewSession {
+    id: Option<String>,
+    cwd: Option<String>,
+    metadata: Option<Box<RawValue>>,
+    parent_session: Option<String>,
+}
+
+async fn create_session(
+    Extract(state): Extract<State>,
+    Body(body): Body<NewSession>,
+) -> ApiResult<Response> {
+    let metadata = match body.metadata {
+        None => None,
+        Some(m) if m.get().trim_start().starts_with('{') => Some(m.get().to_owned()),
+        Some(m) if m.get() == "null" => None,
+        Some(_) => return Err(ApiError::invalid_argument("metadata must be a JSON object")),
+    };
+    let store = state.store();
+    let info = blocking(move || {
+        let session = store.create_session(CreateSession {
+            id: body.id,
+            cwd: body.cwd.unwrap_or_default(),
+            metadata,
+            parent_session: body.parent_session,
+            parent_session_id: None,
+        })?;
+        session_json(&session)
+    })
+    .await?;
+    Ok(json_answer(StatusCode::CREATED, info))
+}
+
+async fn get_session(
+    Extract(state): Extract<State>,
+    Path(sid): Path<String>,
+) -> ApiResult<Response> {
+    let store = state.store();
+    let info = blocking(move || session_json(&store.session(&sid)?)).await?;
+    Ok(json_answer(StatusCode::OK, info))
+}
+
+async fn delete_session(
+    Extract(state): Extract<State>,
+    Path(sid): Path<String>,
+) -> ApiResult<StatusCode> {
+    let store = state.store();
+    blocking(move || store.delete_session(&sid)).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn import(Extract(state): Extract<State>, Raw(bytes): Raw) -> ApiResult<Response> {
+    let store = state.store();
+    let report = blocking(move || {
+        store.import_reader(std::io::Cursor::new(bytes), ImportOptions::default())
+    })
+    .await?;
+    Ok(json_answer(
+        StatusCode::CREATED,
+        json!({
+            "session": report.session,
+            "entries": report.entries,
+            "leafRecords": report.leaf_records,
+            "leaf": report.leaf,
+            "duplicateIds": report.duplicate_ids,
+            "warnings": report.warnings,
+        }),
+    ))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ExportQuery {
+    flavor: Option<String>,
+}
+
+async fn export(
+    Extract(state): Extract<State>,
+    Path(sid): Path<String>,
+    Query(q): Query<ExportQuery>,
+) -> ApiResult<Response> {
+    let flavor = match q.flavor.as_deref() {
+        None | Some("harness") => Flavor::Harness,
+        Some("cli") => Flavor::Cli,
+        Some(other) => {
+            return Err(ApiError::invalid_argument(format!(
+                "flavor {other:?} is neither \"harness\" nor \"cli\""
+            )))
+        }
+    };
+    let store = state.store();
+    ndjson(move |sink| {
+        let session = store.session(&sid)?;
+        let mut out = SinkWriter { sink };
+        session.export(flavor, &mut out).map(drop)
+    })
+    .await
+}
+
+/// `std::io::Write` over a [`Sink`], for the engine's export.
+struct SinkWriter<'a> {
+    sink: &'a mut Sink,
+}
+
+impl std::io::Write for SinkWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.sink.bytes(buf) {
+            Ok(buf.len())
+        } else {
+            Err(std::io::Error::new(
+                std::io::ErrorKind::BrokenPipe,
+                "the client went away",
+            ))
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct ForkBody {
+    entry_id: Option<String>,
+    position: Option<String>,
+    mode: Option<String>,
+    id: Option<String>,
+    cwd: Option<String>,
+    metadata: Option<Box<RawValue>>,
+    parent_session: Option<String>,
+}
+
+async fn fork(
+    Extract(state): Extract<State>,
+    Path(sid): Path<String>,
+    Body(body): Body<ForkBody>,
+) -> ApiResult<Response> {
+    let position = match body.position.as_deref() {
+        None | Some("before") => ForkPosition::Before,
+        Some("at") => ForkPosition::At,
+        Some(other) => {
+            return Err(ApiError::invalid_argument(format!(
+                "position {other:?} is neither \"before\" nor \"at\""
+            )))
+        }
+    };
+    let mode = match body.mode.as_deref() {
+        None | Some("path") => ForkMode::Path,
+        Some("rechained") => ForkMode::Rechained,
+        Some("copy") => ForkMode::Copy,
+        Some(other) => {
+            return Err(ApiError::invalid_argument(format!(
+                "mode {other:?} is not one of \"path\", \"rechained\", \"copy\""
+            )))
+        }
+    };
+    let metadata = match body.metadata {
+        None => None,
+        Some(m) if m.get() == "null" => None,
+        Some(m) if m.get().trim_start().starts_with('{') => Some(m.get().to_owned()),
+        Some(_) => return Err(ApiError::invalid_argument("metadata must be a JSON object")),
+    };
+    let options = ForkOptions {
+        entry: body.entry_id,
+        position,
+        mode,
+        cwd: body.cwd,
+        metadata,
+        id: body.id,
+        parent_session: body.parent_session,
+    };
+    let store = state.store();
+    let info = blocking(move || {
+        let source = store.session(&sid)?;
+        let forked = store.fork(&source, options)?;
+        session_json(&forked)
+    })
+    .await?;
+    Ok(json_answer(StatusCode::CREATED, info))
+}
+
+// ---- appends ----
+
+/// A new entry: an entry object (`type`) or a message object (`role`).
+fn new_entry(raw: &RawValue) -> ApiResult<NewEntry> {
+    #[derive(Deserialize)]
+    struct Shape {
+        #[serde(rename = "type")]
+        ty: Option<Value>,
+        role: Option<Value>,
+    }
+    let text = raw.get();
+    let shape: Shape = serde_json::from_str(text).map_err(|_| {
+        ApiError::invalid_argument("an entry must be a JSON object with a \"type\" or a \"role\"")
+    })?;
+    match (shape.ty, shape.role) {
+        (Some(_), _) => Ok(NewEntry::Raw {
+            object: text.to_owned(),
+        }),
+        (None, Some(_)) => Ok(NewEntry::Message {
+            message: text.to_owned(),
+        }),
+        (None, None) => Err(ApiError::invalid_argument(
+            "the entry object has neither a \"type\" (an entry) nor a \"role\" (a message)",
+        )),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AppendBody {
+    entry: Box<RawValue>,
+    id: Option<String>,
+    timestamp: Option<String>,
+}
+
+async fn append(
+    Extract(state): Extract<State>,
+    Path(sid): Path<String>,
+    Body(body): Body<AppendBody>,
+) -> ApiResult<Response> {
+    let entry = new_entry(&body.entry)?;
+    let store = state.store();
+    let id = blocking(move || {
+        store.session(&sid)?.append_with(
+            entry,
+            grove::AppendOptions {
+                id: body.id,
+                timestamp: body.timestamp,
+                ..Default::default()
+            },
+        )
+    })
+    .await?;
+    Ok(json_answer(StatusCode::CREATED, json!({ "id": id })))
+}
+
+async fn append_exact(
+    Extract(state): Extract<State>,
+    Path(sid): Path<String>,
+    Raw(bytes): Raw,
+) -> ApiResult<Response> {
+    let text = String::from_utf8(bytes.to_vec())
+        .map_err(|_| ApiError::invalid_request("the body is not UTF-8"))?;
+    let store = state.store();
+    let (id, leaf) = blocking(move || {
+        let session = store.session(&sid)?;
+        let id = session.append_exact(&text, None)?;
+        Ok((id, session.leaf()?))
+    })
+    .await?;
+    Ok(json_answer(
+        StatusCode::CREATED,
+        json!({ "id": id, "leaf": leaf }),
+    ))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct AppendIfBody {
+    #[serde(default)]
+    expected_leaf: Option<String>,
+    entry: Box<RawValue>,
+}
+
+async fn append_if(
+    Extract(state): Extract<State>,
+    Path(sid): Path<String>,
+    Body(body): Body<AppendIfBody>,
+) -> ApiResult<Response> {
+    let entry = new_entry(&body.entry)?;
+    let store = state.store();
+    let outcome = blocking(move || {
+        store
+            .session(&sid)?
+            .append_if(body.expected_leaf.as_deref(), entry)
+    })
+    .await?;
+    Ok(match outcome {
+        AppendOutcome::Appended(id) => {
+            json_answer(StatusCode::OK, json!({ "appended": true, "id": id }))
+        }
+        AppendOutcome::Conflict { actual_leaf } => json_answer(
+            StatusCode::OK,
+            json!({ "appended": false, "leaf": actual_leaf }),
+        ),
+    })
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ManyBody {
+    entries: Vec<Box<RawValue>>,
+}
+
+async fn append_many(
+    Extract(state): Extract<State>,
+    Path(sid): Path<String>,
+    Body(body): Body<ManyBody>,
+) -> ApiResult<Response> {
+    let entries = body
+        .entries
+        .iter()
+        .map(|e| new_entry(e))
+        .collect::<ApiResult<Vec<_>>>()?;
+    let store = state.store();
+    let ids = blocking(move || store.session(&sid)?.append_many(&entries)).await?;
+    Ok(json_answer(StatusCode::CREATED, json!({ "ids": ids })))
+}
+
+// ---- reads ----
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Cursor {
+    after: Option<u64>,
+    limit: Option<u64>,
+    #[serde(rename = "type")]
+    ty: Option<String>,
+}
+
+fn type_of(line: &str) -> Option<String> {
+    #[derive(Deserialize)]
+    struct Ty {
+        #[serde(rename = "type")]
+        ty: String,
+    }
+    serde_json::from_str::<Ty>(line).ok().map(|t| t.ty)
+}
+
+/// Streams `lines` (at most `limit`), stopping when the client goes away.
+fn send_all(
+    sink: &mut Sink,
+    lines: impl Iterator<Item = grove::Result<Entry>>,
+    limit: Option<u64>,
+    ty: Option<&str>,
+) -> grove::Result<()> {
+    sink.ready();
+    let mut left = limit.unwrap_or(u64::MAX);
+    for entry in lines {
+        if left == 0 {
+            break;
+        }
+        let entry = entry?;
+        if let Some(ty) = ty {
+            if type_of(&entry.line).as_deref() != Some(ty) {
+                continue;
+            }
+        }
+        left -= 1;
+        if !sink.line(&entry.line) {
+            break;
+        }
+    }
+    Ok(())
+}
+
+async fn entries(
+    Extract(state): Extract<State>,
+    Path(sid): Path<String>,
+    Query(q): Query<Cursor>,
+) -> ApiResult<Response> {
+    let store = state.store();
+    ndjson(move |sink| {
+        let session = store.session(&sid)?;
+        let skip = usize::try_from(q.after.unwrap_or(0)).unwrap_or(usize::MAX);
+        send_all(sink, session.entries().skip(skip), q.limit, q.ty.as_deref())
+    })
+    .await
+}
+
+async fn log(
+    Extract(state): Extract<State>,
+    Path(sid): Path<String>,
+    Query(q): Query<Cursor>,
+) -> ApiResult<Response> {
+    let store = state.store();
+    ndjson(move |sink| {
+        let session = store.session(&sid)?;
+        send_all(
+            sink,
+            session.log_from(q.after.unwrap_or(0)),
+            q.limit,
+            q.ty.as_deref(),
+        )
+    })
+    .await
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EntryQuery {
+    log: Option<bool>,
+}
+
+async fn entry(
+    Extract(state): Extract<State>,
+    Path((sid, eid)): Path<(String, String)>,
+    Query(q): Query<EntryQuery>,
+) -> ApiResult<Response> {
+    read_entry(state, sid, eid, q.log.unwrap_or(false)).await
+}
+
+/// The future of a GET on `entries/NAME`.
+type EntryFuture = std::pin::Pin<Box<dyn std::future::Future<Output = ApiResult<Response>> + Send>>;
+
+/// A GET on `entries/NAME`, where NAME is also an append route.
+fn entry_named(
+    name: &'static str,
+) -> impl Fn(Extract<State>, Path<String>, Query<EntryQuery>) -> EntryFuture
+       + Clone
+       + Send
+       + Sync
+       + 'static {
+    move |Extract(state), Path(sid), Query(q)| {
+        Box::pin(read_entry(
+            state,
+            sid,
+            name.to_owned(),
+            q.log.unwrap_or(false),
+        ))
+    }
+}
+
+async fn read_entry(state: State, sid: String, eid: String, any: bool) -> ApiResult<Response> {
+    let store = state.store();
+    let line = blocking(move || {
+        let session = store.session(&sid)?;
+        let entry = if any {
+            session.log_record(&eid)?
+        } else {
+            session.entry(&eid)?
+        };
+        Ok(entry.line)
+    })
+    .await?;
+    Ok(raw_json(StatusCode::OK, line))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ChildrenQuery {
+    parent: Option<String>,
+}
+
+async fn children(
+    Extract(state): Extract<State>,
+    Path(sid): Path<String>,
+    Query(q): Query<ChildrenQuery>,
+) -> ApiResult<Response> {
+    let store = state.store();
+    ndjson(move |sink| {
+        let session = store.session(&sid)?;
+        let children = session.children(q.parent.as_deref())?;
+        send_all(sink, children.into_iter().map(Ok), None, None)
+    })
+    .await
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FromQuery {
+    from: Option<String>,
+}
+
+async fn branch(
+    Extract(state): Extract<State>,
+    Path(sid): Path<String>,
+    Query(q): Query<FromQuery>,
+) -> ApiResult<Response> {
+    let store = state.store();
+    ndjson(move |sink| {
+        let session = store.session(&sid)?;
+        let path = session.branch(q.from.as_deref())?;
+        send_all(sink, path.into_iter().map(Ok), None, None)
+    })
+    .await
+}
+
+async fn path(
+    Extract(state): Extract<State>,
+    Path(sid): Path<String>,
+    Query(q): Query<FromQuery>,
+) -> ApiResult<Response> {
+    let store = state.store();
+    ndjson(move |sink| {
+        let session = store.session(&sid)?;
+        let path = session.path_to_root(q.from.as_deref())?;
+        send_all(sink, path.into_iter().map(Ok), None, None)
+    })
+    .await
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ContextQuery {
+    preset: Option<String>,
+    leaf: Option<String>,
+}
+
+async fn context(
+    Extract(state): Extract<State>,
+    Path(sid): Path<String>,
+    Query(q): Query<ContextQuery>,
+) -> ApiResult<Response> {
+    let options = match q.preset.as_deref() {
+        None | Some("grove") => ContextOptions::grove(),
+        Some("pi-harness") => ContextOptions::pi_harness(),
+        Some("pi-cli") => ContextOptions::pi_cli(),
+        Some(other) => {
+            return Err(ApiError::invalid_argument(format!(
+                "preset {other:?} is not one of \"grove\", \"pi-harness\", \"pi-cli\""
+            )))
+        }
+    };
+    let store = state.store();
+    let text = blocking(move || {
+        let session = store.session(&sid)?;
+        Ok(session
+            .build_context_with(q.leaf.as_deref(), options)?
+            .to_json())
+    })
+    .await?;
+    Ok(raw_json(StatusCode::OK, text))
+}
+
+async fn tree(Extract(state): Extract<State>, Path(sid): Path<String>) -> ApiResult<Response> {
+    let store = state.store();
+    let tree = blocking(move || store.session(&sid)?.tree()).await?;
+    let nodes: Vec<Value> = tree
+        .nodes
+        .iter()
+        .map(|n| {
+            json!({
+                "id": n.id,
+                "parentId": n.parent,
+                "type": n.type_name,
+                "children": n.children,
+                "label": n.label,
+                "onActivePath": n.on_active_path,
+            })
+        })
+        .collect();
+    Ok(json_answer(
+        StatusCode::OK,
+        json!({ "nodes": nodes, "roots": tree.roots }),
+    ))
+}
+
+async fn labels(Extract(state): Extract<State>, Path(sid): Path<String>) -> ApiResult<Response> {
+    let store = state.store();
+    let labels = blocking(move || store.session(&sid)?.labels()).await?;
+    let map: serde_json::Map<String, Value> = labels
+        .into_iter()
+        .map(|(target, l)| (target, Value::String(l.label)))
+        .collect();
+    Ok(json_answer(StatusCode::OK, Value::Object(map)))
+}
+
+async fn label(
+    Extract(state): Extract<State>,
+    Path((sid, eid)): Path<(String, String)>,
+) -> ApiResult<Response> {
+    let store = state.store();
+    let label = blocking(move || store.session(&sid)?.label(&eid)).await?;
+    Ok(json_answer(
+        StatusCode::OK,
+        json!({ "label": label.map(|l| l.label) }),
+    ))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct LabelBody {
+    target_id: String,
+    label: Option<String>,
+}
+
+async fn set_label(
+    Extract(state): Extract<State>,
+    Path(sid): Path<String>,
+    Body(body): Body<LabelBody>,
+) -> ApiResult<Response> {
+    let store = state.store();
+    let id = blocking(move || {
+        store
+            .session(&sid)?
+            .set_label(&body.target_id, body.label.as_deref())
+    })
+    .await?;
+    Ok(json_answer(StatusCode::CREATED, json!({ "id": id })))
+}
+
+async fn name(Extract(state): Extract<State>, Path(sid): Path<String>) -> ApiResult<Response> {
+    let store = state.store();
+    let name = blocking(move || store.session(&sid)?.name()).await?;
+    Ok(json_answer(StatusCode::OK, json!({ "name": name })))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NameBody {
+    name: String,
+}
+
+async fn set_name(
+    Extract(state): Extract<State>,
+    Path(sid): Path<String>,
+    Body(body): Body<NameBody>,
+) -> ApiResult<Response> {
+    let store = state.store();
+    let id = blocking(move || store.session(&sid)?.set_name(&body.name)).await?;
+    Ok(json_answer(StatusCode::CREATED, json!({ "id": id })))
+}
+
+/// pi's `getSessionStats`: messages counted over every entry; the usage of assistant
+/// messages, compactions and branch summaries whose five numbers are all present summed.
+async fn stats(Extract(state): Extract<State>, Path(sid): Path<String>) -> ApiResult<Response> {
+    let store = state.store();
+    let stats = blocking(move || {
+        let session = store.session(&sid)?;
+        let mut s = Stats::default();
+        for entry in session.entries() {
+            s.add(&entry?.line);
+        }
+        Ok(s)
+    })
+    .await?;
+    Ok(json_answer(
+        StatusCode::OK,
+        json!({
+            "messageCount": stats.messages,
+            "cachedTokens": stats.cached,
+            "uncachedTokens": stats.uncached,
+            "totalTokens": stats.total,
+            "costTotal": stats.cost,
+        }),
+    ))
+}
+
+#[derive(Default)]
+struct Stats {
+    messages: u64,
+    cached: f64,
+    uncached: f64,
+    total: f64,
+    cost: f64,
+}
+
+impl Stats {
+    fn add(&mut self, line: &str) {
+        let Ok(v) = serde_json::from_str::<Value>(line) else {
+            return;
+        };
+        let usage = match v.get("type").and_then(Value::as_str) {
+            Some("message") => {
+                self.messages += 1;
+                let m = v.get("message");
+                match m.and_then(|m| m.get("role")).and_then(Value::as_str) {
+                    Some("assistant") => m.and_then(|m| m.get("usage")),
+                    _ => None,
+                }
+            }
+            Some("compaction" | "branch_summary") => v.get("usage"),
+            _ => None,
+        };
+        let Some(usage) = usage else { return };
+        let num = |k: &str| usage.get(k).and_then(Value::as_f64);
+        let cost = usage
+            .get("cost")
+            .and_then(|c| c.get("total"))
+            .and_then(Value::as_f64);
+        if let (Some(input), Some(output), Some(read), Some(write), Some(cost)) = (
+            num("input"),
+            num("output"),
+            num("cacheRead"),
+            num("cacheWrite"),
+            cost,
+        ) {
+            self.cached += read;
+            self.uncached += input + write;
+            self.total += input + output + read + write;
+            self.cost += cost;
+        }
+    }
+}
+
+async fn leaf(Extract(state): Extract<State>, Path(sid): Path<String>) -> ApiResult<Response> {
+    let store = state.store();
+    let leaf = blocking(move || store.session(&sid)?.leaf()).await?;
+    Ok(json_answer(StatusCode::OK, json!({ "leaf": leaf })))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MoveBody {
+    target: Option<String>,
+}
+
+async fn move_leaf(
+    Extract(state): Extract<State>,
+    Path(sid): Path<String>,
+    Body(body): Body<MoveBody>,
+) -> ApiResult<Response> {
+    let store = state.store();
+    let leaf = blocking(move || {
+        let session = store.session(&sid)?;
+        session.move_to(body.target.as_deref())?;
+        session.leaf()
+    })
+    .await?;
+    Ok(json_answer(StatusCode::OK, json!({ "leaf": leaf })))
+}
+
+async fn leaf_history(
+    Extract(state): Extract<State>,
+    Path(sid): Path<String>,
+) -> ApiResult<Response> {
+    let store = state.store();
+    let history = blocking(move || store.session(&sid)?.leaf_history()).await?;
+    let rows: Vec<Value> = history
+        .into_iter()
+        .map(|(id, target)| json!({ "id": id, "target": target }))
+        .collect();
+    Ok(json_answer(StatusCode::OK, Value::Array(rows)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `METHOD /v1/...` pairs written in docs/api.md as code (a query string cut off).
+    fn documented() -> std::collections::BTreeSet<(String, String)> {
+        let doc = include_str!("../../../docs/api.md");
+        let mut out = std::collections::BTreeSet::new();
+        for piece in doc.split('`') {
+            let mut words = piece.splitn(2, ' ');
+            let (Some(method), Some(path)) = (words.next(), words.next()) else {
+                continue;
+            };
+            if ["GET", "POST", "PUT", "DELETE"].contains(&method) && path.starts_with("/v1/") {
+                let path = path.split(['?', ' ']).next().unwrap_or_default();
+                out.insert((method.to_owned(), path.to_owned()));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn every_route_is_documented_and_every_documented_route_is_served() {
+        let served: std::collections::BTreeSet<(String, String)> = ROUTES
+            .iter()
+            .map(|(m, p)| ((*m).to_owned(), (*p).to_owned()))
+            .collect();
+        let documented = documented();
+        let undocumented: Vec<_> = served.difference(&documented).collect();
+        assert!(
+            undocumented.is_empty(),
+            "served but not in docs/api.md: {undocumented:?}"
+        );
+        let unserved: Vec<_> = documented.difference(&served).collect();
+        assert!(
+            unserved.is_empty(),
+            "in docs/api.md but not served: {unserved:?}"
+        );
+        for (method, path) in ROUTES {
+            assert!(
+                handler(method, path).is_some(),
+                "{method} {path} has no handler"
+            );
+        }
+    }
+}

@@ -1,0 +1,117 @@
+//! Results that grow with a session, streamed as JSON lines with bounded memory: a blocking
+//! task reads from the store and hands chunks of about [`CHUNK`] bytes to the response
+//! through a channel of [`DEPTH`] chunks, so a slow client slows the reader instead of
+//! filling memory, and a client that goes away stops it.
+//!
+//! Until the producer calls [`Sink::ready`] (or writes its first line), an error it returns
+//! is the response (a 404 for an unknown session, say). After that the status is sent; an
+//! error aborts the response, so the client sees a broken stream, never a short one
+//! presented as whole.
+
+use axum::body::{Body, Bytes};
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use tokio::sync::{mpsc, oneshot};
+
+use super::api::{ApiError, ApiResult};
+
+/// Bytes gathered before a chunk is handed over.
+const CHUNK: usize = 64 << 10;
+/// Chunks in flight between the reader and the connection.
+const DEPTH: usize = 8;
+
+/// Where a producer writes its lines.
+pub struct Sink {
+    start: Option<oneshot::Sender<ApiResult<()>>>,
+    tx: mpsc::Sender<std::io::Result<Bytes>>,
+    buf: Vec<u8>,
+    gone: bool,
+}
+
+impl Sink {
+    /// The request is valid: the response starts (200, JSON lines).
+    pub fn ready(&mut self) {
+        if let Some(start) = self.start.take() {
+            let _ = start.send(Ok(()));
+        }
+    }
+
+    /// Writes one line (`text` without its LF). `false` when the client is gone: stop.
+    pub fn line(&mut self, text: &str) -> bool {
+        self.ready();
+        self.buf.extend_from_slice(text.as_bytes());
+        self.buf.push(b'\n');
+        if self.buf.len() >= CHUNK {
+            self.flush();
+        }
+        !self.gone
+    }
+
+    /// Writes bytes as they are (an export writes whole lines). `false` when the client is
+    /// gone: stop.
+    pub fn bytes(&mut self, bytes: &[u8]) -> bool {
+        self.ready();
+        self.buf.extend_from_slice(bytes);
+        if self.buf.len() >= CHUNK {
+            self.flush();
+        }
+        !self.gone
+    }
+
+    fn flush(&mut self) {
+        if self.buf.is_empty() || self.gone {
+            return;
+        }
+        let chunk = Bytes::from(std::mem::take(&mut self.buf));
+        if self.tx.blocking_send(Ok(chunk)).is_err() {
+            self.gone = true;
+        }
+    }
+}
+
+/// Runs `produce` on the blocking pool and streams what it writes as `application/x-ndjson`.
+pub async fn ndjson<F>(produce: F) -> ApiResult<Response>
+where
+    F: FnOnce(&mut Sink) -> grove::Result<()> + Send + 'static,
+{
+    let (start_tx, start_rx) = oneshot::channel();
+    let (tx, rx) = mpsc::channel(DEPTH);
+    tokio::task::spawn_blocking(move || {
+        let mut sink = Sink {
+            start: Some(start_tx),
+            tx,
+            buf: Vec::with_capacity(CHUNK + 4096),
+            gone: false,
+        };
+        match produce(&mut sink) {
+            Ok(()) => {
+                sink.ready();
+                sink.flush();
+            }
+            Err(e) => match sink.start.take() {
+                Some(start) => {
+                    let _ = start.send(Err(ApiError::from(e)));
+                }
+                None => {
+                    sink.flush();
+                    let _ = sink
+                        .tx
+                        .blocking_send(Err(std::io::Error::other(e.to_string())));
+                }
+            },
+        }
+    });
+    match start_rx.await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => return Err(e),
+        Err(_) => {
+            return Err(ApiError::new(
+                axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+                "storage",
+                "the reader ended without an answer",
+            ))
+        }
+    }
+    let body = Body::from_stream(tokio_stream::wrappers::ReceiverStream::new(rx));
+    Ok(([(header::CONTENT_TYPE, "application/x-ndjson")], body).into_response())
+}
