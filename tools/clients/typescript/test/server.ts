@@ -83,6 +83,7 @@ export async function startServer(
 			const code = await exited;
 			clearTimeout(killer);
 			rmSync(store, { recursive: true, force: true });
+			rmSync(`${store}.token`, { force: true });
 			return code;
 		},
 	};
