@@ -7,3 +7,4 @@ mod crash;
 mod engine;
 mod oracle;
 mod oracle_ops;
+mod serve;

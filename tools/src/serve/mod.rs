@@ -260,6 +260,9 @@ async fn serve<S, F, Fut>(
                     .timer(TokioTimer::new())
                     .header_read_timeout(header_timeout)
                     .keep_alive(true)
+                    // A client that shuts down its write side after a request still gets
+                    // the answer.
+                    .half_close(true)
                     .serve_connection(TokioIo::new(stream), TowerToHyperService::new(service));
                 let watched = graceful.watch(conn);
                 tokio::spawn(async move {

@@ -833,11 +833,11 @@ async fn context(
 ) -> ApiResult<Response> {
     let options = match q.preset.as_deref() {
         None | Some("grove") => ContextOptions::grove(),
-        Some("pi-harness") => ContextOptions::pi_harness(),
-        Some("pi-cli") => ContextOptions::pi_cli(),
+        Some("harness") => ContextOptions::pi_harness(),
+        Some("cli") => ContextOptions::pi_cli(),
         Some(other) => {
             return Err(ApiError::invalid_argument(format!(
-                "preset {other:?} is not one of \"grove\", \"pi-harness\", \"pi-cli\""
+                "preset {other:?} is not one of \"grove\", \"harness\", \"cli\""
             )))
         }
     };

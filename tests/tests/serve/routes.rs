@@ -1,0 +1,273 @@
+//! Every route of docs/api.md does what the document says, against the real server.
+
+use serde_json::{json, Value};
+
+use super::{user_line, Server};
+use crate::cli::fixture;
+
+fn ids(lines: &[Value]) -> Vec<&str> {
+    lines.iter().map(|v| v["id"].as_str().unwrap()).collect()
+}
+
+#[test]
+fn every_route_answers_as_documented() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(dir.path(), &[]);
+    let health = s.ok(200, "GET", "/v1/health", None);
+    assert_eq!(health["ok"], true);
+    assert_eq!(health["backend"], "sled");
+    assert_eq!(health["durability"], "sync");
+
+    // Sessions.
+    let created = s.ok(
+        201,
+        "POST",
+        "/v1/sessions",
+        Some(r#"{"id":"s1","cwd":"/w","metadata":{"id":"pi-1","createdAt":"2025-01-01"}}"#),
+    );
+    assert_eq!(created["id"], "s1");
+    assert_eq!(created["metadata"]["id"], "pi-1");
+    assert_eq!(created["leaf"], Value::Null);
+    assert_eq!(
+        s.err(400, "POST", "/v1/sessions", Some(r#"{"id":"s1"}"#)),
+        "invalid_argument",
+        "an id in use"
+    );
+
+    // Appends: a new entry, a message, the caller's exact entry, a conditional one, many.
+    let a = s.ok(
+        201,
+        "POST",
+        "/v1/sessions/s1/entries",
+        Some(r#"{"entry":{"role":"user","content":"hello","timestamp":1}}"#),
+    );
+    let a = a["id"].as_str().unwrap().to_owned();
+    let exact = user_line("x1", Some(&a), "exact");
+    let r = s.ok(201, "POST", "/v1/sessions/s1/entries/exact", Some(&exact));
+    assert_eq!(r, json!({"id": "x1", "leaf": "x1"}));
+    let stale = s.ok(
+        200,
+        "POST",
+        "/v1/sessions/s1/entries/if",
+        Some(&format!(
+            r#"{{"expectedLeaf":"{a}","entry":{{"role":"user","content":"late","timestamp":2}}}}"#
+        )),
+    );
+    assert_eq!(
+        stale,
+        json!({"appended": false, "leaf": "x1"}),
+        "a conflict is a result"
+    );
+    let fresh = s.ok(
+        200,
+        "POST",
+        "/v1/sessions/s1/entries/if",
+        Some(r#"{"expectedLeaf":"x1","entry":{"type":"custom","customType":"note","data":{}}}"#),
+    );
+    assert_eq!(fresh["appended"], true);
+    let c = fresh["id"].as_str().unwrap().to_owned();
+    let many = s.ok(
+        201,
+        "POST",
+        "/v1/sessions/s1/entries/many",
+        Some(
+            r#"{"entries":[{"role":"assistant","content":[{"type":"text","text":"one"}],"provider":"p","model":"m","usage":{"input":1,"output":2,"cacheRead":3,"cacheWrite":4,"cost":{"total":0.5}},"stopReason":"stop","timestamp":3},{"type":"model_change","provider":"p","modelId":"m2"}]}"#,
+        ),
+    );
+    let many: Vec<String> = many["ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(many.len(), 2);
+
+    // Reads.
+    let entries = s.lines("/v1/sessions/s1/entries");
+    assert_eq!(ids(&entries), [a.as_str(), "x1", &c, &many[0], &many[1]]);
+    assert_eq!(
+        entries[1].to_string(),
+        exact,
+        "the exact entry's bytes, as given"
+    );
+    let page = s.lines("/v1/sessions/s1/entries?after=1&limit=2");
+    assert_eq!(ids(&page), ["x1", c.as_str()]);
+    let one = s.ok(200, "GET", "/v1/sessions/s1/entries/x1", None);
+    assert_eq!(one["id"], "x1");
+    assert_eq!(
+        s.err(404, "GET", "/v1/sessions/s1/entries/nope", None),
+        "not_found"
+    );
+    let path = s.lines(&format!("/v1/sessions/s1/path?from={c}"));
+    assert_eq!(ids(&path), [a.as_str(), "x1", &c]);
+    let branch = s.lines("/v1/sessions/s1/branch");
+    assert_eq!(branch.len(), 5);
+    let children = s.lines(&format!("/v1/sessions/s1/children?parent={a}"));
+    assert_eq!(ids(&children), ["x1"]);
+    let roots = s.lines("/v1/sessions/s1/children");
+    assert_eq!(ids(&roots), [a.as_str()]);
+    let context = s.ok(200, "GET", "/v1/sessions/s1/context?preset=harness", None);
+    assert_eq!(context["messages"].as_array().unwrap().len(), 3);
+    assert_eq!(context["model"], json!({"provider": "p", "modelId": "m2"}));
+    let stats = s.ok(200, "GET", "/v1/sessions/s1/stats", None);
+    assert_eq!(stats["messageCount"], 3);
+    assert_eq!(stats["totalTokens"].as_f64(), Some(10.0));
+    assert_eq!(stats["cachedTokens"].as_f64(), Some(3.0));
+    assert_eq!(stats["uncachedTokens"].as_f64(), Some(5.0));
+    assert_eq!(stats["costTotal"].as_f64(), Some(0.5));
+
+    // Labels and the name.
+    let label = s.ok(
+        201,
+        "POST",
+        "/v1/sessions/s1/labels",
+        Some(r#"{"targetId":"x1","label":"  padded  "}"#),
+    );
+    assert!(label["id"].is_string());
+    assert_eq!(
+        s.ok(200, "GET", "/v1/sessions/s1/labels/x1", None),
+        json!({"label": "padded"})
+    );
+    assert_eq!(
+        s.ok(200, "GET", "/v1/sessions/s1/labels", None),
+        json!({"x1": "padded"})
+    );
+    s.ok(
+        201,
+        "PUT",
+        "/v1/sessions/s1/name",
+        Some(r#"{"name":"my session"}"#),
+    );
+    assert_eq!(
+        s.ok(200, "GET", "/v1/sessions/s1/name", None),
+        json!({"name": "my session"})
+    );
+
+    // The leaf: a move is a leaf record, which the log shows and the entries do not.
+    let moved = s.ok(
+        200,
+        "PUT",
+        "/v1/sessions/s1/leaf",
+        Some(r#"{"target":"x1"}"#),
+    );
+    assert_eq!(moved, json!({"leaf": "x1"}));
+    assert_eq!(
+        s.ok(200, "GET", "/v1/sessions/s1/leaf", None),
+        json!({"leaf": "x1"})
+    );
+    let history = s.ok(200, "GET", "/v1/sessions/s1/leaf/history", None);
+    let record = history[0]["id"].as_str().unwrap().to_owned();
+    assert_eq!(history[0]["target"], "x1");
+    let log = s.lines("/v1/sessions/s1/log");
+    assert_eq!(log.last().unwrap()["type"], "leaf");
+    assert_eq!(log.last().unwrap()["targetId"], "x1");
+    let leaves = s.lines("/v1/sessions/s1/log?type=leaf");
+    assert_eq!(ids(&leaves), [record.as_str()]);
+    let tail = s.lines(&format!("/v1/sessions/s1/log?after={}", log.len() - 1));
+    assert_eq!(ids(&tail), [record.as_str()]);
+    assert_eq!(
+        s.err(
+            404,
+            "GET",
+            &format!("/v1/sessions/s1/entries/{record}"),
+            None
+        ),
+        "not_found",
+        "a leaf record is no entry"
+    );
+    let found = s.ok(
+        200,
+        "GET",
+        &format!("/v1/sessions/s1/entries/{record}?log=true"),
+        None,
+    );
+    assert_eq!(found["type"], "leaf");
+    let tree = s.ok(200, "GET", "/v1/sessions/s1/tree", None);
+    assert_eq!(tree["roots"].as_array().unwrap().len(), 1);
+    assert!(tree["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|n| n["id"] == "x1" && n["label"] == "padded"));
+
+    // Fork, export, import, list, delete.
+    let forked = s.ok(
+        201,
+        "POST",
+        "/v1/sessions/s1/fork",
+        Some(r#"{"entryId":"x1","position":"at","id":"s2"}"#),
+    );
+    assert_eq!(forked["id"], "s2");
+    assert_eq!(forked["parentSessionId"], "s1");
+    assert_eq!(ids(&s.lines("/v1/sessions/s2/entries")), [a.as_str(), "x1"]);
+    let (code, exported) = s.call("GET", "/v1/sessions/s1/export", None);
+    assert_eq!(code, 200);
+    let fixture_text = std::fs::read_to_string(fixture("edge-seed-harness.jsonl")).unwrap();
+    let report = s.ok(201, "POST", "/v1/import", Some(&fixture_text));
+    let imported = report["session"].as_str().unwrap().to_owned();
+    let (code, again) = s.call("GET", &format!("/v1/sessions/{imported}/export"), None);
+    assert_eq!(code, 200);
+    assert_eq!(again, fixture_text, "import and export are loss-free");
+    assert!(exported.lines().count() > 5);
+    let listed = s.ok(200, "GET", "/v1/sessions?limit=2", None);
+    assert_eq!(listed["sessions"].as_array().unwrap().len(), 2);
+    let next = listed["next"].as_str().unwrap().to_owned();
+    let rest = s.ok(200, "GET", &format!("/v1/sessions?after={next}"), None);
+    assert_eq!(rest["sessions"].as_array().unwrap().len(), 1);
+    assert_eq!(rest["next"], Value::Null);
+    let (code, _) = s.call("DELETE", "/v1/sessions/s2", None);
+    assert_eq!(code, 204);
+    assert_eq!(s.err(404, "GET", "/v1/sessions/s2", None), "not_found");
+    let verify = s.ok(200, "POST", "/v1/verify", None);
+    assert_eq!(verify["ok"], true, "{verify}");
+    assert_eq!(verify["sessions"], 2);
+
+    // The unix socket serves without a token, and only its owner may connect.
+    use std::io::{Read, Write};
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&s.socket).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600, "the socket is private");
+    let mut conn = std::os::unix::net::UnixStream::connect(&s.socket).unwrap();
+    conn.write_all(
+        b"GET /v1/sessions/s1/name HTTP/1.1\r\nhost: grove\r\nconnection: close\r\n\r\n",
+    )
+    .unwrap();
+    let mut answer = String::new();
+    conn.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.contains(r#"{"name":"my session"}"#), "{answer}");
+
+    // SIGTERM: the server stops, removes its socket, and the store holds everything.
+    let socket = s.socket.clone();
+    let status = s.terminate();
+    assert!(status.success(), "{status:?}");
+    assert!(!socket.exists(), "the socket is removed");
+    let store = grove::Store::open(dir.path().join("store")).unwrap();
+    assert_eq!(store.sessions().unwrap().len(), 2);
+    assert!(store.verify().unwrap().is_ok());
+}
+
+/// At `--durability none` writes are acknowledged before they are flushed: SIGTERM flushes
+/// them before the server exits.
+#[test]
+fn sigterm_flushes_writes_acknowledged_at_durability_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start_with(dir.path(), &["--durability", "none"], &[]);
+    s.ok(201, "POST", "/v1/sessions", Some(r#"{"id":"n1"}"#));
+    let mut parent: Option<String> = None;
+    for i in 0..200 {
+        let id = format!("e{i:04}");
+        s.ok(
+            201,
+            "POST",
+            "/v1/sessions/n1/entries/exact",
+            Some(&user_line(&id, parent.as_deref(), "x")),
+        );
+        parent = Some(id);
+    }
+    assert!(s.terminate().success());
+    let store = grove::Store::open(dir.path().join("store")).unwrap();
+    let session = store.session("n1").unwrap();
+    assert_eq!(session.entries().count(), 200);
+    assert_eq!(session.leaf().unwrap().as_deref(), Some("e0199"));
+}
