@@ -10,6 +10,7 @@ import { InMemorySessionRepo } from "../pi-compat/memory-repo.js";
 import { InMemorySessionStorage } from "../pi-compat/memory-storage.js";
 import { GroveClient } from "../src/client.js";
 import { GroveSessionRepo, GroveSessionStorage } from "../src/pi.js";
+import type { Repo } from "./differential.js";
 
 const url = inject("groveUrl");
 process.env.GROVE_URL = url;
@@ -176,5 +177,37 @@ describe("pi's AgentHarness on grove", () => {
 		const context = await resumed.buildContext();
 		expect(context.messages.map((m) => m.role)).toEqual(["user", "assistant", "user", "assistant"]);
 		expect(context).toEqual(await session.buildContext());
+	});
+});
+
+/** Found by the differential test; each compares with pi's own in-memory storage and repo. */
+describe("regressions", () => {
+	it("sums costTotal exactly as pi does (seed 6: 1.9371999999999998 came back as 1.9372)", async () => {
+		const { InMemorySessionStorage: PiStorage } = await import("@earendil-works/pi-agent-core");
+		const message = assistantMessage("costly");
+		message.usage.cost.total = 1.9371999999999998;
+		const entry: MessageEntry = { type: "message", id: "a1", parentId: null, timestamp: "2026-01-01T00:00:00.000Z", message };
+		const pi = new PiStorage({ entries: [entry] });
+		const grove = await GroveSessionStorage.create(client, { entries: [entry], id: `cost-${process.pid}` });
+		expect(await grove.getSessionStats()).toEqual(await pi.getSessionStats());
+	});
+
+	it("names the missing parent as pi does when a fork's first entry points outside it (seed 135)", async () => {
+		const { InMemorySessionRepo: PiRepo } = await import("@earendil-works/pi-agent-core");
+		const results: Array<{ code: string; message: string }> = [];
+		const repos: Repo[] = [new PiRepo(), new GroveSessionRepo(client, { cwd: `/regress/${process.pid}` })];
+		for (const repo of repos) {
+			const session: Session = await repo.create({ id: `outside-${process.pid}-${results.length}` });
+			const u1 = await session.appendMessage(userMessage("one"));
+			const a1 = await session.appendMessage(assistantMessage("two"));
+			const c1 = await session.appendCompaction("summary", a1, 10);
+			const fork = await repo.fork(await session.getMetadata(), { entryId: c1, position: "at", id: `outside-fork-${process.pid}-${results.length}` });
+			const error: unknown = await fork.getStorage().getPathToRootOrCompaction(a1).catch((e: unknown) => e);
+			expect(error).toBeInstanceOf(SessionError);
+			const { code, message } = error as SessionError;
+			results.push({ code, message: message.replace(u1, "U1") });
+		}
+		expect(results[1]).toEqual(results[0]);
+		expect(results[0]).toEqual({ code: "invalid_session", message: "Entry U1 not found" });
 	});
 });
