@@ -12,7 +12,7 @@ import type {
 	AppendIfResult,
 	AppendOptions,
 	Context,
-	ContextPreset,
+	ContextOptions,
 	CreateSessionOptions,
 	Cursor,
 	ExportFlavor,
@@ -140,11 +140,10 @@ export class GroveClient {
 		await this.request("DELETE", sessionPath(sid));
 	}
 
-	/** Imports a pi session JSONL file (header line first); `id` overrides the header's. */
-	async importSession(jsonl: string | Uint8Array, options: { id?: string } = {}): Promise<ImportResult> {
+	/** Imports a pi session JSONL file; its header line names the session id. */
+	async importSession(jsonl: string | Uint8Array): Promise<ImportResult> {
 		const path = `${V1}/import`;
 		const response = await this.transport.send("POST", path, {
-			query: { id: options.id },
 			raw: { data: jsonl, contentType: "application/x-ndjson" },
 		});
 		return (await readJson("POST", path, response)) as ImportResult;
@@ -275,8 +274,9 @@ export class GroveClient {
 		return collect(this.iterPath(sid, from));
 	}
 
-	context(sid: string, options: { preset?: ContextPreset } = {}): Promise<Context> {
-		return this.request("GET", sessionPath(sid, "/context"), { query: { preset: options.preset } });
+	/** pi's context of the session (of `leaf` when given), by a preset's rules. */
+	context(sid: string, options: ContextOptions = {}): Promise<Context> {
+		return this.request("GET", sessionPath(sid, "/context"), { query: { preset: options.preset, leaf: options.leaf } });
 	}
 
 	tree(sid: string): Promise<Tree> {

@@ -112,7 +112,7 @@ export class GroveSessionStorage<TMetadata extends SessionMetadata = SessionMeta
 					}),
 					...options.entries.map((entry) => JSON.stringify(entry)),
 				];
-				await client.importSession(`${lines.join("\n")}\n`, { id });
+				await client.importSession(`${lines.join("\n")}\n`);
 			} else {
 				await client.createSession({ id, cwd: options.cwd, metadata: header });
 			}

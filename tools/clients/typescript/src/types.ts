@@ -16,15 +16,19 @@ export interface WireEntry {
 export type NewEntry = { type: string; [field: string]: unknown } | { role: string; [field: string]: unknown };
 
 export interface Health {
+	/** False once a failed write made the store refuse writes. */
 	ok: boolean;
 	backend: string;
 	durability: string;
 	version: string;
+	/** Why the store refuses writes, or null. */
+	poisoned: string | null;
 }
 
 export interface VerifyReport {
 	sessions: number;
-	problems: unknown[];
+	records: number;
+	problems: string[];
 	ok: boolean;
 }
 
@@ -56,8 +60,12 @@ export interface CreateSessionOptions {
 }
 
 export interface ImportResult {
+	/** The session id (the header's). */
 	session: string;
 	entries: number;
+	leafRecords: number;
+	leaf: string | null;
+	duplicateIds: string[];
 	warnings: unknown[];
 }
 
@@ -93,7 +101,13 @@ export interface LogCursor extends Cursor {
 	type?: string;
 }
 
-export type ContextPreset = "grove" | "pi-harness" | "pi-cli";
+export type ContextPreset = "grove" | "harness" | "cli";
+
+export interface ContextOptions {
+	preset?: ContextPreset;
+	/** Build the context as if this entry were the leaf. */
+	leaf?: string;
+}
 
 export interface Context {
 	messages: unknown[];
@@ -106,6 +120,7 @@ export interface TreeNode {
 	id: string;
 	parentId: string | null;
 	type: string;
+	onActivePath: boolean;
 	children: number[];
 	label: string | null;
 }
@@ -125,7 +140,6 @@ export interface Stats {
 
 export interface LeafMove {
 	leaf: string | null;
-	record: string;
 }
 
 export interface LeafHistoryItem {
