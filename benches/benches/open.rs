@@ -22,7 +22,8 @@ fn open(c: &mut Criterion) {
         {
             let config = StoreConfig::new(dir.path()).durability(Durability::None);
             let store = ok(Store::open_with(config));
-            ok(grove_benches::import(&store, &generated));
+            // A session in use: its context built once, the view written by the flush.
+            ok(ok(grove_benches::import(&store, &generated)).build_context());
             ok(store.flush());
         }
         let id = generated.session_id.clone();

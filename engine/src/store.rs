@@ -886,9 +886,21 @@ impl Store {
         self.inner.kv.name()
     }
 
-    /// Flushes every write so far to durable storage.
+    /// Flushes every write so far to durable storage, with the context views reads built
+    /// since their session was last written (reads never write them themselves; they let a
+    /// process that opens the store later resume without rebuilding them).
     pub fn flush(&self) -> Result<()> {
         self.inner.check_writable()?;
+        for sid in self.inner.views.sids() {
+            let Some(record) = self.inner.get::<SessionRecord>(&keys::session(sid))? else {
+                continue;
+            };
+            let session = Session::open(self.inner.clone(), sid, record)?;
+            let lock = self.inner.session_lock(sid);
+            let _writer = lock.lock();
+            // A cache: a view that cannot be written is rebuilt next time.
+            let _ = session.persist_due_view(session.head()?.leaf);
+        }
         self.inner.durable_commit(WriteBatch::new(), false)
     }
 

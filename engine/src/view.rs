@@ -103,6 +103,11 @@ impl Views {
         self.map.lock().remove(&sid)
     }
 
+    /// The sessions with a cached view.
+    pub(crate) fn sids(&self) -> Vec<u64> {
+        self.map.lock().keys().copied().collect()
+    }
+
     fn put(&self, sid: u64, view: View) {
         let mut map = self.map.lock();
         if map.len() >= VIEW_CACHE_SESSIONS && !map.contains_key(&sid) {
@@ -145,15 +150,33 @@ impl Session {
             }
             None => self.fresh_view(leaf, &self.node(leaf)?, options)?,
         };
-        let mut view = view;
-        if is_grove(options) && view.unpersisted >= PERSIST_EVERY && self.head()?.leaf == Some(leaf)
-        {
-            self.persist_view(&mut view)?;
-            view.unpersisted = 0;
-        }
+        // A read writes nothing: the view is persisted by the session's next write
+        // ([`Session::persist_due_view`]).
         let ctx = view.ctx.clone();
         self.inner.views.put(self.sid, view);
         Ok(ctx)
+    }
+
+    /// Persists the cached view when it is due (built [`PERSIST_EVERY`] times since it was
+    /// last persisted) and still at the leaf. Called by a writer of the session, under its
+    /// writer lock, before its transaction: the view goes out with the write's flush, so
+    /// reads never write.
+    pub(crate) fn persist_due_view(&self, leaf: Option<u64>) -> Result<()> {
+        let Some(mut view) = self.inner.views.take(self.sid) else {
+            return Ok(());
+        };
+        let due =
+            is_grove(view.options) && view.unpersisted >= PERSIST_EVERY && leaf == Some(view.leaf);
+        let persisted = if due {
+            self.persist_view(&mut view)
+        } else {
+            Ok(())
+        };
+        if due && persisted.is_ok() {
+            view.unpersisted = 0;
+        }
+        self.inner.views.put(self.sid, view);
+        persisted
     }
 
     fn fresh_view(&self, leaf: u64, node: &NodeRecord, options: ContextOptions) -> Result<View> {

@@ -59,6 +59,9 @@ impl<'s> Txn<'s> {
             Some(h) => h,
             None => session.head()?,
         };
+        // The view a read built goes out with this write (a cache: its failure is not the
+        // writer's).
+        let _ = session.persist_due_view(head.leaf);
         Ok(Txn {
             session,
             first: head.next_seq,

@@ -64,7 +64,8 @@ impl Fixture {
                     .backend(grove::Backend::Redb(grove_redb.clone()))
                     .durability(grove::Durability::None),
             )?;
-            store.import_file(&jsonl, ImportOptions::default())?;
+            let report = store.import_file(&jsonl, ImportOptions::default())?;
+            store.session(&report.session)?.build_context()?;
             store.flush()?;
         }
         let sqlite = cx.path(&format!("{name}.sqlite"));
@@ -144,7 +145,10 @@ impl Fixture {
 fn import_sled(jsonl: &Path, dir: &Path) -> Result<()> {
     {
         let store = Store::open_with(StoreConfig::new(dir).durability(grove::Durability::None))?;
-        store.import_file(jsonl, ImportOptions::default())?;
+        let report = store.import_file(jsonl, ImportOptions::default())?;
+        // A session in use: its context was built once, and the flush writes that view (a
+        // read writes nothing itself), as a platform's next write would.
+        store.session(&report.session)?.build_context()?;
         store.flush()?;
     }
     wait_for_release(dir)

@@ -397,8 +397,9 @@ fn a_damaged_materialized_copy_is_read_from_the_log_instead() {
             let store = place.open();
             let (id, trunk2, _) = branching(&store);
             let s = store.session(&id).unwrap();
-            // The first build at the leaf persists the view with its copies.
+            // The first build at the leaf makes the view; a flush persists it with its copies.
             let expected = s.build_context().unwrap();
+            store.flush().unwrap();
             let sid = sid_of(&store, &id);
             let seq = s.entry(&trunk2).unwrap().seq;
             assert!(copies(&store, sid).contains(&seq), "{kind:?}");
@@ -424,9 +425,10 @@ fn a_damaged_materialized_copy_is_read_from_the_log_instead() {
         let ctx = s.build_context().unwrap();
         assert_eq!(ctx, expected, "{kind:?}");
         assert!(!ctx.messages.iter().any(|m| m.contains("trunk Z")));
+        // The resume built the view again; a flush writes its copies again.
+        store.flush().unwrap();
         drop(s);
         drop(store);
-        // The resume wrote the copies again.
         let store = place.open();
         let report = store.verify().unwrap();
         assert!(report.is_ok(), "{kind:?}: {:?}", report.problems);
@@ -443,6 +445,8 @@ fn a_damaged_log_line_with_a_sound_copy_is_served_from_the_copy_and_refused_else
             let store = place.open();
             let (id, trunk2, trunk1) = branching(&store);
             let expected = store.session(&id).unwrap().build_context().unwrap();
+            // The view and its copies, which a read makes and a flush writes.
+            store.flush().unwrap();
             damage_log(&store, &id, "trunk 2", "trunk Z");
             (id, trunk2, trunk1, expected)
         };

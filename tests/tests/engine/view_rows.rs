@@ -135,6 +135,8 @@ fn a_cold_resume_reads_the_materialized_rows_instead_of_the_log_before_the_last_
         let s = store.session(&id).unwrap();
         // The first build at the leaf persists the view and materializes its rows.
         let ctx = s.build_context().unwrap();
+        // A read writes nothing; a flush writes the view the read built.
+        store.flush().unwrap();
         assert_eq!(ctx.messages.len(), 4 + 3 + 4);
         let rows = stored_rows(store.kv(), &s);
         // Every selected entry before the last range (4 trunk entries, the model's assistant
@@ -196,6 +198,7 @@ fn a_cold_resume_reads_the_materialized_rows_instead_of_the_log_before_the_last_
     let again = s.build_context().unwrap();
     assert!(watched.take_log_seqs().iter().any(|&q| q < last_start));
     assert_eq!(again, ctx);
+    store.flush().unwrap();
     assert_eq!(stored_rows(store.kv(), &s), expected_rows);
     assert!(store.verify().unwrap().is_ok());
 }
@@ -209,6 +212,8 @@ fn a_linear_session_materializes_nothing() {
         s.append(super::user(&format!("u {i}"))).unwrap();
     }
     s.build_context().unwrap();
+    // A read writes nothing; a flush writes the view the read built.
+    store.flush().unwrap();
     assert!(store.kv().get(&keys::view(0)).unwrap().is_some());
     assert_eq!(stored_rows(store.kv(), &s), Vec::<u64>::new());
 }
@@ -237,6 +242,8 @@ fn verify_reports_a_materialized_row_that_is_not_the_logs() {
     let (id, _) = branching_session(&store);
     let s = store.session(&id).unwrap();
     s.build_context().unwrap();
+    // A read writes nothing; a flush writes the view the read built.
+    store.flush().unwrap();
     let (start, end) = keys::view_rows_range(0);
     let (key, value) = store.kv().scan(&start, &end).next().unwrap().unwrap();
     let mut chunk: ViewRowsRecord = record::decode(&value).unwrap();
@@ -311,6 +318,8 @@ fn an_imported_branching_path_resumes_without_reading_its_log_packs() {
             .unwrap();
         let s = store.session(&report.session).unwrap();
         let ctx = s.build_context().unwrap();
+        // A read writes nothing; a flush writes the view the read built.
+        store.flush().unwrap();
         assert_eq!(ctx, scratch(&s));
         // The last range too: it is short and lies in an import pack.
         let selected = ctx.entry_ids.len() as u64;
@@ -334,4 +343,84 @@ fn an_imported_branching_path_resumes_without_reading_its_log_packs() {
     );
     assert_eq!(ctx, scratch(&s));
     assert!(store.verify().unwrap().is_ok());
+}
+
+/// A backend that counts the writes and flushes it is asked for.
+#[derive(Clone, Default)]
+struct Counted {
+    kv: Arc<MemoryKv>,
+    writes: Arc<std::sync::atomic::AtomicUsize>,
+    flushes: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Counted {
+    fn counts(&self) -> (usize, usize) {
+        use std::sync::atomic::Ordering::SeqCst;
+        (self.writes.load(SeqCst), self.flushes.load(SeqCst))
+    }
+}
+
+impl Kv for Counted {
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, KvError> {
+        self.kv.get(key)
+    }
+    fn scan(&self, start: &[u8], end: &[u8]) -> Scan<'_> {
+        self.kv.scan(start, end)
+    }
+    fn scan_rev(&self, start: &[u8], end: &[u8]) -> Scan<'_> {
+        self.kv.scan_rev(start, end)
+    }
+    fn apply(&self, batch: WriteBatch) -> Result<(), KvError> {
+        self.writes
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.kv.apply(batch)
+    }
+    fn flush(&self) -> Result<(), KvError> {
+        self.flushes
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Ok(())
+    }
+    fn name(&self) -> &'static str {
+        "counted"
+    }
+}
+
+/// Issue 17: building a context, reading paths and listing sessions write and flush nothing;
+/// the view the reads built goes out with the session's next write.
+#[test]
+fn a_read_writes_nothing_and_the_next_write_takes_the_view_along() {
+    let counted = Counted::default();
+    let store = Store::from_kv(Box::new(counted.clone()), Durability::Sync).unwrap();
+    let (id, _) = branching_session(&store);
+    let before = counted.counts();
+    for _ in 0..3 {
+        let store = store.clone();
+        let s = store.session(&id).unwrap();
+        // grove's preset last: its view is the one persisted.
+        for preset in [
+            ContextOptions::pi_harness(),
+            ContextOptions::pi_cli(),
+            ContextOptions::grove(),
+        ] {
+            s.build_context_with(None, preset).unwrap();
+        }
+        s.branch(None).unwrap();
+        s.path_to_root(None).unwrap();
+        s.tree().unwrap();
+        s.labels().unwrap();
+        store.sessions().unwrap();
+        s.log().for_each(drop);
+    }
+    assert_eq!(counted.counts(), before, "reads wrote or flushed");
+    let s = store.session(&id).unwrap();
+    assert!(
+        stored_rows(store.kv(), &s).is_empty(),
+        "no view was written"
+    );
+    s.append(super::user("next")).unwrap();
+    assert!(
+        store.kv().get(&keys::view(0)).unwrap().is_some(),
+        "the write took the view along"
+    );
+    assert_eq!(s.build_context().unwrap(), scratch(&s));
 }
