@@ -152,7 +152,8 @@ export class GroveSessionStorage<TMetadata extends SessionMetadata = SessionMeta
 		try {
 			await this.client.setLeaf(this.sessionId, leafId);
 		} catch (error) {
-			throw toSessionError(error, "invalid_entry", isNotFound(error) ? `Entry ${leafId} not found` : undefined);
+			// `busy` (another client holds the session's turn) has no pi code: `unknown`, grove's text.
+			throw toSessionError(error, "unknown", isNotFound(error) ? `Entry ${leafId} not found` : undefined);
 		}
 	}
 
