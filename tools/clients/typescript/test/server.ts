@@ -52,7 +52,7 @@ export async function startServer(
 	});
 	const exited = new Promise<number | null>((done) => child.on("exit", (code) => done(code)));
 	const urls: string[] = [];
-	await new Promise<void>((ready, fail) => {
+	const started = new Promise<void>((ready, fail) => {
 		const timer = setTimeout(() => fail(new Error(`grove serve printed no 'listening on' in 60 s\n${stderr}`)), 60_000);
 		const lines = createInterface({ input: child.stdout! });
 		lines.on("line", (line) => {
@@ -73,6 +73,14 @@ export async function startServer(
 			fail(new Error(`grove serve exited (${code}) before listening\n${stderr}`));
 		});
 	});
+	try {
+		await started;
+	} catch (error) {
+		child.kill("SIGKILL");
+		rmSync(store, { recursive: true, force: true });
+		rmSync(`${store}.token`, { force: true });
+		throw error;
+	}
 	return {
 		urls,
 		store,
