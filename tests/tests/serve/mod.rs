@@ -5,6 +5,7 @@
 mod bad_input;
 mod crash;
 mod routes;
+mod turns;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

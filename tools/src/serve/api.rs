@@ -55,7 +55,12 @@ impl From<GroveError> for ApiError {
             "branch_summary" | "hook" => StatusCode::BAD_GATEWAY,
             _ => StatusCode::INTERNAL_SERVER_ERROR,
         };
-        ApiError::new(status, code, e.to_string())
+        let message = match e {
+            // pi's own text (`Entry X not found`): the code already says what kind it is.
+            GroveError::InvalidSession { file: None, reason } => reason,
+            e => e.to_string(),
+        };
+        ApiError::new(status, code, message)
     }
 }
 

@@ -9,6 +9,7 @@
 mod api;
 mod routes;
 mod stream;
+mod turns;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -51,6 +52,20 @@ pub struct Args {
     /// How long to wait for requests in flight at shutdown, in seconds.
     #[arg(long, value_name = "SECONDS", default_value_t = 30)]
     drain_timeout: u64,
+    /// Summarize branches left by `navigate` with a shell command (`sh -c CMD`): the prompt
+    /// on its stdin, the summary on its stdout (as `grove navigate --summarizer-cmd`).
+    #[arg(long, value_name = "CMD", conflicts_with = "openai_url")]
+    summarizer_cmd: Option<String>,
+    /// Summarize with an OpenAI-compatible endpoint: `POST URL/chat/completions`.
+    #[arg(long, value_name = "URL", requires = "openai_model")]
+    openai_url: Option<String>,
+    /// The model for --openai-url.
+    #[arg(long, value_name = "MODEL", requires = "openai_url")]
+    openai_model: Option<String>,
+    /// The environment variable holding the API key for --openai-url (default:
+    /// OPENAI_API_KEY).
+    #[arg(long, value_name = "VAR", requires = "openai_url")]
+    openai_key_env: Option<String>,
 }
 
 pub fn run(env: &mut Env<'_>, args: &Args) -> CmdResult<()> {
@@ -71,7 +86,24 @@ pub fn run(env: &mut Env<'_>, args: &Args) -> CmdResult<()> {
         .socket
         .clone()
         .unwrap_or_else(|| env.store_dir.join("grove.sock"));
-    let state = routes::State::new(store.clone(), args.max_body, env.durability.durability());
+    let summarizer: Option<Arc<dyn grove::summary::Summarizer>> =
+        match (&args.summarizer_cmd, &args.openai_url) {
+            (Some(command), _) => Some(Arc::new(grove::summary::CommandSummarizer {
+                command: command.clone(),
+            })),
+            (None, Some(url)) => Some(Arc::new(grove::summary::OpenAiSummarizer::new(
+                url,
+                args.openai_model.as_deref().unwrap_or_default(),
+                args.openai_key_env.as_deref().unwrap_or("OPENAI_API_KEY"),
+            ))),
+            (None, None) => None,
+        };
+    let state = routes::State::new(
+        store.clone(),
+        args.max_body,
+        env.durability.durability(),
+        summarizer,
+    );
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("grove-serve")
@@ -114,7 +146,17 @@ pub fn run(env: &mut Env<'_>, args: &Args) -> CmdResult<()> {
                 stop_rx.clone(),
             )));
         }
+        // Leases of clients that stopped renewing them expire.
+        let turns = state.turns();
+        let sweeper = tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_millis(250));
+            loop {
+                tick.tick().await;
+                turns.sweep();
+            }
+        });
         shutdown_signal().await;
+        sweeper.abort();
         let _ = stop_tx.send(true);
         for server in servers {
             let _ = server.await;

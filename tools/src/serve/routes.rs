@@ -18,8 +18,12 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
+use grove::summary::{PathMode, Summarizer};
+use grove::{NavigateOptions, NavigateOutcome, Navigator};
+
 use super::api::{ApiError, ApiResult, Body, Path, Query, Raw};
 use super::stream::{ndjson, Sink};
+use super::turns::{Turns, DEFAULT_TTL, MAX_TTL};
 
 /// What every handler shares.
 #[derive(Clone)]
@@ -31,17 +35,31 @@ struct Shared {
     store: Store,
     max_body: usize,
     durability: Durability,
+    turns: Turns,
+    summarizer: Option<Arc<dyn Summarizer>>,
 }
 
 impl State {
-    pub fn new(store: Store, max_body: usize, durability: Durability) -> State {
+    pub fn new(
+        store: Store,
+        max_body: usize,
+        durability: Durability,
+        summarizer: Option<Arc<dyn Summarizer>>,
+    ) -> State {
         State {
             inner: Arc::new(Shared {
                 store,
                 max_body,
                 durability,
+                turns: Turns::default(),
+                summarizer,
             }),
         }
+    }
+
+    /// The turn leases, for the server's sweeper.
+    pub fn turns(&self) -> Turns {
+        self.inner.turns.clone()
     }
 
     fn store(&self) -> Store {
@@ -84,6 +102,10 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/v1/sessions/{sid}/leaf"),
     ("PUT", "/v1/sessions/{sid}/leaf"),
     ("GET", "/v1/sessions/{sid}/leaf/history"),
+    ("POST", "/v1/sessions/{sid}/navigate"),
+    ("POST", "/v1/sessions/{sid}/turns"),
+    ("POST", "/v1/sessions/{sid}/turns/{lease}/renew"),
+    ("DELETE", "/v1/sessions/{sid}/turns/{lease}"),
 ];
 
 /// The handler of one route of [`ROUTES`].
@@ -123,6 +145,10 @@ fn handler(method: &str, route: &str) -> Option<MethodRouter<State>> {
         ("GET", "/v1/sessions/{sid}/leaf") => get(leaf),
         ("PUT", "/v1/sessions/{sid}/leaf") => put(move_leaf),
         ("GET", "/v1/sessions/{sid}/leaf/history") => get(leaf_history),
+        ("POST", "/v1/sessions/{sid}/navigate") => post(navigate),
+        ("POST", "/v1/sessions/{sid}/turns") => post(begin_turn),
+        ("POST", "/v1/sessions/{sid}/turns/{lease}/renew") => post(renew_turn),
+        ("DELETE", "/v1/sessions/{sid}/turns/{lease}") => delete(end_turn),
         _ => return None,
     })
 }
@@ -1023,6 +1049,8 @@ async fn leaf(Extract(state): Extract<State>, Path(sid): Path<String>) -> ApiRes
 #[serde(deny_unknown_fields)]
 struct MoveBody {
     target: Option<String>,
+    /// The mover's turn lease: the holder of a turn may move the leaf.
+    lease: Option<String>,
 }
 
 async fn move_leaf(
@@ -1031,9 +1059,19 @@ async fn move_leaf(
     Body(body): Body<MoveBody>,
 ) -> ApiResult<Response> {
     let store = state.store();
+    let turns = state.inner.turns.clone();
     let leaf = blocking(move || {
         let session = store.session(&sid)?;
-        session.move_to(body.target.as_deref())?;
+        match &body.lease {
+            None => session.move_to(body.target.as_deref())?,
+            Some(lease) => turns
+                .with(&sid, lease, |guard| guard.move_to(body.target.as_deref()))
+                .ok_or_else(|| {
+                    grove::GroveError::InvalidState(format!(
+                        "no turn lease {lease} on session {sid} (it ended or expired)"
+                    ))
+                })??,
+        }
         session.leaf()
     })
     .await?;
@@ -1098,4 +1136,163 @@ mod tests {
             );
         }
     }
+}
+
+// ---- turns and navigation ----
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct TurnBody {
+    ttl_ms: Option<u64>,
+}
+
+async fn begin_turn(
+    Extract(state): Extract<State>,
+    Path(sid): Path<String>,
+    Body(body): Body<TurnBody>,
+) -> ApiResult<Response> {
+    let ttl = body
+        .ttl_ms
+        .map_or(DEFAULT_TTL, std::time::Duration::from_millis);
+    if ttl.is_zero() || ttl > MAX_TTL {
+        return Err(ApiError::invalid_argument(format!(
+            "ttlMs must be between 1 and {}",
+            MAX_TTL.as_millis()
+        )));
+    }
+    let store = state.store();
+    let turns = state.inner.turns.clone();
+    turns.sweep();
+    let lease = blocking(move || {
+        let guard = store.session(&sid)?.begin_turn()?;
+        Ok(turns.hold(&sid, guard, ttl))
+    })
+    .await?;
+    Ok(json_answer(
+        StatusCode::CREATED,
+        json!({ "lease": lease, "ttlMs": ttl.as_millis() as u64 }),
+    ))
+}
+
+fn no_lease(sid: &str, lease: &str) -> ApiError {
+    ApiError::not_found(format!(
+        "no turn lease {lease} on session {sid} (it ended or expired)"
+    ))
+}
+
+async fn renew_turn(
+    Extract(state): Extract<State>,
+    Path((sid, lease)): Path<(String, String)>,
+) -> ApiResult<Response> {
+    if state.inner.turns.renew(&sid, &lease) {
+        Ok(json_answer(StatusCode::OK, json!({ "lease": lease })))
+    } else {
+        Err(no_lease(&sid, &lease))
+    }
+}
+
+async fn end_turn(
+    Extract(state): Extract<State>,
+    Path((sid, lease)): Path<(String, String)>,
+) -> ApiResult<StatusCode> {
+    if state.inner.turns.end(&sid, &lease) {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(no_lease(&sid, &lease))
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct NavigateBody {
+    target: String,
+    #[serde(default)]
+    summarize: bool,
+    /// The summary text itself, as a navigation hook would supply it.
+    summary: Option<String>,
+    instructions: Option<String>,
+    #[serde(default)]
+    replace_instructions: bool,
+    label: Option<String>,
+    preset: Option<String>,
+}
+
+/// Supplies the summary text given in the request.
+struct GivenSummary(String);
+
+impl grove::NavigateHook for GivenSummary {
+    fn before_navigate(
+        &self,
+        _event: &grove::NavigateEvent<'_>,
+    ) -> std::result::Result<Option<grove::HookDecision>, String> {
+        Ok(Some(grove::HookDecision {
+            summary: Some(grove::HookSummary {
+                summary: self.0.clone(),
+                ..grove::HookSummary::default()
+            }),
+            ..grove::HookDecision::default()
+        }))
+    }
+}
+
+async fn navigate(
+    Extract(state): Extract<State>,
+    Path(sid): Path<String>,
+    Body(body): Body<NavigateBody>,
+) -> ApiResult<Response> {
+    let path_mode = match body.preset.as_deref() {
+        None | Some("grove") => PathMode::Full,
+        Some("harness") => PathMode::Branch,
+        Some(other) => {
+            return Err(ApiError::invalid_argument(format!(
+                "preset {other:?} is neither \"grove\" nor \"harness\""
+            )))
+        }
+    };
+    let store = state.store();
+    let summarizer = state.inner.summarizer.clone();
+    let outcome = blocking(move || {
+        let session = store.session(&sid)?;
+        let hook = body.summary.clone().map(GivenSummary);
+        let navigator = Navigator {
+            hooks: hook.iter().map(|h| h as &dyn grove::NavigateHook).collect(),
+            summarizer: summarizer.as_deref(),
+            path_mode,
+            ..Navigator::default()
+        };
+        let options = NavigateOptions {
+            summarize: body.summarize,
+            custom_instructions: body.instructions.clone(),
+            replace_instructions: body.replace_instructions,
+            label: body.label.clone(),
+        };
+        let outcome = session.navigate(&body.target, &options, &navigator)?;
+        Ok((outcome, session.leaf()?))
+    })
+    .await?;
+    let answer = match outcome {
+        (NavigateOutcome::NoOp, leaf) => json!({ "oldLeafId": leaf, "newLeafId": leaf }),
+        (NavigateOutcome::Cancelled { aborted }, _) => {
+            json!({ "cancelled": true, "aborted": aborted })
+        }
+        (
+            NavigateOutcome::Moved {
+                old_leaf,
+                new_leaf,
+                summary_entry,
+                editor_text,
+                ..
+            },
+            _,
+        ) => json!({
+            "oldLeafId": old_leaf,
+            "newLeafId": new_leaf,
+            "summaryEntryId": summary_entry,
+            "editorText": editor_text,
+        }),
+        // The engine's outcome is non-exhaustive: a new kind is reported, not dropped.
+        #[allow(unreachable_patterns)]
+        (other, leaf) => json!({ "outcome": format!("{other:?}"), "newLeafId": leaf }),
+    };
+    Ok(json_answer(StatusCode::OK, answer))
 }
