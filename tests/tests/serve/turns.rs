@@ -181,11 +181,11 @@ fn navigate_moves_and_writes_the_summary_given_or_made_by_the_servers_summarizer
     assert_eq!(again["oldLeafId"], again["newLeafId"], "a no-op");
     assert_eq!(
         s.err(
-            404,
+            400,
             "POST",
             "/v1/sessions/n1/navigate",
             Some(r#"{"target":"zz"}"#)
         ),
-        "not_found"
+        "invalid_argument"
     );
 }
