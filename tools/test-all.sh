@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Runs every test of the repository: the Rust workspace, then the TypeScript client against the
+# real `grove serve` (its npm dev dependencies, pi's packages among them, come from the npm
+# registry). Needs cargo, and node 20 or later with npm.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+status=0
+echo "== Rust (cargo test --workspace)"
+cargo test --workspace || status=1
+
+echo "== TypeScript client (tools/clients/typescript)"
+cargo build -q -p grove-tools
+export GROVE_BIN="$PWD/target/debug/grove"
+(
+  cd tools/clients/typescript
+  npm ci --no-audit --no-fund
+  NO_COLOR=1 CI=1 npx vitest run
+) || status=1
+exit "$status"
