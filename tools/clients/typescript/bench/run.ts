@@ -1,0 +1,435 @@
+/**
+ * grove serve from node, against pi's own storages, in one run (`npm run bench -- --scale S`):
+ *
+ * 1. client call latency (GroveClient) over the unix socket and over TCP with a token: a small
+ *    read (`GET .../leaf`) and a small append, p50 and p99;
+ * 2. pi's `Session` on grove (GroveSessionRepo) against pi's `JsonlSessionRepo`: resume (repo
+ *    open + buildContext) of a bushy session and of a realistic linear one, and a turn (two
+ *    appendMessage + buildContext) at 1,000, 10,000 and 100,000 entries;
+ * 3. throughput: 1 and 8 writer processes over 1,000 sessions at none, group and sync
+ *    durability, next to the Rust `writers` benchmark (target/release/writers) when it is built.
+ *
+ * Sessions come from `grove gen` (pi v3 JSONL); grove imports them through `POST /v1/import`,
+ * pi's JSONL storage opens the same files. `--scale` multiplies the resume sessions' sizes, the
+ * latency calls and the throughput appends (1 is the issue's sizes); the turn sessions keep their
+ * sizes (`--turn-max N` leaves out the larger ones, for a smoke run). The report (markdown) goes to stdout and, with `--out FILE`, to FILE.
+ */
+import { spawn, spawnSync } from "node:child_process";
+import { mkdtempSync, openSync, readFileSync, readSync, closeSync, rmSync, writeFileSync } from "node:fs";
+import { cpus, tmpdir, totalmem } from "node:os";
+import { dirname, join } from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+import {
+	type AgentMessage,
+	JsonlSessionRepo,
+	type Session,
+	type SessionMetadata,
+} from "@earendil-works/pi-agent-core";
+import { NodeExecutionEnv } from "@earendil-works/pi-agent-core/node";
+import { GroveClient } from "../src/client.js";
+import { GroveSessionRepo } from "../src/pi.js";
+import { type RunningServer, startServer } from "../test/server.js";
+import {
+	fmtCount,
+	fmtMs,
+	fmtRatio,
+	generate,
+	groveBin,
+	loadAverage,
+	median,
+	ms,
+	now,
+	quantile,
+	repoRoot,
+} from "./util.js";
+
+function option(name: string): string | undefined {
+	const index = process.argv.indexOf(name);
+	return index >= 0 ? process.argv[index + 1] : undefined;
+}
+
+const scale = Number(option("--scale") ?? "1");
+if (!(scale > 0)) throw new Error("--scale takes a positive number");
+const outFile = option("--out");
+/** The largest turn session (entries); 100,000 unless `--turn-max N` says less, for smoke runs. */
+const turnMax = Number(option("--turn-max") ?? "100000");
+const here = dirname(fileURLToPath(import.meta.url));
+const work = mkdtempSync(join(tmpdir(), "grove-bench-"));
+const report: string[] = [];
+const started = Date.now();
+
+function log(text: string): void {
+	process.stderr.write(`[${((Date.now() - started) / 1000).toFixed(0)} s] ${text}\n`);
+}
+
+function out(line = ""): void {
+	report.push(line);
+}
+
+/** A grove server on a unix socket and on loopback TCP with a token. */
+async function serve(durability: string): Promise<{ server: RunningServer; unix: string; tcp: string; token: string }> {
+	process.env.GROVE_BIN = groveBin();
+	const token = `bench-${process.pid}-${Math.random().toString(36).slice(2)}`;
+	const server = await startServer({
+		expectedListeners: 2,
+		args: (store) => {
+			writeFileSync(`${store}.token`, `${token}\n`, { mode: 0o600 });
+			return [
+				"--socket",
+				join(store, "grove.sock"),
+				"--listen",
+				"127.0.0.1:0",
+				"--token-file",
+				`${store}.token`,
+				"--durability",
+				durability,
+				"--max-body",
+				String(4 * 1024 * 1024 * 1024),
+			];
+		},
+	});
+	const unix = server.urls.find((url) => url.startsWith("unix:"));
+	const tcp = server.urls.find((url) => url.startsWith("http:"));
+	if (!unix || !tcp) throw new Error(`expected a unix and a tcp listener, got ${server.urls.join(", ")}`);
+	return { server, unix, tcp, token };
+}
+
+/** The session id in the header (first line) of a JSONL file. */
+function headerOf(file: string): { id: string; timestamp: string; cwd: string } {
+	const fd = openSync(file, "r");
+	const buffer = Buffer.alloc(4096);
+	const read = readSync(fd, buffer, 0, buffer.length, 0);
+	closeSync(fd);
+	const line = buffer.subarray(0, read).toString("utf8").split("\n")[0]!;
+	return JSON.parse(line) as { id: string; timestamp: string; cwd: string };
+}
+
+async function importFile(client: GroveClient, file: string): Promise<{ id: string; entries: number; ms: number }> {
+	const t0 = now();
+	const result = await client.importSession(readFileSync(file));
+	return { id: result.session, entries: result.entries, ms: ms(t0, now()) };
+}
+
+// 1. Latency
+
+async function latency(url: string, token: string | undefined, calls: number): Promise<{ read: number[]; append: number[] }> {
+	const client = new GroveClient({ url, token });
+	const sid = (await client.createSession({ cwd: "/bench" })).id;
+	await client.append(sid, { role: "user", content: "first", timestamp: 0 });
+	const read: number[] = [];
+	const append: number[] = [];
+	const warm = Math.min(500, calls);
+	for (let i = 0; i < warm + calls; i++) {
+		const t0 = now();
+		await client.leaf(sid);
+		if (i >= warm) read.push(ms(t0, now()));
+	}
+	for (let i = 0; i < warm + calls; i++) {
+		const t0 = now();
+		await client.append(sid, { role: "user", content: `hello ${i}`, timestamp: i });
+		if (i >= warm) append.push(ms(t0, now()));
+	}
+	client.close();
+	return { read, append };
+}
+
+// 2. pi's Session on grove and on JSONL
+
+async function groveResume(url: string, id: string): Promise<{ ms: number; messages: number }> {
+	const t0 = now();
+	const client = new GroveClient({ url });
+	const session = await new GroveSessionRepo(client).open({ id, createdAt: "" });
+	const context = await session.buildContext();
+	const elapsed = ms(t0, now());
+	client.close();
+	return { ms: elapsed, messages: context.messages.length };
+}
+
+function jsonlRepo(file: string): JsonlSessionRepo {
+	return new JsonlSessionRepo({ fs: new NodeExecutionEnv({ cwd: dirname(file) }), sessionsRoot: dirname(file) });
+}
+
+async function jsonlOpen(file: string): Promise<Session<SessionMetadata>> {
+	const header = headerOf(file);
+	return (await jsonlRepo(file).open({
+		id: header.id,
+		createdAt: header.timestamp,
+		cwd: header.cwd,
+		path: file,
+	})) as unknown as Session<SessionMetadata>;
+}
+
+async function jsonlResume(file: string): Promise<{ ms: number; messages: number }> {
+	const t0 = now();
+	const session = await jsonlOpen(file);
+	const context = await session.buildContext();
+	return { ms: ms(t0, now()), messages: context.messages.length };
+}
+
+interface Runs {
+	times: number[];
+	messages: number;
+	error?: string;
+}
+
+async function repeat(
+	warmups: number,
+	runs: number,
+	job: () => Promise<{ ms: number; messages: number }>,
+): Promise<Runs> {
+	const times: number[] = [];
+	let messages = -1;
+	try {
+		for (let i = 0; i < warmups + runs; i++) {
+			const result = await job();
+			messages = result.messages;
+			if (i >= warmups) times.push(result.ms);
+		}
+	} catch (error) {
+		const text = error instanceof Error ? `${error.message}${error.cause instanceof Error ? `: ${error.cause.message}` : ""}` : String(error);
+		return { times, messages, error: text.slice(0, 200) };
+	}
+	return { times, messages };
+}
+
+function userMessage(i: number): AgentMessage {
+	return { role: "user", content: `turn ${i}: please look at src/session.rs again`, timestamp: Date.now() } as AgentMessage;
+}
+
+function assistantMessage(i: number): AgentMessage {
+	return {
+		role: "assistant",
+		content: [{ type: "text", text: `turn ${i}: done, the test passes now.` }],
+		api: "anthropic-messages",
+		provider: "anthropic",
+		model: "claude-sonnet-4-5",
+		usage: {
+			input: 100,
+			output: 20,
+			cacheRead: 0,
+			cacheWrite: 0,
+			totalTokens: 120,
+			cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
+		},
+		stopReason: "stop",
+		timestamp: Date.now(),
+	} as AgentMessage;
+}
+
+async function turns(session: Session<SessionMetadata>, warmups: number, count: number): Promise<{ times: number[]; messages: number }> {
+	const times: number[] = [];
+	let messages = 0;
+	for (let i = 0; i < warmups + count; i++) {
+		const t0 = now();
+		await session.appendMessage(userMessage(i));
+		await session.appendMessage(assistantMessage(i));
+		const context = await session.buildContext();
+		if (i >= warmups) times.push(ms(t0, now()));
+		messages = context.messages.length;
+	}
+	return { times, messages };
+}
+
+// 3. Throughput
+
+interface Writer {
+	ready: Promise<void>;
+	done: Promise<void>;
+	go(): void;
+}
+
+function startWriter(url: string, appends: number, sessions: string[]): Writer {
+	const child = spawn(process.execPath, [join(here, "writer.js"), url, String(appends), ...sessions], {
+		stdio: ["pipe", "pipe", "inherit"],
+	});
+	const lines = createInterface({ input: child.stdout });
+	let readyDone: () => void = () => {};
+	let doneDone: () => void = () => {};
+	const ready = new Promise<void>((resolve) => {
+		readyDone = resolve;
+	});
+	const finished = new Promise<void>((resolve, reject) => {
+		doneDone = resolve;
+		child.on("exit", (code) => (code === 0 ? undefined : reject(new Error(`writer exited with ${code}`))));
+	});
+	lines.on("line", (line) => {
+		if (line === "ready") readyDone();
+		if (line === "done") doneDone();
+	});
+	return { ready, done: finished, go: () => child.stdin.end("go\n") };
+}
+
+async function throughput(durability: string, processes: number, appends: number): Promise<number> {
+	const { server, unix } = await serve(durability);
+	try {
+		const client = new GroveClient({ url: unix });
+		const sessions: string[] = [];
+		for (let i = 0; i < 1000; i++) sessions.push((await client.createSession({ cwd: "/bench" })).id);
+		client.close();
+		const per = Math.floor(appends / processes);
+		const writers = Array.from({ length: processes }, (_, p) =>
+			startWriter(
+				unix,
+				per,
+				sessions.filter((_, i) => i % processes === p),
+			),
+		);
+		await Promise.all(writers.map((w) => w.ready));
+		const t0 = now();
+		for (const writer of writers) writer.go();
+		await Promise.all(writers.map((w) => w.done));
+		return (per * processes) / (ms(t0, now()) / 1000);
+	} finally {
+		await server.stop();
+	}
+}
+
+// The run
+
+async function main(): Promise<void> {
+	const bin = groveBin();
+	const version = spawnSync(bin, ["--version"], { encoding: "utf8" }).stdout.trim();
+	const commit = spawnSync("git", ["-C", repoRoot, "rev-parse", "--short", "HEAD"], { encoding: "utf8" }).stdout.trim();
+	out(`| run | scale ${scale} |`);
+	out("|---|---|");
+	out(`| date (UTC) | ${new Date().toISOString()} |`);
+	out(`| commit | ${commit} (${version}) |`);
+	out(`| node | ${process.version} |`);
+	out(`| CPU | ${cpus()[0]?.model ?? "?"}, ${cpus().length} cores, ${(totalmem() / 2 ** 30).toFixed(1)} GiB |`);
+	out(`| load average at the start | ${loadAverage()} |`);
+
+	// 1 and 2 share one server at durability none (pi's JSONL storage never fsyncs).
+	const { server, unix, tcp, token } = await serve("none");
+	try {
+		const calls = Math.max(2000, Math.round(20_000 * scale));
+		log(`latency: ${calls} calls each`);
+		const overUnix = await latency(unix, undefined, calls);
+		const overTcp = await latency(tcp, token, calls);
+		out();
+		out(`### Client call latency (${fmtCount(calls)} sequential calls each, after 500 warm-up; durability none)`);
+		out();
+		out("| call | unix p50 | unix p99 | TCP + token p50 | TCP + token p99 |");
+		out("|---|---|---|---|---|");
+		for (const [name, key] of [
+			["small read: `GET .../leaf`", "read"],
+			["small append: `POST .../entries`", "append"],
+		] as const) {
+			out(
+				`| ${name} | ${fmtMs(median(overUnix[key]))} | ${fmtMs(quantile(overUnix[key], 0.99))} | ${fmtMs(median(overTcp[key]))} | ${fmtMs(quantile(overTcp[key], 0.99))} |`,
+			);
+		}
+
+		// Resume.
+		const bushyEntries = Math.round(200_000 * scale);
+		const linearEntries = Math.round(100_000 * scale);
+		const fixtures = [
+			{
+				name: `bushy ${fmtCount(bushyEntries)}, ${fmtCount(bushyEntries / 100)} branches, active path 1,000, small`,
+				file: join(work, "bushy.jsonl"),
+				args: ["--entries", String(bushyEntries), "--branches", String(Math.round(bushyEntries / 100)), "--active-path", "1000", "--seed", "1"],
+			},
+			{
+				name: `linear ${fmtCount(linearEntries)}, realistic, compaction every 100`,
+				file: join(work, "linear.jsonl"),
+				args: ["--entries", String(linearEntries), "--payload", "realistic", "--compaction-every", "100", "--seed", "2"],
+			},
+		];
+		const client = new GroveClient({ url: unix });
+		out();
+		out("### Resume: repo open + buildContext of pi's `Session`");
+		out();
+		out("grove: a new `GroveClient` (a new connection) + `GroveSessionRepo.open` + `Session.buildContext`, against a running server (median of 10 after 2 warm-up); pi: `JsonlSessionRepo.open` + `buildContext` of the same file (median of 3 after 1 warm-up).");
+		out();
+		out("| session | JSONL size | grove import | context messages | grove | pi JSONL | JSONL / grove |");
+		out("|---|---|---|---|---|---|---|");
+		for (const fixture of fixtures) {
+			log(`gen ${fixture.name}`);
+			generate(fixture.file, fixture.args);
+			const size = readFileSync(fixture.file).byteLength;
+			const imported = await importFile(client, fixture.file);
+			log(`imported ${imported.entries} entries in ${fmtMs(imported.ms)}`);
+			const grove = await repeat(2, 10, () => groveResume(unix, imported.id));
+			log(`grove resume ${fmtMs(median(grove.times))}`);
+			const jsonl = await repeat(1, 3, () => jsonlResume(fixture.file));
+			log(`jsonl resume ${fmtMs(median(jsonl.times))} ${jsonl.error ?? ""}`);
+			if (!jsonl.error && jsonl.messages !== grove.messages) {
+				throw new Error(`${fixture.name}: grove's context has ${grove.messages} messages, pi's ${jsonl.messages}`);
+			}
+			const jsonlCell = jsonl.error ? `fails: ${jsonl.error}` : fmtMs(median(jsonl.times));
+			out(
+				`| ${fixture.name} | ${(size / 2 ** 20).toFixed(1)} MiB | ${fmtMs(imported.ms)} | ${grove.messages} | ${fmtMs(median(grove.times))} | ${jsonlCell} | ${jsonl.error ? "—" : fmtRatio(median(jsonl.times) / median(grove.times))} |`,
+			);
+			rmSync(fixture.file, { force: true });
+			await client.deleteSession(imported.id);
+		}
+
+		// Turns.
+		out();
+		out("### A turn: two appendMessage + buildContext on an open `Session`");
+		out();
+		out("Linear sessions of small entries with a compaction every 100 (so the context is about the same at every size); grove: `GroveSessionRepo` over the unix socket, one client; pi: `JsonlSessionRepo`, the session loaded before timing. Median and p99 of 200 turns after 20 warm-up.");
+		out();
+		out("| entries | grove p50 | grove p99 | pi JSONL p50 | pi JSONL p99 | context messages | grove / JSONL (p50) |");
+		out("|---|---|---|---|---|---|---|");
+		for (const [index, entries] of [1_000, 10_000, 100_000].filter((n) => n <= turnMax).entries()) {
+			const file = join(work, `turns-${entries}.jsonl`);
+			generate(file, ["--entries", String(entries), "--compaction-every", "100", "--seed", String(10 + index)]);
+			const imported = await importFile(client, file);
+			const groveSession = await new GroveSessionRepo(client).open({ id: imported.id, createdAt: "" });
+			const grove = await turns(groveSession, 20, 200);
+			const jsonl = await turns(await jsonlOpen(file), 20, 200);
+			log(`turns at ${entries}: grove ${fmtMs(median(grove.times))}, jsonl ${fmtMs(median(jsonl.times))}`);
+			out(
+				`| ${fmtCount(entries)} | ${fmtMs(median(grove.times))} | ${fmtMs(quantile(grove.times, 0.99))} | ${fmtMs(median(jsonl.times))} | ${fmtMs(quantile(jsonl.times, 0.99))} | ${grove.messages} / ${jsonl.messages} | ${fmtRatio(median(grove.times) / median(jsonl.times))} |`,
+			);
+			rmSync(file, { force: true });
+		}
+		client.close();
+	} finally {
+		await server.stop();
+	}
+
+	// Throughput.
+	out();
+	out("### Throughput: writer processes over 1,000 sessions");
+	out();
+	out("Each process (`bench/writer.ts`, one `GroveClient` on the unix socket) appends about 450-byte user messages one at a time, round robin over its share of 1,000 sessions, as the Rust `writers` benchmark's threads do; a fresh store per row.");
+	out();
+	out("| durability | processes | appends | appends/s |");
+	out("|---|---|---|---|");
+	const rates = new Map<string, number>();
+	for (const [durability, appends] of [
+		["none", Math.round(40_000 * scale)],
+		["group", Math.round(4_000 * scale)],
+		["sync", Math.round(4_000 * scale)],
+	] as const) {
+		for (const processes of [1, 8]) {
+			const rate = await throughput(durability, processes, appends);
+			rates.set(`${durability}/${processes}`, rate);
+			log(`throughput ${durability} ${processes}: ${fmtCount(rate)}/s`);
+			out(`| ${durability} | ${processes} | ${fmtCount(appends)} | ${fmtCount(rate)} |`);
+		}
+	}
+	const writers = join(repoRoot, "target", "release", "writers");
+	out();
+	const rust = spawnSync(writers, scale < 1 ? ["--quick"] : [], { encoding: "utf8" });
+	if (rust.status === 0) {
+		out(`The Rust \`writers\` benchmark (in-process, \`target/release/writers${scale < 1 ? " --quick" : ""}\`), same machine, right after:`);
+		out();
+		for (const line of rust.stdout.trim().split("\n")) out(line);
+	} else {
+		out(`The Rust \`writers\` benchmark did not run (${writers}: ${rust.error?.message ?? rust.stderr.slice(0, 200)}).`);
+	}
+	out();
+	out(`load average at the end: ${loadAverage()}; wall time ${((Date.now() - started) / 1000).toFixed(0)} s`);
+}
+
+try {
+	await main();
+} finally {
+	rmSync(work, { recursive: true, force: true });
+	const text = `${report.join("\n")}\n`;
+	process.stdout.write(text);
+	if (outFile) writeFileSync(outFile, text);
+}
