@@ -109,6 +109,21 @@ fn every_route_answers_as_documented() {
     let context = s.ok(200, "GET", "/v1/sessions/s1/context?preset=harness", None);
     assert_eq!(context["messages"].as_array().unwrap().len(), 3);
     assert_eq!(context["model"], json!({"provider": "p", "modelId": "m2"}));
+    // A preset's options, given one by one, build the same context.
+    let by_options = s.ok(
+        200,
+        "GET",
+        "/v1/sessions/s1/context?settings=branch&selection=branch&nullContent=preserve",
+        None,
+    );
+    assert_eq!(by_options, context);
+    let cli = s.ok(200, "GET", "/v1/sessions/s1/context?preset=cli", None);
+    assert_eq!(cli["activeToolNames"], Value::Null);
+    let at_x1 = s.ok(200, "GET", "/v1/sessions/s1/context?leaf=x1", None);
+    assert_eq!(at_x1["messages"].as_array().unwrap().len(), 2);
+    let (code, text) = s.call("GET", "/v1/sessions/s1/context?retainedTail=maybe", None);
+    assert_eq!(code, 400, "{text}");
+    assert!(text.contains("retainedTail"), "{text}");
     let stats = s.ok(200, "GET", "/v1/sessions/s1/stats", None);
     assert_eq!(stats["messageCount"], 3);
     assert_eq!(stats["totalTokens"].as_f64(), Some(10.0));
@@ -270,4 +285,55 @@ fn sigterm_flushes_writes_acknowledged_at_durability_none() {
     let session = store.session("n1").unwrap();
     assert_eq!(session.entries().count(), 200);
     assert_eq!(session.leaf().unwrap().as_deref(), Some("e0199"));
+}
+
+/// SIGTERM while a large export is being read slowly: the server finishes it before it exits.
+#[test]
+fn sigterm_finishes_the_requests_in_flight() {
+    use std::io::{Read, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(dir.path(), &[]);
+    s.ok(201, "POST", "/v1/sessions", Some(r#"{"id":"big"}"#));
+    let text = "y".repeat(10_000);
+    let mut parent: Option<String> = None;
+    let mut batch = Vec::new();
+    for i in 0..400 {
+        let id = format!("b{i:04}");
+        batch.push(user_line(&id, parent.as_deref(), &text));
+        parent = Some(id);
+    }
+    let body = format!(
+        "{{\"type\":\"session\",\"version\":3,\"id\":\"big2\",\"timestamp\":\"2025-01-01T00:00:00.000Z\",\"cwd\":\"/w\"}}\n{}\n",
+        batch.join("\n")
+    );
+    s.ok(201, "POST", "/v1/import", Some(&body));
+    let (_, whole) = s.call("GET", "/v1/sessions/big2/export", None);
+    // A client reading the export slowly, over the unix socket.
+    let mut conn = std::os::unix::net::UnixStream::connect(&s.socket).unwrap();
+    conn.write_all(
+        b"GET /v1/sessions/big2/export HTTP/1.1\r\nhost: grove\r\nconnection: close\r\n\r\n",
+    )
+    .unwrap();
+    let mut first = [0u8; 1024];
+    let n = conn.read(&mut first).unwrap();
+    assert!(n > 0);
+    let pid = s.url.clone();
+    let terminated = std::thread::spawn(move || s.terminate());
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let mut rest = Vec::new();
+    conn.read_to_end(&mut rest).unwrap();
+    let mut answer = first[..n].to_vec();
+    answer.extend_from_slice(&rest);
+    let answer = String::from_utf8_lossy(&answer);
+    let status = terminated.join().unwrap();
+    assert!(status.success(), "{pid}: {status:?}");
+    // The chunked body holds every entry of the export, the last one included.
+    let marker = "\"timestamp\":\"2025-03-01";
+    assert_eq!(
+        answer.matches(marker).count(),
+        whole.matches(marker).count(),
+        "the export was finished"
+    );
+    assert_eq!(whole.matches(marker).count(), 400);
+    assert!(answer.contains("b0399"));
 }

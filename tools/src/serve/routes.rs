@@ -846,10 +846,40 @@ async fn path(
 }
 
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct ContextQuery {
     preset: Option<String>,
     leaf: Option<String>,
+    /// `full` or `branch`: where the model, thinking level and tools come from.
+    settings: Option<String>,
+    /// `full` or `branch`: the path the entries are selected from.
+    selection: Option<String>,
+    /// `use` or `ignore`: a compaction's retained tail.
+    retained_tail: Option<String>,
+    /// `normalize` or `preserve`: messages whose content is null.
+    null_content: Option<String>,
+    /// Whether `activeToolNames` is reported.
+    active_tools: Option<bool>,
+}
+
+/// `value` as one of `choices` (name, meaning), or `invalid_argument` naming `field`.
+fn choice<T: Copy>(
+    field: &str,
+    value: Option<&str>,
+    choices: &[(&str, T)],
+) -> ApiResult<Option<T>> {
+    let Some(value) = value else { return Ok(None) };
+    choices
+        .iter()
+        .find(|(name, _)| *name == value)
+        .map(|(_, v)| Some(*v))
+        .ok_or_else(|| {
+            let names: Vec<&str> = choices.iter().map(|(n, _)| *n).collect();
+            ApiError::invalid_argument(format!(
+                "{field} {value:?} is not one of {}",
+                names.join(", ")
+            ))
+        })
 }
 
 async fn context(
@@ -857,7 +887,7 @@ async fn context(
     Path(sid): Path<String>,
     Query(q): Query<ContextQuery>,
 ) -> ApiResult<Response> {
-    let options = match q.preset.as_deref() {
+    let mut options = match q.preset.as_deref() {
         None | Some("grove") => ContextOptions::grove(),
         Some("harness") => ContextOptions::pi_harness(),
         Some("cli") => ContextOptions::pi_cli(),
@@ -867,6 +897,35 @@ async fn context(
             )))
         }
     };
+    use grove::{NullContent, RetainedTail, SelectionPath, SettingsScope};
+    let scopes = [
+        ("full", SettingsScope::Full),
+        ("branch", SettingsScope::Branch),
+    ];
+    if let Some(v) = choice("settings", q.settings.as_deref(), &scopes)? {
+        options.settings_scope = v;
+    }
+    let paths = [
+        ("full", SelectionPath::Full),
+        ("branch", SelectionPath::Branch),
+    ];
+    if let Some(v) = choice("selection", q.selection.as_deref(), &paths)? {
+        options.selection_path = v;
+    }
+    let tails = [("use", RetainedTail::Use), ("ignore", RetainedTail::Ignore)];
+    if let Some(v) = choice("retainedTail", q.retained_tail.as_deref(), &tails)? {
+        options.retained_tail = v;
+    }
+    let nulls = [
+        ("normalize", NullContent::Normalize),
+        ("preserve", NullContent::Preserve),
+    ];
+    if let Some(v) = choice("nullContent", q.null_content.as_deref(), &nulls)? {
+        options.null_content = v;
+    }
+    if let Some(v) = q.active_tools {
+        options.report_active_tools = v;
+    }
     let store = state.store();
     let text = blocking(move || {
         let session = store.session(&sid)?;
