@@ -4,8 +4,15 @@
  * behaviour and error texts, each object a grove session of its own (a fresh grove id, whatever
  * pi's metadata id is; pi's metadata kept in the header).
  *
- * The constructor is synchronous, as pi's: it checks the entries as pi does and copies them;
- * the grove session is created (the entries imported) on the first call that needs it.
+ * The constructor is synchronous, as pi's: it checks the entries as pi does, copies them, and
+ * starts creating the grove session (importing the entries), which every call awaits.
+ *
+ * An object made by the constructor is the only writer of its grove session, so it keeps the
+ * two facts a writer knows without asking: the leaf (set by its own appends and moves) and the
+ * ids in use (for `createEntryId`). Every other read, and every write, is a request to the
+ * server. (pi's harness expects its storage to answer those two without a round trip: a test
+ * wants the model called within two timer ticks of `prompt()`.) An object attached to an
+ * existing session (the repo's forks) asks the server for everything.
  */
 import {
 	SessionError,
@@ -25,6 +32,8 @@ export class InMemorySessionStorage<TMetadata extends SessionMetadata = SessionM
 	private readonly metadata: TMetadata;
 	private initialEntries: SessionTreeEntry[];
 	private backing: Promise<GroveSessionStorage<TMetadata>> | undefined;
+	/** What the sole writer knows: the leaf and the ids in use; undefined when attached. */
+	private own: { leaf: string | null; ids: Set<string> } | undefined;
 
 	constructor(options?: { entries?: SessionTreeEntry[]; metadata?: TMetadata }) {
 		const entries = options?.entries ? structuredClone(options.entries) : [];
@@ -36,6 +45,9 @@ export class InMemorySessionStorage<TMetadata extends SessionMetadata = SessionM
 		}
 		this.initialEntries = entries;
 		this.metadata = options?.metadata ?? ({ id: uuidv7(), createdAt: new Date().toISOString() } as TMetadata);
+		this.own = { leaf: leafId, ids };
+		// Created now, awaited by every call (a failure surfaces there, not as an unhandled rejection).
+		this.groveStorage().catch(() => undefined);
 	}
 
 	/** A storage object on an existing grove session (the repo's forks). */
@@ -45,6 +57,7 @@ export class InMemorySessionStorage<TMetadata extends SessionMetadata = SessionM
 	): InMemorySessionStorage<TMetadata> {
 		const storage = new InMemorySessionStorage<TMetadata>({ metadata });
 		storage.backing = Promise.resolve(grove);
+		storage.own = undefined;
 		return storage;
 	}
 
@@ -63,19 +76,31 @@ export class InMemorySessionStorage<TMetadata extends SessionMetadata = SessionM
 	}
 
 	async getLeafId(): Promise<string | null> {
+		if (this.own) return this.own.leaf;
 		return (await this.groveStorage()).getLeafId();
 	}
 
 	async setLeafId(leafId: string | null): Promise<void> {
-		return (await this.groveStorage()).setLeafId(leafId);
+		await (await this.groveStorage()).setLeafId(leafId);
+		if (this.own) this.own.leaf = leafId;
 	}
 
 	async createEntryId(): Promise<string> {
-		return (await this.groveStorage()).createEntryId();
+		if (!this.own) return (await this.groveStorage()).createEntryId();
+		for (let attempt = 0; attempt < 100; attempt++) {
+			// The random tail of a UUIDv7, as pi's storages take it.
+			const id = uuidv7().slice(-8);
+			if (!this.own.ids.has(id)) return id;
+		}
+		return uuidv7();
 	}
 
 	async appendEntry(entry: SessionTreeEntry): Promise<void> {
-		return (await this.groveStorage()).appendEntry(entry);
+		await (await this.groveStorage()).appendEntry(entry);
+		if (this.own) {
+			this.own.ids.add(entry.id);
+			this.own.leaf = entry.type === "leaf" ? entry.targetId : entry.id;
+		}
 	}
 
 	async getEntry(id: string): Promise<SessionTreeEntry | undefined> {
