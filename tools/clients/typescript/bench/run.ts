@@ -22,6 +22,7 @@ import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import {
 	type AgentMessage,
+	buildSessionContext,
 	JsonlSessionRepo,
 	type Session,
 	type SessionMetadata,
@@ -134,16 +135,52 @@ async function latency(url: string, token: string | undefined, calls: number): P
 	return { read, append };
 }
 
+/**
+ * A node:http server in a child process that answers every request with a fixed small JSON
+ * body at once: the floor of a call from node over the same socket, whatever the server.
+ */
+async function startFloor(): Promise<{ url: string; stop(): void }> {
+	const socket = join(work, "floor.sock");
+	const code = `
+		const http = require("node:http");
+		http.createServer((req, res) => {
+			req.resume();
+			req.on("end", () => {
+				res.writeHead(200, { "content-type": "application/json" });
+				res.end('{"leaf":null,"id":"00000000"}');
+			});
+		}).listen(process.argv[1], () => console.log("ready"));`;
+	const child = spawn(process.execPath, ["-e", code, socket], { stdio: ["ignore", "pipe", "inherit"] });
+	await new Promise<void>((ready) => createInterface({ input: child.stdout }).once("line", () => ready()));
+	return { url: `unix:${socket}`, stop: () => child.kill("SIGTERM") };
+}
+
 // 2. pi's Session on grove and on JSONL
 
-async function groveResume(url: string, id: string): Promise<{ ms: number; messages: number }> {
+interface Resume {
+	ms: number;
+	/** Of which: repo open; reading the branch (`Session.getBranch`); pi's `buildSessionContext` on it. */
+	parts: [number, number, number];
+	messages: number;
+}
+
+/** `Session.buildContext` in its two steps (what it does), each timed. */
+async function openAndBuild(open: () => Promise<Session<SessionMetadata>>): Promise<Resume> {
 	const t0 = now();
+	const session = await open();
+	const t1 = now();
+	const branch = await session.getBranch();
+	const t2 = now();
+	const context = buildSessionContext(branch);
+	const t3 = now();
+	return { ms: ms(t0, t3), parts: [ms(t0, t1), ms(t1, t2), ms(t2, t3)], messages: context.messages.length };
+}
+
+async function groveResume(url: string, id: string): Promise<Resume> {
 	const client = new GroveClient({ url });
-	const session = await new GroveSessionRepo(client).open({ id, createdAt: "" });
-	const context = await session.buildContext();
-	const elapsed = ms(t0, now());
+	const result = await openAndBuild(() => new GroveSessionRepo(client).open({ id, createdAt: "" }));
 	client.close();
-	return { ms: elapsed, messages: context.messages.length };
+	return result;
 }
 
 function jsonlRepo(file: string): JsonlSessionRepo {
@@ -160,37 +197,35 @@ async function jsonlOpen(file: string): Promise<Session<SessionMetadata>> {
 	})) as unknown as Session<SessionMetadata>;
 }
 
-async function jsonlResume(file: string): Promise<{ ms: number; messages: number }> {
-	const t0 = now();
-	const session = await jsonlOpen(file);
-	const context = await session.buildContext();
-	return { ms: ms(t0, now()), messages: context.messages.length };
+function jsonlResume(file: string): Promise<Resume> {
+	return openAndBuild(() => jsonlOpen(file));
 }
 
 interface Runs {
 	times: number[];
+	parts: [number[], number[], number[]];
 	messages: number;
 	error?: string;
 }
 
-async function repeat(
-	warmups: number,
-	runs: number,
-	job: () => Promise<{ ms: number; messages: number }>,
-): Promise<Runs> {
+async function repeat(warmups: number, runs: number, job: () => Promise<Resume>): Promise<Runs> {
 	const times: number[] = [];
+	const parts: [number[], number[], number[]] = [[], [], []];
 	let messages = -1;
 	try {
 		for (let i = 0; i < warmups + runs; i++) {
 			const result = await job();
 			messages = result.messages;
-			if (i >= warmups) times.push(result.ms);
+			if (i >= warmups) {
+				times.push(result.ms);
+				result.parts.forEach((part, k) => parts[k]!.push(part));
+			}
 		}
 	} catch (error) {
 		const text = error instanceof Error ? `${error.message}${error.cause instanceof Error ? `: ${error.cause.message}` : ""}` : String(error);
-		return { times, messages, error: text.slice(0, 200) };
+		return { times, parts, messages, error: text.slice(0, 200) };
 	}
-	return { times, messages };
+	return { times, parts, messages };
 }
 
 function userMessage(i: number): AgentMessage {
@@ -235,7 +270,8 @@ async function turns(session: Session<SessionMetadata>, warmups: number, count: 
 
 interface Writer {
 	ready: Promise<void>;
-	done: Promise<void>;
+	/** Resolves with the process's CPU time in µs. */
+	done: Promise<number>;
 	go(): void;
 }
 
@@ -245,22 +281,40 @@ function startWriter(url: string, appends: number, sessions: string[]): Writer {
 	});
 	const lines = createInterface({ input: child.stdout });
 	let readyDone: () => void = () => {};
-	let doneDone: () => void = () => {};
+	let doneDone: (cpu: number) => void = () => {};
 	const ready = new Promise<void>((resolve) => {
 		readyDone = resolve;
 	});
-	const finished = new Promise<void>((resolve, reject) => {
+	const finished = new Promise<number>((resolve, reject) => {
 		doneDone = resolve;
 		child.on("exit", (code) => (code === 0 ? undefined : reject(new Error(`writer exited with ${code}`))));
 	});
 	lines.on("line", (line) => {
 		if (line === "ready") readyDone();
-		if (line === "done") doneDone();
+		if (line.startsWith("done ")) doneDone(Number(line.slice("done ".length)));
 	});
 	return { ready, done: finished, go: () => child.stdin.end("go\n") };
 }
 
-async function throughput(durability: string, processes: number, appends: number): Promise<number> {
+/** CPU time (user + system) of a process so far, in µs, from /proc (0 where there is none). */
+function processCpu(pid: number | undefined): number {
+	try {
+		const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+		return ((Number(fields[11]) + Number(fields[12])) * 1e6) / 100;
+	} catch {
+		return 0;
+	}
+}
+
+interface Throughput {
+	rate: number;
+	/** Server CPU µs per append. */
+	serverCpu: number;
+	/** Client processes' CPU µs per append (their whole lives, connecting included). */
+	clientCpu: number;
+}
+
+async function throughput(durability: string, processes: number, appends: number): Promise<Throughput> {
 	const { server, unix } = await serve(durability);
 	try {
 		const client = new GroveClient({ url: unix });
@@ -276,10 +330,17 @@ async function throughput(durability: string, processes: number, appends: number
 			),
 		);
 		await Promise.all(writers.map((w) => w.ready));
+		const cpu0 = processCpu(server.process.pid);
 		const t0 = now();
 		for (const writer of writers) writer.go();
-		await Promise.all(writers.map((w) => w.done));
-		return (per * processes) / (ms(t0, now()) / 1000);
+		const clients = await Promise.all(writers.map((w) => w.done));
+		const elapsed = ms(t0, now()) / 1000;
+		const total = per * processes;
+		return {
+			rate: total / elapsed,
+			serverCpu: (processCpu(server.process.pid) - cpu0) / total,
+			clientCpu: clients.reduce((a, b) => a + b, 0) / total,
+		};
 	} finally {
 		await server.stop();
 	}
@@ -306,17 +367,20 @@ async function main(): Promise<void> {
 		log(`latency: ${calls} calls each`);
 		const overUnix = await latency(unix, undefined, calls);
 		const overTcp = await latency(tcp, token, calls);
+		const floorServer = await startFloor();
+		const floor = await latency(floorServer.url, undefined, calls);
+		floorServer.stop();
 		out();
 		out(`### Client call latency (${fmtCount(calls)} sequential calls each, after 500 warm-up; durability none)`);
 		out();
-		out("| call | unix p50 | unix p99 | TCP + token p50 | TCP + token p99 |");
-		out("|---|---|---|---|---|");
+		out("| call | unix p50 | unix p99 | TCP + token p50 | TCP + token p99 | floor: node:http server, unix p50 / p99 |");
+		out("|---|---|---|---|---|---|");
 		for (const [name, key] of [
 			["small read: `GET .../leaf`", "read"],
 			["small append: `POST .../entries`", "append"],
 		] as const) {
 			out(
-				`| ${name} | ${fmtMs(median(overUnix[key]))} | ${fmtMs(quantile(overUnix[key], 0.99))} | ${fmtMs(median(overTcp[key]))} | ${fmtMs(quantile(overTcp[key], 0.99))} |`,
+				`| ${name} | ${fmtMs(median(overUnix[key]))} | ${fmtMs(quantile(overUnix[key], 0.99))} | ${fmtMs(median(overTcp[key]))} | ${fmtMs(quantile(overTcp[key], 0.99))} | ${fmtMs(median(floor[key]))} / ${fmtMs(quantile(floor[key], 0.99))} |`,
 			);
 		}
 
@@ -329,11 +393,13 @@ async function main(): Promise<void> {
 				file: join(work, "bushy.jsonl"),
 				args: ["--entries", String(bushyEntries), "--branches", String(Math.round(bushyEntries / 100)), "--active-path", "1000", "--seed", "1"],
 			},
-			{
-				name: `linear ${fmtCount(linearEntries)}, realistic, compaction every 100`,
-				file: join(work, "linear.jsonl"),
-				args: ["--entries", String(linearEntries), "--payload", "realistic", "--compaction-every", "100", "--seed", "2"],
-			},
+			// Half the linear session too: node cannot hold a file over 512 Mi characters as one
+			// string, which pi's JSONL storage reads the session into.
+			...[linearEntries, Math.round(linearEntries / 2)].map((entries) => ({
+				name: `linear ${fmtCount(entries)}, realistic, compaction every 100`,
+				file: join(work, `linear-${entries}.jsonl`),
+				args: ["--entries", String(entries), "--payload", "realistic", "--compaction-every", "100", "--seed", "2"],
+			})),
 		];
 		const client = new GroveClient({ url: unix });
 		out();
@@ -341,8 +407,8 @@ async function main(): Promise<void> {
 		out();
 		out("grove: a new `GroveClient` (a new connection) + `GroveSessionRepo.open` + `Session.buildContext`, against a running server (median of 10 after 2 warm-up); pi: `JsonlSessionRepo.open` + `buildContext` of the same file (median of 3 after 1 warm-up).");
 		out();
-		out("| session | JSONL size | grove import | context messages | grove | pi JSONL | JSONL / grove |");
-		out("|---|---|---|---|---|---|---|");
+		out("| session | JSONL size | grove import | context messages | grove | (open / branch / build) | pi JSONL | (open / branch / build) | JSONL / grove |");
+		out("|---|---|---|---|---|---|---|---|---|");
 		for (const fixture of fixtures) {
 			log(`gen ${fixture.name}`);
 			generate(fixture.file, fixture.args);
@@ -357,8 +423,9 @@ async function main(): Promise<void> {
 				throw new Error(`${fixture.name}: grove's context has ${grove.messages} messages, pi's ${jsonl.messages}`);
 			}
 			const jsonlCell = jsonl.error ? `fails: ${jsonl.error}` : fmtMs(median(jsonl.times));
+			const parts = (runs: Runs) => (runs.error ? "—" : runs.parts.map((p) => fmtMs(median(p))).join(" / "));
 			out(
-				`| ${fixture.name} | ${(size / 2 ** 20).toFixed(1)} MiB | ${fmtMs(imported.ms)} | ${grove.messages} | ${fmtMs(median(grove.times))} | ${jsonlCell} | ${jsonl.error ? "—" : fmtRatio(median(jsonl.times) / median(grove.times))} |`,
+				`| ${fixture.name} | ${(size / 2 ** 20).toFixed(1)} MiB | ${fmtMs(imported.ms)} | ${grove.messages} | ${fmtMs(median(grove.times))} | ${parts(grove)} | ${jsonlCell} | ${parts(jsonl)} | ${jsonl.error ? "—" : fmtRatio(median(jsonl.times) / median(grove.times))} |`,
 			);
 			rmSync(fixture.file, { force: true });
 			await client.deleteSession(imported.id);
@@ -394,21 +461,21 @@ async function main(): Promise<void> {
 	out();
 	out("### Throughput: writer processes over 1,000 sessions");
 	out();
-	out("Each process (`bench/writer.ts`, one `GroveClient` on the unix socket) appends about 450-byte user messages one at a time, round robin over its share of 1,000 sessions, as the Rust `writers` benchmark's threads do; a fresh store per row.");
+	out("Each process (`bench/writer.ts`, one `GroveClient` on the unix socket) appends about 450-byte user messages one at a time, round robin over its share of 1,000 sessions, as the Rust `writers` benchmark's threads do; a fresh store per row. CPU per append: the server's during the run (/proc), and the writer processes' whole lives (node start and connection included).");
 	out();
-	out("| durability | processes | appends | appends/s |");
-	out("|---|---|---|---|");
-	const rates = new Map<string, number>();
+	out("| durability | processes | appends | appends/s | server CPU per append | client CPU per append |");
+	out("|---|---|---|---|---|---|");
 	for (const [durability, appends] of [
 		["none", Math.round(40_000 * scale)],
 		["group", Math.round(4_000 * scale)],
 		["sync", Math.round(4_000 * scale)],
 	] as const) {
 		for (const processes of [1, 8]) {
-			const rate = await throughput(durability, processes, appends);
-			rates.set(`${durability}/${processes}`, rate);
-			log(`throughput ${durability} ${processes}: ${fmtCount(rate)}/s`);
-			out(`| ${durability} | ${processes} | ${fmtCount(appends)} | ${fmtCount(rate)} |`);
+			const result = await throughput(durability, processes, appends);
+			log(`throughput ${durability} ${processes}: ${fmtCount(result.rate)}/s`);
+			out(
+				`| ${durability} | ${processes} | ${fmtCount(appends)} | ${fmtCount(result.rate)} | ${fmtMs(result.serverCpu / 1000)} | ${fmtMs(result.clientCpu / 1000)} |`,
+			);
 		}
 	}
 	const writers = join(repoRoot, "target", "release", "writers");

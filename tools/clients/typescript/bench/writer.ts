@@ -2,7 +2,7 @@
  * One writer process of the throughput benchmark: `node writer.js URL APPENDS SESSION...`.
  * It connects, prints `ready`, waits for a line on stdin, then appends APPENDS user messages
  * of about 450 bytes (the payload of the Rust `writers` benchmark), the i-th to SESSION[i % n],
- * one at a time, and prints `done`.
+ * one at a time, and prints `done CPU_MICROSECONDS` (its whole CPU time, user and system).
  */
 import { createInterface } from "node:readline";
 import { GroveClient } from "../src/client.js";
@@ -24,5 +24,6 @@ for (let i = 0; i < appends; i++) {
 	});
 }
 client.close();
-process.stdout.write("done\n");
+const cpu = process.cpuUsage();
+process.stdout.write(`done ${cpu.user + cpu.system}\n`);
 process.exit(0);
