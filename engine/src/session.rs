@@ -246,6 +246,20 @@ impl Session {
         self.log_range(0, u64::MAX).entries(self.id())
     }
 
+    /// `n` distinct 8-hex entry ids unused in the session right now (pi's `createEntryId`,
+    /// in bulk): nothing reserves them, so they stay unused for a caller that is the
+    /// session's only writer; an id taken meanwhile is refused by the append that uses it.
+    pub fn fresh_ids(&self, n: usize) -> Result<Vec<String>> {
+        let mut out: Vec<String> = Vec::with_capacity(n);
+        while out.len() < n {
+            let id = crate::util::random_entry_id();
+            if !out.contains(&id) && !self.id_taken(&id)? {
+                out.push(id);
+            }
+        }
+        Ok(out)
+    }
+
     /// The records of the log from position `start` on (0-based: pi's `afterEntrySeq`),
     /// entries and leaf records, in order; read as they are consumed.
     pub fn log_from(&self, start: u64) -> impl Iterator<Item = Result<Entry>> + '_ {

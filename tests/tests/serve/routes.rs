@@ -131,6 +131,33 @@ fn every_route_answers_as_documented() {
     assert_eq!(stats["uncachedTokens"].as_f64(), Some(5.0));
     assert_eq!(stats["costTotal"].as_f64(), Some(0.5));
 
+    // Fresh ids: distinct, unused.
+    let fresh = s.ok(200, "POST", "/v1/sessions/s1/ids", Some(r#"{"count":50}"#));
+    let fresh: Vec<&str> = fresh["ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert_eq!(fresh.len(), 50);
+    assert_eq!(
+        fresh.iter().collect::<std::collections::HashSet<_>>().len(),
+        50
+    );
+    for id in &fresh {
+        assert_eq!(id.len(), 8);
+        let (code, _) = s.call(
+            "GET",
+            &format!("/v1/sessions/s1/entries/{id}?log=true"),
+            None,
+        );
+        assert_eq!(code, 404, "{id} is unused");
+    }
+    assert_eq!(
+        s.err(400, "POST", "/v1/sessions/s1/ids", Some(r#"{"count":0}"#)),
+        "invalid_argument"
+    );
+
     // Labels and the name.
     let label = s.ok(
         201,

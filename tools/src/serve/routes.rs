@@ -103,6 +103,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("PUT", "/v1/sessions/{sid}/leaf"),
     ("GET", "/v1/sessions/{sid}/leaf/history"),
     ("POST", "/v1/sessions/{sid}/navigate"),
+    ("POST", "/v1/sessions/{sid}/ids"),
     ("POST", "/v1/sessions/{sid}/turns"),
     ("POST", "/v1/sessions/{sid}/turns/{lease}/renew"),
     ("DELETE", "/v1/sessions/{sid}/turns/{lease}"),
@@ -146,6 +147,7 @@ fn handler(method: &str, route: &str) -> Option<MethodRouter<State>> {
         ("PUT", "/v1/sessions/{sid}/leaf") => put(move_leaf),
         ("GET", "/v1/sessions/{sid}/leaf/history") => get(leaf_history),
         ("POST", "/v1/sessions/{sid}/navigate") => post(navigate),
+        ("POST", "/v1/sessions/{sid}/ids") => post(fresh_ids),
         ("POST", "/v1/sessions/{sid}/turns") => post(begin_turn),
         ("POST", "/v1/sessions/{sid}/turns/{lease}/renew") => post(renew_turn),
         ("DELETE", "/v1/sessions/{sid}/turns/{lease}") => delete(end_turn),
@@ -1354,4 +1356,28 @@ async fn navigate(
         (other, leaf) => json!({ "outcome": format!("{other:?}"), "newLeafId": leaf }),
     };
     Ok(json_answer(StatusCode::OK, answer))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct IdsBody {
+    count: usize,
+}
+
+/// At most this many fresh ids per request.
+const MAX_IDS: usize = 1024;
+
+async fn fresh_ids(
+    Extract(state): Extract<State>,
+    Path(sid): Path<String>,
+    Body(body): Body<IdsBody>,
+) -> ApiResult<Response> {
+    if body.count == 0 || body.count > MAX_IDS {
+        return Err(ApiError::invalid_argument(format!(
+            "count must be between 1 and {MAX_IDS}"
+        )));
+    }
+    let store = state.store();
+    let ids = blocking(move || store.session(&sid)?.fresh_ids(body.count)).await?;
+    Ok(json_answer(StatusCode::OK, json!({ "ids": ids })))
 }
