@@ -435,7 +435,7 @@ async function main(): Promise<void> {
 		out();
 		out("### A turn: two appendMessage + buildContext on an open `Session`");
 		out();
-		out("Linear sessions of small entries with a compaction every 100 (so the context is about the same at every size); grove: `GroveSessionRepo` over the unix socket, one client; pi: `JsonlSessionRepo`, the session loaded before timing. Median and p99 of 200 turns after 20 warm-up.");
+		out("Linear sessions of small entries with a compaction every 100 (so the context is about the same at every size); grove: `GroveSessionRepo` with `exclusive: true` (this process the session's only writer, as with pi's JSONL repo) over the unix socket, one client; pi: `JsonlSessionRepo`, the session loaded before timing. Median and p99 of 200 turns after 20 warm-up.");
 		out();
 		out("| entries | grove p50 | grove p99 | pi JSONL p50 | pi JSONL p99 | context messages | grove / JSONL (p50) |");
 		out("|---|---|---|---|---|---|---|");
@@ -443,7 +443,11 @@ async function main(): Promise<void> {
 			const file = join(work, `turns-${entries}.jsonl`);
 			generate(file, ["--entries", String(entries), "--compaction-every", "100", "--seed", String(10 + index)]);
 			const imported = await importFile(client, file);
-			const groveSession = await new GroveSessionRepo(client).open({ id: imported.id, createdAt: "" });
+			// One process per session, as with pi's JSONL repo: the exclusive adapter.
+			const groveSession = await new GroveSessionRepo(client, { exclusive: true }).open({
+				id: imported.id,
+				createdAt: "",
+			});
 			const grove = await turns(groveSession, 20, 200);
 			const jsonl = await turns(await jsonlOpen(file), 20, 200);
 			log(`turns at ${entries}: grove ${fmtMs(median(grove.times))}, jsonl ${fmtMs(median(jsonl.times))}`);

@@ -180,6 +180,12 @@ export class GroveClient {
 		return this.request("POST", sessionPath(sid, "/entries/exact"), { body: entry });
 	}
 
+	/** `count` distinct entry ids unused in the session now (pi's `createEntryId` in bulk; nothing reserves them). */
+	async freshIds(sid: string, count: number): Promise<string[]> {
+		const answer = await this.request<{ ids: string[] }>("POST", sessionPath(sid, "/ids"), { body: { count } });
+		return answer.ids;
+	}
+
 	/** Appends only if the leaf is still `expectedLeaf`; a moved leaf is a result, not an error. */
 	appendIf(sid: string, expectedLeaf: string | null, entry: NewEntry): Promise<AppendIfResult> {
 		return this.request("POST", sessionPath(sid, "/entries/if"), { body: { expectedLeaf, entry } });

@@ -73,7 +73,12 @@ export interface GroveStorageCreateOptions<TMetadata extends SessionMetadata> {
 	cwd?: string;
 	/** Entries to start with (imported with the session, pi's order kept). */
 	entries?: readonly SessionTreeEntry[];
+	/** This object is the session's only writer (see `GroveSessionStorage`). */
+	exclusive?: boolean;
 }
+
+/** Fresh ids fetched at once by an exclusive storage. */
+const ID_BATCH = 64;
 
 /** pi's harness `SessionStorage` on one grove session. */
 export class GroveSessionStorage<TMetadata extends SessionMetadata = SessionMetadata>
@@ -83,12 +88,31 @@ export class GroveSessionStorage<TMetadata extends SessionMetadata = SessionMeta
 	/** The grove session id (pi's `metadata.id` when the session was made through the repo). */
 	readonly sessionId: string;
 	private readonly metadata: TMetadata;
+	/**
+	 * With `exclusive`, what the only writer knows without asking: the leaf (undefined until
+	 * first read) and fresh ids fetched in bulk.
+	 */
+	private readonly own:
+		| {
+				leaf: string | null | undefined;
+				ids: string[];
+				/** pi's branch (`getPathToRootOrCompaction`) at `leaf`, grown by this object's appends. */
+				branch: { leaf: string; entries: SessionTreeEntry[] } | undefined;
+		  }
+		| undefined;
 
-	/** Wraps an existing grove session; use `create` or `open` to make or read one. */
-	constructor(client: GroveClient, sessionId: string, metadata: TMetadata) {
+	/**
+	 * Wraps an existing grove session; use `create` or `open` to make or read one. With
+	 * `exclusive`, this object is the session's only writer, as a process is with pi's own
+	 * storages: it keeps the leaf it set and takes entry ids from batches the server found
+	 * unused, so an append costs one request and reading the leaf none. Without it (the
+	 * default), several processes may share the session and every call asks the server.
+	 */
+	constructor(client: GroveClient, sessionId: string, metadata: TMetadata, options: { exclusive?: boolean } = {}) {
 		this.client = client;
 		this.sessionId = sessionId;
 		this.metadata = metadata;
+		this.own = options.exclusive ? { leaf: undefined, ids: [], branch: undefined } : undefined;
 	}
 
 	/** Creates a grove session holding pi's metadata (and `entries`, if any). */
@@ -119,13 +143,14 @@ export class GroveSessionStorage<TMetadata extends SessionMetadata = SessionMeta
 		} catch (error) {
 			throw toSessionError(error, "storage");
 		}
-		return new GroveSessionStorage(client, id, metadata);
+		return new GroveSessionStorage(client, id, metadata, { exclusive: options.exclusive });
 	}
 
 	/** Opens an existing grove session; its metadata is read from the header. */
 	static async open<TMetadata extends SessionMetadata = SessionMetadata>(
 		client: GroveClient,
 		sessionId: string,
+		options: { exclusive?: boolean } = {},
 	): Promise<GroveSessionStorage<TMetadata>> {
 		let details: SessionDetails;
 		try {
@@ -133,7 +158,7 @@ export class GroveSessionStorage<TMetadata extends SessionMetadata = SessionMeta
 		} catch (error) {
 			throw toSessionError(error, "storage", isNotFound(error) ? `Session not found: ${sessionId}` : undefined);
 		}
-		return new GroveSessionStorage(client, sessionId, metadataOf<TMetadata>(details));
+		return new GroveSessionStorage(client, sessionId, metadataOf<TMetadata>(details), options);
 	}
 
 	async getMetadata(): Promise<TMetadata> {
@@ -141,8 +166,11 @@ export class GroveSessionStorage<TMetadata extends SessionMetadata = SessionMeta
 	}
 
 	async getLeafId(): Promise<string | null> {
+		if (this.own?.leaf !== undefined) return this.own.leaf;
 		try {
-			return await this.client.leaf(this.sessionId);
+			const leaf = await this.client.leaf(this.sessionId);
+			if (this.own) this.own.leaf = leaf;
+			return leaf;
 		} catch (error) {
 			throw toSessionError(error, "storage");
 		}
@@ -151,6 +179,7 @@ export class GroveSessionStorage<TMetadata extends SessionMetadata = SessionMeta
 	async setLeafId(leafId: string | null): Promise<void> {
 		try {
 			await this.client.setLeaf(this.sessionId, leafId);
+			if (this.own) this.own.leaf = leafId;
 		} catch (error) {
 			// `busy` (another client holds the session's turn) has no pi code: `unknown`, grove's text.
 			throw toSessionError(error, "unknown", isNotFound(error) ? `Entry ${leafId} not found` : undefined);
@@ -159,6 +188,17 @@ export class GroveSessionStorage<TMetadata extends SessionMetadata = SessionMeta
 
 	/** 8 hex digits not in use in the session (leaf records included), as pi's storages make. */
 	async createEntryId(): Promise<string> {
+		if (this.own) {
+			if (this.own.ids.length === 0) {
+				try {
+					this.own.ids = await this.client.freshIds(this.sessionId, ID_BATCH);
+				} catch (error) {
+					throw toSessionError(error, "storage");
+				}
+			}
+			const id = this.own.ids.pop();
+			if (id !== undefined) return id;
+		}
 		for (let attempt = 0; attempt < 100; attempt++) {
 			const id = shortEntryId();
 			if ((await this.getEntry(id)) === undefined) return id;
@@ -168,7 +208,21 @@ export class GroveSessionStorage<TMetadata extends SessionMetadata = SessionMeta
 
 	async appendEntry(entry: SessionTreeEntry): Promise<void> {
 		try {
-			await this.client.appendExact(this.sessionId, entry as unknown as WireEntry);
+			const answer = await this.client.appendExact(this.sessionId, entry as unknown as WireEntry);
+			if (this.own) {
+				const branch = this.own.branch;
+				// The branch of an entry on the cached leaf is that branch and the entry, except
+				// where pi's walk treats the entry specially (a compaction starts a new one; a
+				// leaf line is no tree entry).
+				this.own.branch =
+					branch !== undefined &&
+					entry.type !== "compaction" &&
+					entry.type !== "leaf" &&
+					entry.parentId === branch.leaf
+						? { leaf: entry.id, entries: [...branch.entries, entry] }
+						: undefined;
+				this.own.leaf = answer.leaf;
+			}
 		} catch (error) {
 			throw toSessionError(error, "invalid_entry");
 		}
@@ -221,8 +275,11 @@ export class GroveSessionStorage<TMetadata extends SessionMetadata = SessionMeta
 
 	async getPathToRootOrCompaction(leafId: string | null): Promise<SessionTreeEntry[]> {
 		if (leafId === null) return [];
+		if (this.own?.branch?.leaf === leafId) return [...this.own.branch.entries];
 		try {
-			return (await this.client.branch(this.sessionId, leafId)) as unknown as SessionTreeEntry[];
+			const entries = (await this.client.branch(this.sessionId, leafId)) as unknown as SessionTreeEntry[];
+			if (this.own) this.own.branch = { leaf: leafId, entries: [...entries] };
+			return entries;
 		} catch (error) {
 			throw toSessionError(error, "storage", isNotFound(error) ? `Entry ${leafId} not found` : undefined);
 		}
@@ -248,6 +305,11 @@ export interface GroveRepoOptions {
 	cwd?: string;
 	/** How many sessions `list` reads at once. Default 16. */
 	listConcurrency?: number;
+	/**
+	 * This process is the only writer of the sessions it creates and opens, as with pi's own
+	 * storages (see `GroveSessionStorage`): appends cost one request, reading the leaf none.
+	 */
+	exclusive?: boolean;
 }
 
 /** Limits a batch of async jobs to `width` at a time, keeping their order. */
@@ -272,20 +334,24 @@ export class GroveSessionRepo implements SessionRepo<SessionMetadata, { id?: str
 	readonly client: GroveClient;
 	private readonly cwd: string | undefined;
 	private readonly listConcurrency: number;
+	private readonly exclusive: boolean;
 
 	constructor(client: GroveClient, options: GroveRepoOptions = {}) {
 		this.client = client;
 		this.cwd = options.cwd;
 		this.listConcurrency = options.listConcurrency ?? 16;
+		this.exclusive = options.exclusive ?? false;
 	}
 
 	async create(options: { id?: string } = {}): Promise<Session<SessionMetadata>> {
 		const metadata: SessionMetadata = { id: options.id ?? uuidv7(), createdAt: new Date().toISOString() };
-		return new Session(await GroveSessionStorage.create(this.client, { metadata, cwd: this.cwd }));
+		return new Session(
+			await GroveSessionStorage.create(this.client, { metadata, cwd: this.cwd, exclusive: this.exclusive }),
+		);
 	}
 
 	async open(metadata: SessionMetadata): Promise<Session<SessionMetadata>> {
-		return new Session(await GroveSessionStorage.open(this.client, metadata.id));
+		return new Session(await GroveSessionStorage.open(this.client, metadata.id, { exclusive: this.exclusive }));
 	}
 
 	async list(): Promise<SessionMetadata[]> {
@@ -323,7 +389,7 @@ export class GroveSessionRepo implements SessionRepo<SessionMetadata, { id?: str
 	): Promise<Session<SessionMetadata>> {
 		const metadata: SessionMetadata = { id: options.id ?? uuidv7(), createdAt: new Date().toISOString() };
 		await forkSession(this.client, source.id, metadata.id, metadata, options, this.cwd);
-		return new Session(new GroveSessionStorage(this.client, metadata.id, metadata));
+		return new Session(new GroveSessionStorage(this.client, metadata.id, metadata, { exclusive: this.exclusive }));
 	}
 }
 

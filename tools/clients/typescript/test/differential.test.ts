@@ -1,7 +1,7 @@
 /**
  * pi's own in-memory storage and repo against grove, on random operation sequences
  * (test/differential.ts). `GROVE_DIFF_SEEDS` sets the number of seeds per backend (default
- * 200 for the adapter, 100 for the drop-ins) and `GROVE_DIFF_STEPS` the steps per seed (25);
+ * 200 for the adapter, 100 for the exclusive adapter and for the drop-ins) and `GROVE_DIFF_STEPS` the steps per seed (25);
  * `GROVE_DIFF_SEED` runs one seed.
  */
 import { randomUUID } from "node:crypto";
@@ -32,6 +32,20 @@ const adapter: Backend = {
 		GroveSessionStorage.create(client, { metadata, entries, cwd: scope, id: `storage-${randomUUID()}` }),
 };
 
+/** The adapter in its single-writer mode: the leaf and fresh ids kept by the storage object. */
+const exclusive: Backend = {
+	name: "exclusive",
+	repo: (scope) => new GroveSessionRepo(client, { cwd: scope, exclusive: true }),
+	storage: ({ metadata, entries, scope }) =>
+		GroveSessionStorage.create(client, {
+			metadata,
+			entries,
+			cwd: scope,
+			id: `storage-${randomUUID()}`,
+			exclusive: true,
+		}),
+};
+
 const dropIn: Backend = {
 	name: "dropin",
 	repo: () => new DropInRepo(),
@@ -47,6 +61,12 @@ afterAll(() => client.close());
 describe("differential: GroveSessionStorage/GroveSessionRepo against pi's in-memory ones", () => {
 	it.each(seeds(200))("seed %i", async (seed) => {
 		await new DifferentialRun(adapter, seed).run(steps);
+	});
+});
+
+describe("differential: the exclusive adapter against pi's in-memory ones", () => {
+	it.each(seeds(100))("seed %i", async (seed) => {
+		await new DifferentialRun(exclusive, seed).run(steps);
 	});
 });
 
