@@ -244,6 +244,16 @@ where
     }
 }
 
+/// Runs `f` on session `sid` on the blocking pool.
+async fn on_session<T, F>(state: &State, sid: String, f: F) -> ApiResult<T>
+where
+    T: Send + 'static,
+    F: FnOnce(&Session) -> grove::Result<T> + Send + 'static,
+{
+    let store = state.store();
+    blocking(move || f(&store.session(&sid)?)).await
+}
+
 /// A JSON answer from text that already is JSON (stored entries, contexts).
 fn raw_json(status: StatusCode, text: String) -> Response {
     (status, [(header::CONTENT_TYPE, "application/json")], text).into_response()
@@ -361,16 +371,21 @@ struct NewSession {
     parent_session: Option<String>,
 }
 
+/// Header `metadata`: a JSON object's text, or none (absent or null).
+fn metadata_object(metadata: Option<Box<RawValue>>) -> ApiResult<Option<String>> {
+    match metadata {
+        None => Ok(None),
+        Some(m) if m.get() == "null" => Ok(None),
+        Some(m) if m.get().trim_start().starts_with('{') => Ok(Some(m.get().to_owned())),
+        Some(_) => Err(ApiError::invalid_argument("metadata must be a JSON object")),
+    }
+}
+
 async fn create_session(
     Extract(state): Extract<State>,
     Body(body): Body<NewSession>,
 ) -> ApiResult<Response> {
-    let metadata = match body.metadata {
-        None => None,
-        Some(m) if m.get().trim_start().starts_with('{') => Some(m.get().to_owned()),
-        Some(m) if m.get() == "null" => None,
-        Some(_) => return Err(ApiError::invalid_argument("metadata must be a JSON object")),
-    };
+    let metadata = metadata_object(body.metadata)?;
     let store = state.store();
     let info = blocking(move || {
         let session = store.create_session(CreateSession {
@@ -434,15 +449,8 @@ async fn export(
     Path(sid): Path<String>,
     Query(q): Query<ExportQuery>,
 ) -> ApiResult<Response> {
-    let flavor = match q.flavor.as_deref() {
-        None | Some("harness") => Flavor::Harness,
-        Some("cli") => Flavor::Cli,
-        Some(other) => {
-            return Err(ApiError::invalid_argument(format!(
-                "flavor {other:?} is neither \"harness\" nor \"cli\""
-            )))
-        }
-    };
+    let flavors = [("harness", Flavor::Harness), ("cli", Flavor::Cli)];
+    let flavor = choice("flavor", q.flavor.as_deref(), &flavors)?.unwrap_or(Flavor::Harness);
     let store = state.store();
     ndjson(move |sink| {
         let session = store.session(&sid)?;
@@ -491,31 +499,16 @@ async fn fork(
     Path(sid): Path<String>,
     Body(body): Body<ForkBody>,
 ) -> ApiResult<Response> {
-    let position = match body.position.as_deref() {
-        None | Some("before") => ForkPosition::Before,
-        Some("at") => ForkPosition::At,
-        Some(other) => {
-            return Err(ApiError::invalid_argument(format!(
-                "position {other:?} is neither \"before\" nor \"at\""
-            )))
-        }
-    };
-    let mode = match body.mode.as_deref() {
-        None | Some("path") => ForkMode::Path,
-        Some("rechained") => ForkMode::Rechained,
-        Some("copy") => ForkMode::Copy,
-        Some(other) => {
-            return Err(ApiError::invalid_argument(format!(
-                "mode {other:?} is not one of \"path\", \"rechained\", \"copy\""
-            )))
-        }
-    };
-    let metadata = match body.metadata {
-        None => None,
-        Some(m) if m.get() == "null" => None,
-        Some(m) if m.get().trim_start().starts_with('{') => Some(m.get().to_owned()),
-        Some(_) => return Err(ApiError::invalid_argument("metadata must be a JSON object")),
-    };
+    let positions = [("before", ForkPosition::Before), ("at", ForkPosition::At)];
+    let position =
+        choice("position", body.position.as_deref(), &positions)?.unwrap_or(ForkPosition::Before);
+    let modes = [
+        ("path", ForkMode::Path),
+        ("rechained", ForkMode::Rechained),
+        ("copy", ForkMode::Copy),
+    ];
+    let mode = choice("mode", body.mode.as_deref(), &modes)?.unwrap_or(ForkMode::Path);
+    let metadata = metadata_object(body.metadata)?;
     let options = ForkOptions {
         entry: body.entry_id,
         position,
@@ -659,8 +652,7 @@ async fn append_many(
         .iter()
         .map(|e| new_entry(e))
         .collect::<ApiResult<Vec<_>>>()?;
-    let store = state.store();
-    let ids = blocking(move || store.session(&sid)?.append_many(&entries)).await?;
+    let ids = on_session(&state, sid, move |s| s.append_many(&entries)).await?;
     Ok(json_answer(StatusCode::CREATED, json!({ "ids": ids })))
 }
 
@@ -889,16 +881,13 @@ async fn context(
     Path(sid): Path<String>,
     Query(q): Query<ContextQuery>,
 ) -> ApiResult<Response> {
-    let mut options = match q.preset.as_deref() {
-        None | Some("grove") => ContextOptions::grove(),
-        Some("harness") => ContextOptions::pi_harness(),
-        Some("cli") => ContextOptions::pi_cli(),
-        Some(other) => {
-            return Err(ApiError::invalid_argument(format!(
-                "preset {other:?} is not one of \"grove\", \"harness\", \"cli\""
-            )))
-        }
-    };
+    let presets = [
+        ("grove", ContextOptions::grove()),
+        ("harness", ContextOptions::pi_harness()),
+        ("cli", ContextOptions::pi_cli()),
+    ];
+    let mut options =
+        choice("preset", q.preset.as_deref(), &presets)?.unwrap_or(ContextOptions::grove());
     use grove::{NullContent, RetainedTail, SelectionPath, SettingsScope};
     let scopes = [
         ("full", SettingsScope::Full),
@@ -940,8 +929,7 @@ async fn context(
 }
 
 async fn tree(Extract(state): Extract<State>, Path(sid): Path<String>) -> ApiResult<Response> {
-    let store = state.store();
-    let tree = blocking(move || store.session(&sid)?.tree()).await?;
+    let tree = on_session(&state, sid, move |s| s.tree()).await?;
     let nodes: Vec<Value> = tree
         .nodes
         .iter()
@@ -963,8 +951,7 @@ async fn tree(Extract(state): Extract<State>, Path(sid): Path<String>) -> ApiRes
 }
 
 async fn labels(Extract(state): Extract<State>, Path(sid): Path<String>) -> ApiResult<Response> {
-    let store = state.store();
-    let labels = blocking(move || store.session(&sid)?.labels()).await?;
+    let labels = on_session(&state, sid, move |s| s.labels()).await?;
     let map: serde_json::Map<String, Value> = labels
         .into_iter()
         .map(|(target, l)| (target, Value::String(l.label)))
@@ -976,8 +963,7 @@ async fn label(
     Extract(state): Extract<State>,
     Path((sid, eid)): Path<(String, String)>,
 ) -> ApiResult<Response> {
-    let store = state.store();
-    let label = blocking(move || store.session(&sid)?.label(&eid)).await?;
+    let label = on_session(&state, sid, move |s| s.label(&eid)).await?;
     Ok(json_answer(
         StatusCode::OK,
         json!({ "label": label.map(|l| l.label) }),
@@ -1007,8 +993,7 @@ async fn set_label(
 }
 
 async fn name(Extract(state): Extract<State>, Path(sid): Path<String>) -> ApiResult<Response> {
-    let store = state.store();
-    let name = blocking(move || store.session(&sid)?.name()).await?;
+    let name = on_session(&state, sid, move |s| s.name()).await?;
     Ok(json_answer(StatusCode::OK, json!({ "name": name })))
 }
 
@@ -1023,8 +1008,7 @@ async fn set_name(
     Path(sid): Path<String>,
     Body(body): Body<NameBody>,
 ) -> ApiResult<Response> {
-    let store = state.store();
-    let id = blocking(move || store.session(&sid)?.set_name(&body.name)).await?;
+    let id = on_session(&state, sid, move |s| s.set_name(&body.name)).await?;
     Ok(json_answer(StatusCode::CREATED, json!({ "id": id })))
 }
 
@@ -1101,8 +1085,7 @@ impl Stats {
 }
 
 async fn leaf(Extract(state): Extract<State>, Path(sid): Path<String>) -> ApiResult<Response> {
-    let store = state.store();
-    let leaf = blocking(move || store.session(&sid)?.leaf()).await?;
+    let leaf = on_session(&state, sid, move |s| s.leaf()).await?;
     Ok(json_answer(StatusCode::OK, json!({ "leaf": leaf })))
 }
 
@@ -1143,8 +1126,7 @@ async fn leaf_history(
     Extract(state): Extract<State>,
     Path(sid): Path<String>,
 ) -> ApiResult<Response> {
-    let store = state.store();
-    let history = blocking(move || store.session(&sid)?.leaf_history()).await?;
+    let history = on_session(&state, sid, move |s| s.leaf_history()).await?;
     let rows: Vec<Value> = history
         .into_iter()
         .map(|(id, target)| json!({ "id": id, "target": target }))
@@ -1301,15 +1283,8 @@ async fn navigate(
     Path(sid): Path<String>,
     Body(body): Body<NavigateBody>,
 ) -> ApiResult<Response> {
-    let path_mode = match body.preset.as_deref() {
-        None | Some("grove") => PathMode::Full,
-        Some("harness") => PathMode::Branch,
-        Some(other) => {
-            return Err(ApiError::invalid_argument(format!(
-                "preset {other:?} is neither \"grove\" nor \"harness\""
-            )))
-        }
-    };
+    let presets = [("grove", PathMode::Full), ("harness", PathMode::Branch)];
+    let path_mode = choice("preset", body.preset.as_deref(), &presets)?.unwrap_or(PathMode::Full);
     let store = state.store();
     let summarizer = state.inner.summarizer.clone();
     let outcome = blocking(move || {
@@ -1377,7 +1352,6 @@ async fn fresh_ids(
             "count must be between 1 and {MAX_IDS}"
         )));
     }
-    let store = state.store();
-    let ids = blocking(move || store.session(&sid)?.fresh_ids(body.count)).await?;
+    let ids = on_session(&state, sid, move |s| s.fresh_ids(body.count)).await?;
     Ok(json_answer(StatusCode::OK, json!({ "ids": ids })))
 }
