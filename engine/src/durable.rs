@@ -74,12 +74,11 @@ fn encode(record: &Record) -> Vec<u8> {
     out
 }
 
+/// Decodes the record at the start of `bytes`. Bytes after its checksum are the tail of an
+/// earlier, longer record: the file is rewritten in place and cut after, so a process killed
+/// between the two leaves them (they are ignored).
 fn decode(bytes: &[u8]) -> Option<Record> {
-    let (body, sum) = bytes.split_at_checked(bytes.len().checked_sub(4)?)?;
-    if crc32fast::hash(body).to_le_bytes() != sum {
-        return None;
-    }
-    let rest = body.strip_prefix(MAGIC)?;
+    let rest = bytes.strip_prefix(MAGIC)?;
     let u64_at = |at: usize| -> Option<u64> {
         Some(u64::from_be_bytes(rest.get(at..at + 8)?.try_into().ok()?))
     };
@@ -95,7 +94,9 @@ fn decode(bytes: &[u8]) -> Option<Record> {
         heads.push((sid, next, String::from_utf8_lossy(id).into_owned()));
         at += 18 + len;
     }
-    (at == rest.len()).then_some(Record { epoch, heads, more })
+    let end = MAGIC.len() + at;
+    let sum = bytes.get(end..end + 4)?;
+    (crc32fast::hash(&bytes[..end]).to_le_bytes() == sum).then_some(Record { epoch, heads, more })
 }
 
 /// What a store lost: acknowledged durable commits its backend no longer holds.

@@ -199,3 +199,43 @@ fn the_record_follows_every_durability_level() {
         }
     }
 }
+
+/// The record is rewritten in place and cut after: a process killed between the two leaves the
+/// tail of a longer record behind its checksum. The store opens (a SIGKILL of `grove serve`
+/// left one that did not), and the record still tells a loss from no loss.
+#[test]
+fn a_record_followed_by_the_tail_of_a_longer_one_still_reads() {
+    for redb in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        build(dir.path(), redb, "last");
+        let record = dir.path().join("grove.commit");
+        let mut bytes = std::fs::read(&record).unwrap();
+        bytes.extend_from_slice(b"\x00\x00\x00\x07victim-of-an-older-record\x12\x34\x56\x78");
+        std::fs::write(&record, &bytes).unwrap();
+        let store = Store::open_with(config(dir.path(), redb)).unwrap();
+        assert!(victim_texts(&store)
+            .unwrap()
+            .last()
+            .unwrap()
+            .contains("\"last\""));
+        store
+            .session("victim")
+            .unwrap()
+            .append(user("after"))
+            .unwrap();
+        drop(store);
+        // With the tail, a loss is still a loss.
+        let mut bytes = std::fs::read(&record).unwrap();
+        bytes.extend_from_slice(b"tail of an older record");
+        std::fs::write(&record, &bytes).unwrap();
+        let file = if redb { "grove.redb" } else { "db" };
+        std::fs::write(dir.path().join(file), b"").unwrap();
+        assert!(
+            matches!(
+                Store::open_with(config(dir.path(), redb)),
+                Err(GroveError::LostWrites(_))
+            ),
+            "redb: {redb}"
+        );
+    }
+}
