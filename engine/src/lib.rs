@@ -28,6 +28,7 @@ mod lease;
 mod log;
 pub mod navigate;
 mod paths;
+mod plan;
 pub mod salvage;
 pub mod session;
 pub mod space;

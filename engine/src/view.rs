@@ -103,6 +103,13 @@ impl Views {
         self.map.lock().remove(&sid)
     }
 
+    /// The context of the cached view of `sid`, if it is at `leaf` with `options`.
+    fn context_at(&self, sid: u64, leaf: u64, options: ContextOptions) -> Option<Context> {
+        let map = self.map.lock();
+        let view = map.get(&sid)?;
+        (view.leaf == leaf && view.options == options).then(|| view.ctx.clone())
+    }
+
     /// The sessions with a cached view.
     pub(crate) fn sids(&self) -> Vec<u64> {
         self.map.lock().keys().copied().collect()
@@ -125,6 +132,11 @@ fn is_grove(options: ContextOptions) -> bool {
 }
 
 impl Session {
+    /// The context at `leaf` when the cache holds it, without building or moving a view.
+    pub(crate) fn cached_context(&self, leaf: u64, options: ContextOptions) -> Option<Context> {
+        self.inner.views.context_at(self.sid, leaf, options)
+    }
+
     /// The context at `leaf`, reusing the cached or persisted view when it can.
     pub(crate) fn view_context(&self, leaf: u64, options: ContextOptions) -> Result<Context> {
         let cached = self

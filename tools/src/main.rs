@@ -80,6 +80,11 @@ struct Cli {
     #[arg(long, global = true, value_name = "BYTES", env = "GROVE_DISK_RESERVE")]
     disk_reserve: Option<u64>,
 
+    /// The backend's page cache, in bytes. Default 256 MiB for a command that writes (and
+    /// `grove serve`), 16 MiB for one that only reads.
+    #[arg(long, global = true, value_name = "BYTES", env = "GROVE_CACHE")]
+    cache: Option<u64>,
+
     /// Open for writing a store that lost acknowledged writes (grove refuses it otherwise and
     /// says what was lost), taking what it holds now as its state. Copy what it holds first
     /// (`grove salvage`).
@@ -143,6 +148,7 @@ fn run(cli: Cli, json: bool) -> CmdResult {
             )
         })?,
         disk_reserve: cli.disk_reserve,
+        cache: cli.cache,
         accept_lost_writes: cli.accept_lost_writes,
         escape,
         out,

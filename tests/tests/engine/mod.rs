@@ -27,6 +27,7 @@ mod reopen;
 mod salvage;
 mod seed_questions;
 mod sled_guard;
+mod streaming;
 mod torn;
 mod verify;
 mod view_rows;

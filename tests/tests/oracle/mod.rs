@@ -18,6 +18,7 @@ mod open;
 mod paths;
 mod reopen;
 mod roundtrip;
+pub(crate) mod streaming;
 mod tree;
 
 use std::borrow::Borrow;

@@ -1,6 +1,6 @@
 //! `grove branch`: the pi harness's `getBranch`, the path cut at the compaction boundary.
 
-use super::{print_entries, print_lines_json, resolve_from, Env};
+use super::{print_walk, resolve_from, Env, Walk};
 use crate::error::CmdResult;
 
 /// Show the branch ending at an entry: the path from the root, cut at the nearest
@@ -23,13 +23,6 @@ pub struct Args {
 
 pub fn run(args: Args, env: &mut Env<'_>) -> CmdResult {
     let (_store, session) = env.read_session(&args.session)?;
-    let entries = match resolve_from(&session, args.from.as_deref())? {
-        None => Vec::new(),
-        Some(id) => session.branch(Some(&id))?,
-    };
-    if args.json {
-        print_lines_json(env.out, &entries)
-    } else {
-        print_entries(env.out, &session, &entries)
-    }
+    let from = resolve_from(&session, args.from.as_deref())?;
+    print_walk(env.out, &session, args.json, Walk::Branch, from.as_deref())
 }

@@ -49,19 +49,31 @@ pub fn run(args: Args, env: &mut Env<'_>) -> CmdResult {
         Preset::Harness => ContextOptions::pi_harness(),
         Preset::Cli => ContextOptions::pi_cli(),
     };
-    let ctx = match args.from.as_deref() {
-        None => session.build_context_with(None, options)?,
-        Some(spec) => match resolve_from(&session, Some(spec))? {
-            Some(id) => session.build_context_with(Some(&id), options)?,
-            None => empty_context(),
-        },
-    };
-    if args.json {
-        writeln!(env.out, "{}", ctx.to_json())?;
-        Ok(())
-    } else {
-        render(&ctx, env.out)
+    let leaf = resolve_from(&session, args.from.as_deref())?;
+    if leaf.is_none() {
+        let ctx = empty_context();
+        return match args.json {
+            true => Ok(writeln!(env.out, "{}", ctx.to_json())?),
+            false => render(&ctx, env.out),
+        };
     }
+    if args.json {
+        // Streamed: the memory it takes is one entry, whatever the size of the context.
+        session.write_context(leaf.as_deref(), options, env.out)?;
+        writeln!(env.out)?;
+        return Ok(());
+    }
+    // The settings line comes first: the previews wait for it (a line each).
+    let mut previews = Vec::new();
+    let settings = session.for_each_message(leaf.as_deref(), options, &mut |m| {
+        previews.push(preview_line(m));
+        Ok(())
+    })?;
+    writeln!(env.out, "{}", settings_line(&settings))?;
+    for line in previews {
+        writeln!(env.out, "{line}")?;
+    }
+    Ok(())
 }
 
 /// The context at the root position.
@@ -71,6 +83,15 @@ fn empty_context() -> Context {
 
 /// The settings line, then one `role: preview` line per message.
 pub fn render(ctx: &Context, out: &mut dyn Write) -> CmdResult {
+    writeln!(out, "{}", settings_line(ctx))?;
+    for m in ctx.messages.iter() {
+        writeln!(out, "{}", preview_line(m))?;
+    }
+    Ok(())
+}
+
+/// `model: …  thinking: …  tools: …`.
+fn settings_line(ctx: &Context) -> String {
     let raw = |s: &Option<String>| {
         s.as_deref()
             .and_then(|t| serde_json::from_str::<Value>(t).ok())
@@ -94,12 +115,13 @@ pub fn render(ctx: &Context, out: &mut dyn Write) -> CmdResult {
             })
             .unwrap_or_else(|_| t.clone()),
     };
-    writeln!(out, "model: {model}  thinking: {thinking}  tools: {tools}")?;
-    for m in ctx.messages.iter() {
-        match serde_json::from_str::<Value>(m) {
-            Ok(v) => writeln!(out, "{}: {}", role_of(&v), message_preview(&v))?,
-            Err(_) => writeln!(out, "?: {}", crate::output::clip(m))?,
-        }
+    format!("model: {model}  thinking: {thinking}  tools: {tools}")
+}
+
+/// `role: preview` of one message.
+fn preview_line(m: &str) -> String {
+    match serde_json::from_str::<Value>(m) {
+        Ok(v) => format!("{}: {}", role_of(&v), message_preview(&v)),
+        Err(_) => format!("?: {}", crate::output::clip(m)),
     }
-    Ok(())
 }

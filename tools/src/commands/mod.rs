@@ -27,6 +27,9 @@ pub mod summary_preview;
 pub mod tree;
 pub mod verify;
 
+/// The backend page cache of a command that only reads the store.
+pub const READ_CACHE_BYTES: u64 = 16 << 20;
+
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
@@ -100,6 +103,8 @@ pub struct Env<'a> {
     pub lock_wait: std::time::Duration,
     /// Free space writes leave on the disk (`None`: the engine's default).
     pub disk_reserve: Option<u64>,
+    /// `--cache`: the backend's page cache in bytes (default by command kind).
+    pub cache: Option<u64>,
     /// Open a store that lost acknowledged writes for writing anyway.
     pub accept_lost_writes: bool,
     /// Whether control characters of stored text are escaped in human output (`--escape`).
@@ -145,6 +150,9 @@ impl Env<'_> {
         Ok((store, session))
     }
 
+    /// The store's configuration; a command that only reads opens it with a small page cache
+    /// ([`READ_CACHE_BYTES`]): it reads what it prints once, so a cache the size of the
+    /// output would only add to its memory.
     fn config(&self, read_only: bool) -> StoreConfig {
         let dir = self.store_dir.clone();
         let backend = match self.backend {
@@ -156,6 +164,11 @@ impl Env<'_> {
             .durability(self.durability.durability())
             .compress(self.compress)
             .read_only(read_only)
+            .cache_bytes(self.cache.unwrap_or(if read_only {
+                READ_CACHE_BYTES
+            } else {
+                grove::store::DEFAULT_CACHE_BYTES
+            }))
             .lock_wait(self.lock_wait)
             .accept_lost_writes(self.accept_lost_writes);
         if let Some(bytes) = self.disk_reserve {
@@ -206,7 +219,7 @@ pub fn resolve_from(session: &Session, from: Option<&str>) -> CmdResult<Option<S
     }
 }
 
-/// Writes the entries one per line: short id, type or role, preview.
+/// One line per entry: short id, type, preview.
 pub fn print_entries(
     out: &mut dyn Write,
     session: &Session,
@@ -220,16 +233,59 @@ pub fn print_entries(
     Ok(())
 }
 
-/// Writes the stored lines as one JSON array, the lines untouched.
-pub fn print_lines_json(out: &mut dyn Write, entries: &[grove::Entry]) -> CmdResult {
-    write!(out, "[")?;
-    for (i, e) in entries.iter().enumerate() {
-        if i > 0 {
-            write!(out, ",")?;
+/// Which walk [`print_walk`] prints.
+#[derive(Debug, Clone, Copy)]
+pub enum Walk {
+    /// `path_to_root`.
+    Path,
+    /// `branch` (harness `getBranch`).
+    Branch,
+}
+
+/// Prints the entries of a walk ending at `from` (`None`: the root position, no entries) as
+/// it reads them: one line per entry (short id, type, preview), or with `json` the stored
+/// lines untouched as one JSON array.
+pub fn print_walk(
+    out: &mut dyn Write,
+    session: &Session,
+    json: bool,
+    walk: Walk,
+    from: Option<&str>,
+) -> CmdResult {
+    let io = |source| GroveError::Io {
+        path: "<stdout>".into(),
+        source,
+    };
+    let short = match json {
+        true => None,
+        false => Some(crate::output::ShortIds::of_session(session)?),
+    };
+    let mut first = true;
+    let mut each = |e: grove::Entry| -> grove::Result<()> {
+        match &short {
+            None => {
+                out.write_all(if first { b"[" } else { b"," }).map_err(io)?;
+                out.write_all(e.line.as_bytes()).map_err(io)?;
+            }
+            Some(short) => {
+                let (kind, preview) = crate::output::describe_line(&e.line);
+                writeln!(out, "{:<8} {:<14} {}", short.get(e.id()), kind, preview).map_err(io)?;
+            }
         }
-        write!(out, "{}", e.line)?;
+        first = false;
+        Ok(())
+    };
+    match (walk, from) {
+        (_, None) => {}
+        (Walk::Path, Some(id)) => session.for_each_on_path(Some(id), &mut each)?,
+        (Walk::Branch, Some(id)) => session.for_each_on_branch(Some(id), &mut each)?,
     }
-    writeln!(out, "]")?;
+    if json {
+        if first {
+            write!(out, "[")?;
+        }
+        writeln!(out, "]")?;
+    }
     Ok(())
 }
 

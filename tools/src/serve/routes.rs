@@ -22,7 +22,7 @@ use grove::summary::{PathMode, Summarizer};
 use grove::{NavigateOptions, NavigateOutcome, Navigator};
 
 use super::api::{ApiError, ApiResult, Body, Path, Query, Raw};
-use super::stream::{ndjson, Sink};
+use super::stream::{json_stream, ndjson, Sink};
 use super::turns::{Turns, DEFAULT_TTL, MAX_TTL};
 
 /// What every handler shares.
@@ -677,6 +677,17 @@ fn type_of(line: &str) -> Option<String> {
 }
 
 /// Streams `lines` (at most `limit`), stopping when the client goes away.
+/// One entry as a line of an NDJSON answer; a client that went away ends the walk.
+fn send_one(sink: &mut Sink, entry: &Entry) -> grove::Result<()> {
+    match sink.line(&entry.line) {
+        true => Ok(()),
+        false => Err(grove::GroveError::Io {
+            path: "<client>".into(),
+            source: std::io::Error::new(std::io::ErrorKind::BrokenPipe, "the client went away"),
+        }),
+    }
+}
+
 fn send_all(
     sink: &mut Sink,
     lines: impl Iterator<Item = grove::Result<Entry>>,
@@ -819,8 +830,7 @@ async fn branch(
     let store = state.store();
     ndjson(move |sink| {
         let session = store.session(&sid)?;
-        let path = session.branch(q.from.as_deref())?;
-        send_all(sink, path.into_iter().map(Ok), None, None)
+        session.for_each_on_branch(q.from.as_deref(), &mut |e| send_one(sink, &e))
     })
     .await
 }
@@ -833,8 +843,7 @@ async fn path(
     let store = state.store();
     ndjson(move |sink| {
         let session = store.session(&sid)?;
-        let path = session.path_to_root(q.from.as_deref())?;
-        send_all(sink, path.into_iter().map(Ok), None, None)
+        session.for_each_on_path(q.from.as_deref(), &mut |e| send_one(sink, &e))
     })
     .await
 }
@@ -918,14 +927,11 @@ async fn context(
         options.report_active_tools = v;
     }
     let store = state.store();
-    let text = blocking(move || {
+    json_stream(move |sink| {
         let session = store.session(&sid)?;
-        Ok(session
-            .build_context_with(q.leaf.as_deref(), options)?
-            .to_json())
+        session.write_context(q.leaf.as_deref(), options, &mut SinkWriter { sink })
     })
-    .await?;
-    Ok(raw_json(StatusCode::OK, text))
+    .await
 }
 
 async fn tree(Extract(state): Extract<State>, Path(sid): Path<String>) -> ApiResult<Response> {

@@ -74,6 +74,22 @@ pub async fn ndjson<F>(produce: F) -> ApiResult<Response>
 where
     F: FnOnce(&mut Sink) -> grove::Result<()> + Send + 'static,
 {
+    streamed("application/x-ndjson", produce).await
+}
+
+/// One JSON value written as it is produced (a context), with [`ndjson`]'s rules: an error
+/// before the first byte is an error answer, one after it ends the body early.
+pub async fn json_stream<F>(produce: F) -> ApiResult<Response>
+where
+    F: FnOnce(&mut Sink) -> grove::Result<()> + Send + 'static,
+{
+    streamed("application/json", produce).await
+}
+
+async fn streamed<F>(content_type: &'static str, produce: F) -> ApiResult<Response>
+where
+    F: FnOnce(&mut Sink) -> grove::Result<()> + Send + 'static,
+{
     let (start_tx, start_rx) = oneshot::channel();
     let (tx, rx) = mpsc::channel(DEPTH);
     tokio::task::spawn_blocking(move || {
@@ -113,5 +129,5 @@ where
         }
     }
     let body = Body::from_stream(tokio_stream::wrappers::ReceiverStream::new(rx));
-    Ok(([(header::CONTENT_TYPE, "application/x-ndjson")], body).into_response())
+    Ok(([(header::CONTENT_TYPE, content_type)], body).into_response())
 }
