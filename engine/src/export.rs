@@ -52,37 +52,57 @@ impl Session {
                 })
             }
             Flavor::Cli => {
-                let (order, relocated) = self.cli_order()?;
+                // Checked first (one pass that keeps only the label and name entries), then
+                // written as read (a second pass), the relocated leaf last.
+                let (moved, relocated) = self.cli_order()?;
                 writeln!(out, "{}", self.record.header).map_err(io)?;
-                for e in &order {
-                    writeln!(out, "{}", e.line).map_err(io)?;
+                let mut lines = 0;
+                for entry in self.entries() {
+                    let entry = entry?;
+                    if Some(entry.seq) != moved {
+                        writeln!(out, "{}", entry.line).map_err(io)?;
+                        lines += 1;
+                    }
                 }
-                Ok(ExportReport {
-                    lines: order.len() as u64,
-                    relocated,
-                })
+                if let Some(seq) = moved {
+                    writeln!(out, "{}", self.entry_at(seq)?.line).map_err(io)?;
+                    lines += 1;
+                }
+                Ok(ExportReport { lines, relocated })
             }
         }
     }
 
-    /// The entry order of a `cli` export, or why there is none.
-    fn cli_order(&self) -> Result<(Vec<Entry>, Option<String>)> {
+    /// The entry a `cli` export moves to the end (its seq and id), or why there is no `cli`
+    /// export. Reads the entries once, keeping only those pi-CLI's labels and name come from
+    /// (and the leaf): the checks below look at nothing else.
+    fn cli_order(&self) -> Result<(Option<u64>, Option<String>)> {
         let incompatible = |reason: String| GroveError::ExportIncompatible { reason };
-        let mut order: Vec<Entry> = self.entries().collect::<Result<_>>()?;
         let leaf = self.head()?.leaf;
+        let (mut count, mut last) = (0u64, None);
+        let mut order: Vec<Entry> = Vec::new();
+        for entry in self.entries() {
+            let entry = entry?;
+            count += 1;
+            last = Some(entry.seq);
+            if matches!(entry.kind(), EntryKind::Label | EntryKind::SessionInfo)
+                || Some(entry.seq) == leaf
+            {
+                order.push(entry);
+            }
+        }
         let Some(leaf) = leaf else {
-            if order.is_empty() {
-                return Ok((order, None));
+            if count == 0 {
+                return Ok((None, None));
             }
             return Err(incompatible(format!(
-                "active leaf is the root position (null) but the session has {} entries; pi's \
-                 SessionManager always resumes at the last entry line; export with flavor=harness \
-                 or append an entry first",
-                order.len()
+                "active leaf is the root position (null) but the session has {count} entries; \
+                 pi's SessionManager always resumes at the last entry line; export with \
+                 flavor=harness or append an entry first"
             )));
         };
         let mut relocated = None;
-        if order.last().map(|e| e.seq) != Some(leaf) {
+        if last != Some(leaf) {
             let before_labels = cli_labels(&order);
             let before_name = cli_name(&order);
             let pos = order
@@ -123,7 +143,7 @@ impl Session {
                     after_name.unwrap_or_default()
                 )));
             }
-            relocated = Some(leaf_id);
+            relocated = Some((leaf, leaf_id));
         }
         let cli = cli_labels(&order);
         let grove = self.labels()?;
@@ -146,7 +166,10 @@ impl Session {
                 )));
             }
         }
-        Ok((order, relocated))
+        Ok(match relocated {
+            Some((seq, id)) => (Some(seq), Some(id)),
+            None => (None, None),
+        })
     }
 }
 

@@ -195,3 +195,50 @@ fn a_branch_stops_at_a_kept_compaction() {
     assert_eq!(branch, ["e1", "e2", "e3", "e4"]);
     assert_eq!(differences(&session, None, &every), Vec::<String>::new());
 }
+
+/// A `cli` export is written as it is read: the leaf moved to the end when it is not the last
+/// entry, the other entries in log order, and the refusal decided before any byte.
+#[test]
+fn a_cli_export_moves_the_leaf_last_and_refuses_before_writing() {
+    use grove::{Flavor, NewEntry};
+    let store = Store::in_memory().unwrap();
+    let session = store.create_session(CreateSession::default()).unwrap();
+    let user = |text: &str| NewEntry::Message {
+        message: format!(r#"{{"role":"user","content":"{text}","timestamp":1}}"#),
+    };
+    let a = session.append(user("a")).unwrap();
+    let b = session.append(user("b")).unwrap();
+    session.move_to(Some(&a)).unwrap();
+    let c = session.append(user("c")).unwrap();
+    session.move_to(Some(&b)).unwrap();
+    let mut out = Vec::new();
+    let report = session.export(Flavor::Cli, &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    let ids: Vec<String> = text
+        .lines()
+        .skip(1)
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["id"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(ids, [a.clone(), c.clone(), b.clone()]);
+    assert_eq!(report.relocated.as_deref(), Some(b.as_str()));
+    assert_eq!(report.lines, 3);
+
+    // The leaf on an older session_info entry: moving it last would change the session's
+    // name, so the export is refused, and before any byte is written.
+    session.set_name("first").unwrap();
+    let named = session.leaf().unwrap().unwrap();
+    session.move_to(Some(&c)).unwrap();
+    session.append(user("d")).unwrap();
+    session.set_name("second").unwrap();
+    session.move_to(Some(&named)).unwrap();
+    let mut out = Vec::new();
+    let err = session.export(Flavor::Cli, &mut out).unwrap_err();
+    assert_eq!(err.code(), "export_incompatible", "{err}");
+    assert!(err.to_string().contains("session name"), "{err}");
+    assert!(out.is_empty());
+}
