@@ -23,6 +23,7 @@ pub mod name;
 pub mod navigate;
 pub mod path;
 pub mod salvage;
+pub mod summarizer_args;
 pub mod summary_preview;
 pub mod tree;
 pub mod verify;

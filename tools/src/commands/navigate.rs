@@ -2,13 +2,14 @@
 //! of the branch being left.
 
 use clap::ValueEnum;
-use grove::summary::{CommandSummarizer, OpenAiSummarizer, PathMode, Summarizer};
+use grove::summary::PathMode;
 use grove::{
     HookDecision, HookSummary, NavigateEvent, NavigateHook, NavigateOptions, NavigateOutcome,
     Navigator,
 };
 use serde_json::{json, Value};
 
+use super::summarizer_args::SummarizerArgs;
 use super::Env;
 use crate::error::{CmdResult, CommandError};
 use crate::output::{describe_entry, ordered_object, ShortIds};
@@ -44,21 +45,8 @@ pub struct Args {
     /// Label the summary entry (or the target, when no summary is written).
     #[arg(long, value_name = "TEXT")]
     label: Option<String>,
-    /// Summarize with a shell command (`sh -c CMD`): the prompt on its stdin, the summary on
-    /// its stdout; the system prompt is in $GROVE_SYSTEM_PROMPT, the token limit in
-    /// $GROVE_MAX_TOKENS. A non-zero exit fails the navigation (BranchSummary).
-    #[arg(long, value_name = "CMD", conflicts_with = "openai_url")]
-    summarizer_cmd: Option<String>,
-    /// Summarize with an OpenAI-compatible endpoint: `POST URL/chat/completions`.
-    #[arg(long, value_name = "URL", requires = "openai_model")]
-    openai_url: Option<String>,
-    /// The model for --openai-url.
-    #[arg(long, value_name = "MODEL", requires = "openai_url")]
-    openai_model: Option<String>,
-    /// The environment variable holding the API key for --openai-url (default:
-    /// OPENAI_API_KEY; no key is sent when it is unset).
-    #[arg(long, value_name = "VAR", requires = "openai_url")]
-    openai_key_env: Option<String>,
+    #[command(flatten)]
+    summarizer: SummarizerArgs,
     /// The summary text itself, supplied as a navigation hook would (no summarizer runs;
     /// written even without --summarize; an empty text writes none).
     #[arg(long, value_name = "TEXT", conflicts_with_all = ["summarizer_cmd", "openai_url"])]
@@ -115,17 +103,7 @@ pub fn run(args: Args, env: &mut Env<'_>) -> CmdResult {
             ),
         )
     })?;
-    let summarizer: Option<Box<dyn Summarizer>> = match (&args.summarizer_cmd, &args.openai_url) {
-        (Some(command), _) => Some(Box::new(CommandSummarizer {
-            command: command.clone(),
-        })),
-        (None, Some(url)) => Some(Box::new(OpenAiSummarizer::new(
-            url,
-            args.openai_model.as_deref().unwrap_or_default(),
-            args.openai_key_env.as_deref().unwrap_or("OPENAI_API_KEY"),
-        ))),
-        (None, None) => None,
-    };
+    let summarizer = args.summarizer.summarizer();
     let hook = args.summary.clone().map(GivenSummary);
     let navigator = Navigator {
         hooks: hook.iter().map(|h| h as &dyn NavigateHook).collect(),

@@ -4,7 +4,8 @@
 //! timeouts and graceful shutdown), the routes (`routes.rs`), the error body (`api.rs`) and
 //! streamed results (`stream.rs`). It calls the engine's public API only (`grove::Store`,
 //! `grove::Session`), each call on tokio's blocking pool, and nothing else in the tool but
-//! `commands::Env` to open the store as every command does.
+//! `commands::Env` to open the store as every command does and
+//! `commands::summarizer_args` to build the summarizer as `grove navigate` does.
 
 mod api;
 mod routes;
@@ -23,6 +24,7 @@ use hyper_util::service::TowerToHyperService;
 use tokio::sync::watch;
 use tower::ServiceExt;
 
+use crate::commands::summarizer_args::SummarizerArgs;
 use crate::commands::Env;
 use crate::error::{CmdResult, CommandError};
 
@@ -52,20 +54,8 @@ pub struct Args {
     /// How long to wait for requests in flight at shutdown, in seconds.
     #[arg(long, value_name = "SECONDS", default_value_t = 30)]
     drain_timeout: u64,
-    /// Summarize branches left by `navigate` with a shell command (`sh -c CMD`): the prompt
-    /// on its stdin, the summary on its stdout (as `grove navigate --summarizer-cmd`).
-    #[arg(long, value_name = "CMD", conflicts_with = "openai_url")]
-    summarizer_cmd: Option<String>,
-    /// Summarize with an OpenAI-compatible endpoint: `POST URL/chat/completions`.
-    #[arg(long, value_name = "URL", requires = "openai_model")]
-    openai_url: Option<String>,
-    /// The model for --openai-url.
-    #[arg(long, value_name = "MODEL", requires = "openai_url")]
-    openai_model: Option<String>,
-    /// The environment variable holding the API key for --openai-url (default:
-    /// OPENAI_API_KEY).
-    #[arg(long, value_name = "VAR", requires = "openai_url")]
-    openai_key_env: Option<String>,
+    #[command(flatten)]
+    summarizer: SummarizerArgs,
 }
 
 pub fn run(env: &mut Env<'_>, args: &Args) -> CmdResult<()> {
@@ -86,23 +76,11 @@ pub fn run(env: &mut Env<'_>, args: &Args) -> CmdResult<()> {
         .socket
         .clone()
         .unwrap_or_else(|| env.store_dir.join("grove.sock"));
-    let summarizer: Option<Arc<dyn grove::summary::Summarizer>> =
-        match (&args.summarizer_cmd, &args.openai_url) {
-            (Some(command), _) => Some(Arc::new(grove::summary::CommandSummarizer {
-                command: command.clone(),
-            })),
-            (None, Some(url)) => Some(Arc::new(grove::summary::OpenAiSummarizer::new(
-                url,
-                args.openai_model.as_deref().unwrap_or_default(),
-                args.openai_key_env.as_deref().unwrap_or("OPENAI_API_KEY"),
-            ))),
-            (None, None) => None,
-        };
     let state = routes::State::new(
         store.clone(),
         args.max_body,
         env.durability.durability(),
-        summarizer,
+        args.summarizer.summarizer(),
     );
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
