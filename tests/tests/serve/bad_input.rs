@@ -16,10 +16,26 @@ fn snapshot(s: &Server) -> String {
     text
 }
 
+/// A valid pi session `id` of `n` user messages of `len` bytes each, one chain.
+fn session_text(id: &str, n: usize, len: usize) -> String {
+    let mut text = format!(
+        r#"{{"type":"session","version":3,"id":"{id}","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}}"#
+    );
+    text.push('\n');
+    let mut parent: Option<String> = None;
+    for i in 0..n {
+        let entry = format!("e{i:05}");
+        text.push_str(&user_line(&entry, parent.as_deref(), &"y".repeat(len)));
+        text.push('\n');
+        parent = Some(entry);
+    }
+    text
+}
+
 #[test]
 fn each_bad_request_gets_its_error_and_changes_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let s = Server::start(dir.path(), &["--max-body", "4096"]);
+    let s = Server::start(dir.path(), &["--max-body", "4096", "--max-import", "8192"]);
     s.ok(
         201,
         "POST",
@@ -220,6 +236,16 @@ fn each_bad_request_gets_its_error_and_changes_nothing() {
             400,
             "invalid_entry",
         ),
+        // A pi session over the limit: the import reads it as it arrives and stops at the
+        // limit; nothing is imported.
+        (
+            "POST",
+            "/v1/import".into(),
+            // Some 20 KB, past the 8 KiB import limit of this server.
+            Some(session_text("big", 40, 500)),
+            413,
+            "payload_too_large",
+        ),
         // An import that is no pi session.
         (
             "POST",
@@ -337,4 +363,18 @@ fn tcp_needs_a_token_off_loopback() {
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("at least 16"), "{stderr}");
+}
+
+/// An import is read as it arrives, under its own limit: a session many times `--max-body`
+/// imports, and exports back byte for byte.
+#[test]
+fn an_import_larger_than_the_body_limit_streams_in() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(dir.path(), &["--max-body", "1024"]);
+    let text = session_text("large", 2000, 1000);
+    let report = s.ok(201, "POST", "/v1/import", Some(&text));
+    assert_eq!(report["entries"], 2000, "{report}");
+    let (status, exported) = s.call("GET", "/v1/sessions/large/export", None);
+    assert_eq!(status, 200);
+    assert_eq!(exported, text);
 }

@@ -48,6 +48,11 @@ pub struct Args {
     /// The largest request body accepted, in bytes; larger ones get 413.
     #[arg(long, value_name = "BYTES", default_value_t = 64 << 20)]
     max_body: usize,
+    /// The largest pi JSONL body `POST /v1/import` accepts, in bytes; larger ones get 413 and
+    /// import nothing. The body is imported as it arrives, so this bounds the disk it may
+    /// take, not the server's memory.
+    #[arg(long, value_name = "BYTES", default_value_t = 16 << 30)]
+    max_import: usize,
     /// How long a client may take to send a request's headers, in seconds.
     #[arg(long, value_name = "SECONDS", default_value_t = 30)]
     header_timeout: u64,
@@ -79,6 +84,7 @@ pub fn run(env: &mut Env<'_>, args: &Args) -> CmdResult<()> {
     let state = routes::State::new(
         store.clone(),
         args.max_body,
+        args.max_import,
         env.durability.durability(),
         args.summarizer.summarizer(),
     );

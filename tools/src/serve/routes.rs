@@ -22,7 +22,7 @@ use grove::summary::{PathMode, Summarizer};
 use grove::{NavigateOptions, NavigateOutcome, Navigator};
 
 use super::api::{ApiError, ApiResult, Body, Path, Query, Raw};
-use super::stream::{json_stream, ndjson, Sink};
+use super::stream::{forward_body, json_stream, ndjson, BodyEnd, BodyReader, Sink};
 use super::turns::{Turns, DEFAULT_TTL, MAX_TTL};
 
 /// What every handler shares.
@@ -34,6 +34,7 @@ pub struct State {
 struct Shared {
     store: Store,
     max_body: usize,
+    max_import: usize,
     durability: Durability,
     turns: Turns,
     summarizer: Option<Arc<dyn Summarizer>>,
@@ -43,6 +44,7 @@ impl State {
     pub fn new(
         store: Store,
         max_body: usize,
+        max_import: usize,
         durability: Durability,
         summarizer: Option<Arc<dyn Summarizer>>,
     ) -> State {
@@ -50,6 +52,7 @@ impl State {
             inner: Arc::new(Shared {
                 store,
                 max_body,
+                max_import,
                 durability,
                 turns: Turns::default(),
                 summarizer,
@@ -419,12 +422,38 @@ async fn delete_session(
     Ok(StatusCode::NO_CONTENT)
 }
 
-async fn import(Extract(state): Extract<State>, Raw(bytes): Raw) -> ApiResult<Response> {
+async fn import(Extract(state): Extract<State>, body: axum::body::Body) -> ApiResult<Response> {
+    // Streamed into the import as it arrives: memory is a few chunks, whatever the size.
     let store = state.store();
-    let report = blocking(move || {
-        store.import_reader(std::io::Cursor::new(bytes), ImportOptions::default())
-    })
-    .await?;
+    let (reader, feed) = BodyReader::new();
+    let job = tokio::task::spawn_blocking(move || {
+        let input = std::io::BufReader::with_capacity(64 << 10, reader);
+        store.import_reader(input, ImportOptions::default())
+    });
+    let end = forward_body(body, feed, state.inner.max_import).await;
+    let result = job.await.map_err(|e| {
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "storage",
+            format!("the import task failed: {e}"),
+        )
+    })?;
+    let report = match (end, result) {
+        (BodyEnd::TooLarge, _) => {
+            return Err(ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "payload_too_large",
+                "the session is larger than the server's import limit (--max-import); nothing \
+                 was imported",
+            ))
+        }
+        (BodyEnd::Broken, Err(_)) => {
+            return Err(ApiError::invalid_request(
+                "the connection failed while sending the body; nothing was imported",
+            ))
+        }
+        (_, result) => result?,
+    };
     Ok(json_answer(
         StatusCode::CREATED,
         json!({

@@ -131,3 +131,84 @@ where
     let body = Body::from_stream(tokio_stream::wrappers::ReceiverStream::new(rx));
     Ok(([(header::CONTENT_TYPE, content_type)], body).into_response())
 }
+
+/// A request body read by a blocking task as `std::io::Read`: the connection hands its chunks
+/// over a channel of [`DEPTH`] chunks, so a large upload (an import) takes a few chunks of
+/// memory, not the body, and a slow store slows the upload.
+pub struct BodyReader {
+    rx: mpsc::Receiver<std::io::Result<Bytes>>,
+    chunk: Bytes,
+}
+
+/// The sending half of a [`BodyReader`], fed by [`forward_body`].
+pub type BodyFeed = mpsc::Sender<std::io::Result<Bytes>>;
+
+impl BodyReader {
+    /// A reader and the feed its chunks come from.
+    pub fn new() -> (BodyReader, BodyFeed) {
+        let (tx, rx) = mpsc::channel(DEPTH);
+        (
+            BodyReader {
+                rx,
+                chunk: Bytes::new(),
+            },
+            tx,
+        )
+    }
+}
+
+impl std::io::Read for BodyReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        while self.chunk.is_empty() {
+            match self.rx.blocking_recv() {
+                None => return Ok(0),
+                Some(Ok(chunk)) => self.chunk = chunk,
+                Some(Err(e)) => return Err(e),
+            }
+        }
+        let n = buf.len().min(self.chunk.len());
+        buf[..n].copy_from_slice(&self.chunk.split_to(n));
+        Ok(n)
+    }
+}
+
+/// How forwarding a body ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyEnd {
+    /// All of it was handed over (or the reader stopped taking it).
+    Complete,
+    /// It grew past the limit; the reader got an error instead of the rest.
+    TooLarge,
+    /// The connection failed while sending it; the reader got an error.
+    Broken,
+}
+
+/// Hands the chunks of `body` to `feed` until it ends, the reader stops, or `limit` bytes
+/// are passed.
+pub async fn forward_body(body: Body, feed: BodyFeed, limit: usize) -> BodyEnd {
+    use tokio_stream::StreamExt;
+    let mut stream = body.into_data_stream();
+    let mut total = 0usize;
+    while let Some(chunk) = stream.next().await {
+        let (item, end) = match chunk {
+            Ok(bytes) => {
+                total = total.saturating_add(bytes.len());
+                if total > limit {
+                    let e = std::io::Error::other("the request body is larger than the limit");
+                    (Err(e), Some(BodyEnd::TooLarge))
+                } else {
+                    (Ok(bytes), None)
+                }
+            }
+            Err(e) => (Err(std::io::Error::other(e)), Some(BodyEnd::Broken)),
+        };
+        let taken = feed.send(item).await.is_ok();
+        if let Some(end) = end {
+            return end;
+        }
+        if !taken {
+            break;
+        }
+    }
+    BodyEnd::Complete
+}
