@@ -7,6 +7,9 @@
 //! is the response (a 404 for an unknown session, say). After that the status is sent; an
 //! error aborts the response, so the client sees a broken stream, never a short one
 //! presented as whole.
+//!
+//! The other way, a request body that grows with a session (an import) is handed to a blocking
+//! reader chunk by chunk ([`BodyReader`], [`forward_body`]), under a limit of its own.
 
 use axum::body::{Body, Bytes};
 use axum::http::header;
