@@ -15,6 +15,7 @@ export GROVE_BIN="$PWD/target/debug/grove"
 (
   cd tools/clients/typescript
   npm ci --no-audit --no-fund
+  npx tsc --noEmit -p .
   NO_COLOR=1 CI=1 npx vitest run
 ) || status=1
 exit "$status"

@@ -5,7 +5,9 @@
  * lines arrive (bounded memory whatever the session's size) and `x` collects them to an array.
  * Every failure is a `GroveError` carrying the server's `code`; nothing is retried.
  */
+import { createReadStream } from "node:fs";
 import type * as http from "node:http";
+import type { Readable } from "node:stream";
 import { GroveError } from "./errors.js";
 import { type Endpoint, parseEndpoint, type Query, readJson, readLines, readText, Transport } from "./transport.js";
 import type {
@@ -140,13 +142,21 @@ export class GroveClient {
 		await this.request("DELETE", sessionPath(sid));
 	}
 
-	/** Imports a pi session JSONL file; its header line names the session id. */
-	async importSession(jsonl: string | Uint8Array): Promise<ImportResult> {
+	/**
+	 * Imports a pi session JSONL file; its header line names the session id. A stream is sent
+	 * as it is read, and the server imports it as it arrives (up to its `--max-import`).
+	 */
+	async importSession(jsonl: string | Uint8Array | Readable): Promise<ImportResult> {
 		const path = `${V1}/import`;
 		const response = await this.transport.send("POST", path, {
 			raw: { data: jsonl, contentType: "application/x-ndjson" },
 		});
 		return (await readJson("POST", path, response)) as ImportResult;
+	}
+
+	/** Imports the pi session JSONL file at `path`, streamed from disk. */
+	importFile(path: string): Promise<ImportResult> {
+		return this.importSession(createReadStream(path));
 	}
 
 	/** The session as a pi JSONL file, one parsed line (header first) at a time. */

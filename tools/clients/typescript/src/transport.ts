@@ -3,6 +3,7 @@
  * reader. Every connection comes from one keep-alive agent per transport.
  */
 import * as http from "node:http";
+import { Readable } from "node:stream";
 import { GroveError } from "./errors.js";
 
 /** Where the server listens: a unix socket path or a TCP host and port. */
@@ -35,8 +36,11 @@ export interface RequestOptions {
 	query?: Query;
 	/** A JSON value (serialized here) or a raw body. */
 	body?: unknown;
-	/** A raw body sent as is, with this content type, instead of `body`. */
-	raw?: { data: string | Uint8Array; contentType: string };
+	/**
+	 * A raw body sent as is, with this content type, instead of `body`. A stream is sent as it
+	 * is read (chunked), never held whole.
+	 */
+	raw?: { data: string | Uint8Array | Readable; contentType: string };
 }
 
 export interface TransportOptions {
@@ -85,7 +89,7 @@ export class Transport {
 	 * and above is read in full and thrown as a `GroveError`.
 	 */
 	async send(method: string, path: string, options: RequestOptions = {}): Promise<http.IncomingMessage> {
-		let payload: string | Uint8Array | undefined;
+		let payload: string | Uint8Array | Readable | undefined;
 		let contentType: string | undefined;
 		if (options.raw) {
 			payload = options.raw.data;
@@ -97,7 +101,8 @@ export class Transport {
 		const headers: http.OutgoingHttpHeaders = { accept: "application/json, application/x-ndjson" };
 		if (payload !== undefined) {
 			headers["content-type"] = contentType;
-			headers["content-length"] = typeof payload === "string" ? Buffer.byteLength(payload) : payload.byteLength;
+			if (typeof payload === "string") headers["content-length"] = Buffer.byteLength(payload);
+			else if (payload instanceof Uint8Array) headers["content-length"] = payload.byteLength;
 		}
 		if (this.token !== undefined) headers.authorization = `Bearer ${this.token}`;
 		const target = buildPath(path, options.query);
@@ -110,7 +115,12 @@ export class Transport {
 				reject(new GroveError("transport", 0, `${method} ${target}: ${error.message}`, { cause: error })),
 			);
 			request.on("timeout", () => request.destroy(new Error(`no answer within ${this.timeoutMs} ms`)));
-			request.end(payload);
+			if (payload instanceof Readable) {
+				payload.on("error", (error) => request.destroy(error));
+				payload.pipe(request);
+			} else {
+				request.end(payload);
+			}
 		});
 		if ((response.statusCode ?? 0) >= 400) throw await errorFrom(method, target, response);
 		return response;

@@ -1,5 +1,6 @@
 /** GroveClient against the real server, route group by route group (docs/api.md). */
-import { writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, inject, it } from "vitest";
 import { GroveClient } from "../src/client.js";
@@ -114,6 +115,32 @@ describe("sessions", () => {
 
 		const refused = await rejection(client.importSession("not json\n"));
 		expect(["invalid_session", "invalid_entry", "invalid_request"]).toContain(refused.code);
+	});
+
+	it("imports a file as a stream (chunked, never held whole) and exports it back byte for byte", async () => {
+		const id = sid();
+		const header = { type: "session", version: 3, id, timestamp: "2026-01-01T00:00:00.000Z", cwd: "/p" };
+		const lines = [JSON.stringify(header)];
+		let parent: string | null = null;
+		for (let i = 0; i < 3000; i++) {
+			const entryId = `e${i}`;
+			const message = user("w".repeat(1500));
+			lines.push(JSON.stringify({ type: "message", id: entryId, parentId: parent, timestamp: "2026-01-01T00:00:01.000Z", message }));
+			parent = entryId;
+		}
+		const text = `${lines.join("\n")}\n`;
+		const dir = mkdtempSync(join(tmpdir(), "grove-import-"));
+		const file = join(dir, "session.jsonl");
+		writeFileSync(file, text);
+		try {
+			const imported = await client.importFile(file);
+			expect(imported).toMatchObject({ session: id, entries: 3000, leaf: "e2999" });
+			expect(await client.exportSession(id, { flavor: "harness" })).toBe(text);
+			const missing = await rejection(client.importFile(join(dir, "absent.jsonl")));
+			expect(missing.code).toBe("transport");
+		} finally {
+			rmSync(dir, { recursive: true, force: true });
+		}
 	});
 
 	it("forks in each mode", async () => {
