@@ -129,20 +129,26 @@ impl Session {
         if let Some(ctx) = self.cached_context(start, options) {
             return replay(ctx, each);
         }
+        let materialized = |s: &Session, each: &mut dyn FnMut(&str) -> Result<()>| {
+            replay(s.build_context_at(Some(start), options)?, each)
+        };
+        if self.in_cycle_tree(start)? {
+            return materialized(self, each);
+        }
+        let node = self.node(start)?;
         let uses_branch = options.selection_path == SelectionPath::Branch
             || options.settings_scope == SettingsScope::Branch;
         let branch = match uses_branch {
-            true => self.branch_runs(start)?,
+            true => match self.branch_runs_at(start, &node)? {
+                Some(branch) => Some(branch),
+                None => return materialized(self, each),
+            },
             false => None,
         };
-        let plan = match (uses_branch, &branch) {
-            (true, None) => None,
-            _ => self.context_plan(start, options, branch.as_ref())?,
+        let Some(plan) = self.context_plan(start, &node, options, branch.as_ref())? else {
+            return materialized(self, each);
         };
-        let Some(plan) = plan else {
-            return replay(self.build_context_at(Some(start), options)?, each);
-        };
-        let settings = self.plan_settings(start, options, branch.map(|(_, depth)| depth))?;
+        let settings = self.plan_settings(&node, options, branch.map(|(_, depth)| depth))?;
         let mut messages: Vec<Arc<str>> = Vec::new();
         self.read_ranges(&plan.ranges, &mut |entry| {
             project(
@@ -251,8 +257,13 @@ impl Session {
         if self.in_cycle_tree(start)? {
             return Ok(None);
         }
-        let node = self.node(start)?;
-        let cut = self.branch_cut(start, &node)?;
+        self.branch_runs_at(start, &self.node(start)?)
+    }
+
+    /// [`Session::branch_runs`] of `start` (whose node is `node`), known to be in a tree
+    /// without a parent cycle.
+    fn branch_runs_at(&self, start: u64, node: &NodeRecord) -> Result<Option<(Ranges, u64)>> {
+        let cut = self.branch_cut(start, node)?;
         let top_depth = match cut {
             Some(x) => self.node(x)?.depth,
             None => 0,
@@ -267,18 +278,16 @@ impl Session {
         }
     }
 
-    /// The selection of the context at `leaf` (spec §5.2) as ranges, given the branch when
-    /// the options use it; `None` in a tree with a parent cycle.
+    /// The selection of the context at `leaf` (whose node is `node`; a tree without a parent
+    /// cycle) as ranges (spec §5.2), given the branch when the options use it; `None` when a
+    /// walk meets a link the ranges cannot follow.
     fn context_plan(
         &self,
         leaf: u64,
+        node: &NodeRecord,
         options: ContextOptions,
         branch: Option<&(Ranges, u64)>,
     ) -> Result<Option<ContextPlan>> {
-        if self.in_cycle_tree(leaf)? {
-            return Ok(None);
-        }
-        let node = self.node(leaf)?;
         let branch = branch.filter(|_| options.selection_path == SelectionPath::Branch);
         let Some(c) = node.checkpoint else {
             let ranges = match branch {
@@ -334,16 +343,15 @@ impl Session {
         Ok(Some(ContextPlan { ranges, tails }))
     }
 
-    /// The settings of the context at `leaf`: from the settings pointers, which name the last
-    /// entry on the full path that set each one; with the branch scope, only those on the
-    /// branch, whose first entry is at `branch_top` depth.
+    /// The settings of the context at the entry whose node is `node`: from the settings
+    /// pointers, which name the last entry on the full path that set each one; with the branch
+    /// scope, only those on the branch, whose first entry is at `branch_top` depth.
     fn plan_settings(
         &self,
-        leaf: u64,
+        node: &NodeRecord,
         options: ContextOptions,
         branch_top: Option<u64>,
     ) -> Result<Context> {
-        let node = self.node(leaf)?;
         let mut ctx = empty_context();
         match (options.settings_scope, branch_top) {
             (SettingsScope::Branch, Some(top)) => {
@@ -357,7 +365,7 @@ impl Session {
                     }
                 }
             }
-            _ => self.settings_from_pointers(&node, &mut ctx)?,
+            _ => self.settings_from_pointers(node, &mut ctx)?,
         }
         if !options.report_active_tools {
             ctx.active_tool_names = None;
