@@ -4,7 +4,7 @@
  * `{"sid","id","tag"}` per acknowledged append (tag `wWORKER-i` is in the message text). Any
  * failure exits 1 after printing what was acknowledged.
  */
-import { expectStatus, requester } from "./http.mjs";
+import { expectStatus, reportAcks, requester } from "./http.mjs";
 
 const [url, worker, appends, inFlight, ...sessions] = process.argv.slice(2);
 const total = Number(appends);
@@ -24,12 +24,4 @@ async function lane() {
 	}
 }
 
-try {
-	await Promise.all(Array.from({ length: Number(inFlight) }, lane));
-} catch (error) {
-	process.stdout.write(out.join("\n") + "\n");
-	process.stderr.write(`worker ${worker}: ${error.stack ?? error}\n`);
-	process.exit(1);
-}
-request.close();
-process.stdout.write(out.join("\n") + "\n");
+await reportAcks(worker, request, out, () => Promise.all(Array.from({ length: Number(inFlight) }, lane)));

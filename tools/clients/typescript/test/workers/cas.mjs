@@ -4,14 +4,14 @@
  * retrying with the leaf a lost race reports. Prints `{"id","tag","retries"}` per acknowledged
  * append.
  */
-import { expectStatus, requester } from "./http.mjs";
+import { expectStatus, reportAcks, requester } from "./http.mjs";
 
 const [url, worker, appends, sid] = process.argv.slice(2);
 const request = requester(url, process.env.GROVE_TOKEN);
 const base = `/v1/sessions/${encodeURIComponent(sid)}`;
 const out = [];
 
-try {
+await reportAcks(worker, request, out, async () => {
 	let leaf = (await expectStatus(request, 200, "GET", `${base}/leaf`)).leaf;
 	for (let i = 0; i < Number(appends); i++) {
 		const tag = `w${worker}-${i}`;
@@ -29,10 +29,4 @@ try {
 			retries++;
 		}
 	}
-} catch (error) {
-	process.stdout.write(out.join("\n") + "\n");
-	process.stderr.write(`worker ${worker}: ${error.stack ?? error}\n`);
-	process.exit(1);
-}
-request.close();
-process.stdout.write(out.join("\n") + "\n");
+});

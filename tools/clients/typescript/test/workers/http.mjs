@@ -58,3 +58,20 @@ export async function expectStatus(request, expected, method, path, body) {
 	}
 	return answer.body;
 }
+
+/**
+ * Runs a worker's work, then prints its acknowledged lines (one JSON line each): after a
+ * failure too, before exiting 1 with the error on stderr, so the test can check what was
+ * acknowledged.
+ */
+export async function reportAcks(worker, request, out, work) {
+	try {
+		await work();
+	} catch (error) {
+		process.stdout.write(out.join("\n") + "\n");
+		process.stderr.write(`worker ${worker}: ${error.stack ?? error}\n`);
+		process.exit(1);
+	}
+	request.close();
+	process.stdout.write(out.join("\n") + "\n");
+}
