@@ -6,8 +6,8 @@
  * Every failure is a `GroveError` carrying the server's `code`; nothing is retried.
  */
 import { createReadStream } from "node:fs";
-import type * as http from "node:http";
 import type { Readable } from "node:stream";
+import type { Dispatcher } from "undici";
 import { GroveError } from "./errors.js";
 import { type Endpoint, parseEndpoint, type Query, readJson, readLines, readText, Transport } from "./transport.js";
 import type {
@@ -39,10 +39,13 @@ export interface GroveClientOptions {
 	url: string;
 	/** The bearer token (needed over TCP). */
 	token?: string;
-	/** Socket idle timeout in milliseconds; none by default. */
+	/**
+	 * How long to wait for an answer's head, and then between two pieces of its body, in
+	 * milliseconds; no limit by default.
+	 */
 	timeoutMs?: number;
-	/** An agent to share instead of the client's own keep-alive agent. */
-	agent?: http.Agent;
+	/** An undici dispatcher (`Pool`, `Agent`) to share instead of the client's own pool. */
+	dispatcher?: Dispatcher;
 }
 
 const V1 = "/v1";
@@ -65,7 +68,7 @@ export class GroveClient {
 			endpoint: parseEndpoint(options.url),
 			token: options.token,
 			timeoutMs: options.timeoutMs,
-			agent: options.agent,
+			dispatcher: options.dispatcher,
 		});
 	}
 

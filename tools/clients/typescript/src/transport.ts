@@ -1,9 +1,10 @@
 /**
- * HTTP/1.1 over a unix socket or TCP with `node:http`: one request function and a JSON-lines
- * reader. Every connection comes from one keep-alive agent per transport.
+ * HTTP/1.1 over a unix socket or TCP with undici (the Node.js project's HTTP client, which
+ * answers a small request in about two thirds of `node:http`'s time): one request function and
+ * a JSON-lines reader. Every connection comes from one keep-alive pool per transport.
  */
-import * as http from "node:http";
 import { Readable } from "node:stream";
+import { type Dispatcher, Pool } from "undici";
 import { GroveError } from "./errors.js";
 
 /** Where the server listens: a unix socket path or a TCP host and port. */
@@ -47,10 +48,19 @@ export interface TransportOptions {
 	endpoint: Endpoint;
 	/** The bearer token, sent with every request when set. */
 	token?: string;
-	/** Socket idle timeout in milliseconds; 0 for none (the default). */
+	/**
+	 * How long to wait for an answer's head, and then between two pieces of its body, in
+	 * milliseconds; 0 for no limit (the default).
+	 */
 	timeoutMs?: number;
-	/** The agent to use instead of a new keep-alive agent. */
-	agent?: http.Agent;
+	/** The dispatcher (an undici `Pool` or `Agent`) to use instead of a pool of the transport's own. */
+	dispatcher?: Dispatcher;
+}
+
+/** An answer whose head arrived; its body is read by the caller. */
+export interface Answer {
+	statusCode: number;
+	body: Readable;
 }
 
 export function buildPath(path: string, query?: Query): string {
@@ -68,27 +78,48 @@ export class Transport {
 	readonly endpoint: Endpoint;
 	private readonly token: string | undefined;
 	private readonly timeoutMs: number;
-	private readonly agent: http.Agent;
-	private readonly ownsAgent: boolean;
+	private readonly origin: string;
+	private readonly options: TransportOptions;
+	private pool: Dispatcher | undefined;
 
 	constructor(options: TransportOptions) {
 		this.endpoint = options.endpoint;
 		this.token = options.token;
 		this.timeoutMs = options.timeoutMs ?? 0;
-		this.ownsAgent = options.agent === undefined;
-		this.agent = options.agent ?? new http.Agent({ keepAlive: true });
+		this.options = options;
+		// A unix socket's requests still name an origin; its host is only the Host header.
+		this.origin =
+			"socketPath" in options.endpoint
+				? "http://localhost"
+				: `http://${options.endpoint.host.includes(":") ? `[${options.endpoint.host}]` : options.endpoint.host}:${options.endpoint.port}`;
 	}
 
-	/** Closes the idle connections of the client's own agent. */
+	private dispatcher(): Dispatcher {
+		if (this.options.dispatcher) return this.options.dispatcher;
+		if (!this.pool) {
+			const endpoint = this.endpoint;
+			this.pool = new Pool(this.origin, {
+				socketPath: "socketPath" in endpoint ? endpoint.socketPath : undefined,
+				headersTimeout: this.timeoutMs,
+				bodyTimeout: this.timeoutMs,
+			});
+		}
+		return this.pool;
+	}
+
+	/** Closes the connections of the transport's own pool; requests after this open new ones. */
 	close(): void {
-		if (this.ownsAgent) this.agent.destroy();
+		const pool = this.pool;
+		this.pool = undefined;
+		// Requests still in flight on the old pool are cut off, as `http.Agent.destroy` did.
+		if (pool) void pool.destroy().catch(() => undefined);
 	}
 
 	/**
 	 * Sends a request and resolves with the response once its head arrived. A status of 400
 	 * and above is read in full and thrown as a `GroveError`.
 	 */
-	async send(method: string, path: string, options: RequestOptions = {}): Promise<http.IncomingMessage> {
+	async send(method: string, path: string, options: RequestOptions = {}): Promise<Answer> {
 		let payload: string | Uint8Array | Readable | undefined;
 		let contentType: string | undefined;
 		if (options.raw) {
@@ -98,41 +129,35 @@ export class Transport {
 			payload = JSON.stringify(options.body);
 			contentType = "application/json";
 		}
-		const headers: http.OutgoingHttpHeaders = { accept: "application/json, application/x-ndjson" };
-		if (payload !== undefined) {
-			headers["content-type"] = contentType;
-			if (typeof payload === "string") headers["content-length"] = Buffer.byteLength(payload);
-			else if (payload instanceof Uint8Array) headers["content-length"] = payload.byteLength;
-		}
+		const headers: Record<string, string> = { accept: "application/json, application/x-ndjson" };
+		if (payload !== undefined && contentType !== undefined) headers["content-type"] = contentType;
 		if (this.token !== undefined) headers.authorization = `Bearer ${this.token}`;
 		const target = buildPath(path, options.query);
-		const response = await new Promise<http.IncomingMessage>((resolve, reject) => {
-			const request = http.request(
-				{ ...this.endpoint, method, path: target, headers, agent: this.agent, timeout: this.timeoutMs || undefined },
-				resolve,
-			);
-			request.on("error", (error) =>
-				reject(new GroveError("transport", 0, `${method} ${target}: ${error.message}`, { cause: error })),
-			);
-			request.on("timeout", () => request.destroy(new Error(`no answer within ${this.timeoutMs} ms`)));
-			if (payload instanceof Readable) {
-				payload.on("error", (error) => request.destroy(error));
-				payload.pipe(request);
-			} else {
-				request.end(payload);
-			}
-		});
-		if ((response.statusCode ?? 0) >= 400) throw await errorFrom(method, target, response);
-		return response;
+		let response: Dispatcher.ResponseData;
+		try {
+			response = await this.dispatcher().request({
+				path: target,
+				method: method as Dispatcher.HttpMethod,
+				headers,
+				body: payload,
+			});
+		} catch (error) {
+			const message = error instanceof Error ? error.message : String(error);
+			const cause = error instanceof Error && error.cause instanceof Error ? `: ${error.cause.message}` : "";
+			throw new GroveError("transport", 0, `${method} ${target}: ${message}${cause}`, { cause: error });
+		}
+		const answer: Answer = { statusCode: response.statusCode, body: response.body };
+		if (answer.statusCode >= 400) throw await errorFrom(method, target, answer);
+		return answer;
 	}
 }
 
 /** Reads a whole response body as text. */
-export async function readText(method: string, target: string, response: http.IncomingMessage): Promise<string> {
-	response.setEncoding("utf8");
+export async function readText(method: string, target: string, response: Answer): Promise<string> {
+	response.body.setEncoding("utf8");
 	let text = "";
 	try {
-		for await (const chunk of response) text += chunk as string;
+		for await (const chunk of response.body) text += chunk as string;
 	} catch (error) {
 		throw brokenStream(method, target, error);
 	}
@@ -140,7 +165,7 @@ export async function readText(method: string, target: string, response: http.In
 }
 
 /** Reads a whole response body as JSON; an empty body is `undefined`. */
-export async function readJson(method: string, target: string, response: http.IncomingMessage): Promise<unknown> {
+export async function readJson(method: string, target: string, response: Answer): Promise<unknown> {
 	const text = await readText(method, target, response);
 	if (text === "") return undefined;
 	try {
@@ -148,7 +173,7 @@ export async function readJson(method: string, target: string, response: http.In
 	} catch (error) {
 		throw new GroveError(
 			"invalid_response",
-			response.statusCode ?? 0,
+			response.statusCode,
 			`${method} ${target}: the answer is not JSON: ${text.slice(0, 200)}`,
 			{ cause: error },
 		);
@@ -162,13 +187,14 @@ export async function readJson(method: string, target: string, response: http.In
 export async function* readLines(
 	method: string,
 	target: string,
-	response: http.IncomingMessage,
+	response: Answer,
 ): AsyncGenerator<unknown, void, undefined> {
-	response.setEncoding("utf8");
+	response.body.setEncoding("utf8");
 	let pending = "";
 	let completed = false;
 	try {
-		for await (const chunk of response) {
+		// undici fails the body when the connection closes before the answer is complete.
+		for await (const chunk of response.body) {
 			pending += chunk as string;
 			let newline = pending.indexOf("\n");
 			while (newline >= 0) {
@@ -178,13 +204,12 @@ export async function* readLines(
 				newline = pending.indexOf("\n");
 			}
 		}
-		if (!response.complete) throw new Error("the connection closed before the answer was complete");
 		completed = true;
 	} catch (error) {
 		if (error instanceof GroveError) throw error;
 		throw brokenStream(method, target, error);
 	} finally {
-		if (!completed) response.destroy();
+		if (!completed) response.body.destroy();
 	}
 	if (pending.trim() !== "") yield parseLine(method, target, pending);
 }
@@ -204,8 +229,8 @@ function brokenStream(method: string, target: string, error: unknown): GroveErro
 	return new GroveError("transport", 0, `${method} ${target}: the answer broke off: ${message}`, { cause: error });
 }
 
-async function errorFrom(method: string, target: string, response: http.IncomingMessage): Promise<GroveError> {
-	const status = response.statusCode ?? 0;
+async function errorFrom(method: string, target: string, response: Answer): Promise<GroveError> {
+	const status = response.statusCode;
 	const text = await readText(method, target, response);
 	try {
 		const body = JSON.parse(text) as { code?: unknown; message?: unknown };
