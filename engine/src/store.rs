@@ -904,6 +904,25 @@ impl Store {
         self.inner.durable_commit(WriteBatch::new(), false)
     }
 
+    /// Makes every write applied so far as durable as `durability` says, as if the last of
+    /// them had been made with it: `Group` joins (or leads) a group flush, `Sync` flushes and
+    /// records a durable commit, `None` does nothing. A caller that makes many writes with
+    /// `Durability::None` and then this call acknowledges them all with one flush (the
+    /// server's `POST /v1/appends`). Unlike [`Store::flush`], it writes no context view.
+    pub fn make_durable(&self, durability: Durability) -> Result<()> {
+        match durability {
+            Durability::None => Ok(()),
+            Durability::Group => {
+                self.inner.check_writable()?;
+                self.inner.group_flush()
+            }
+            Durability::Sync => {
+                self.inner.check_writable()?;
+                self.inner.durable_commit(WriteBatch::new(), false)
+            }
+        }
+    }
+
     /// Why the store refuses writes, if it does (a write or flush failed earlier).
     pub fn poisoned(&self) -> Option<String> {
         self.inner.poisoned.lock().clone()

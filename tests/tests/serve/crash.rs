@@ -1,6 +1,7 @@
 //! The server killed with SIGKILL at random moments while clients append at sync and group
-//! durability: after a restart every acknowledged append is there, exactly once, each
-//! session's path is one chain, and the store verifies.
+//! durability — exact entries, compare-and-swap appends, and batches over several sessions
+//! (`POST /v1/appends`, acknowledged by one flush): after a restart every acknowledged append
+//! is there, exactly once, each session's path is one chain, and the store verifies.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -10,6 +11,8 @@ use super::{user_line, Server, TOKEN};
 
 const CYCLES: usize = 20;
 const WRITERS: usize = 3;
+/// Sessions the batch writer spreads its batches over.
+const BATCHED: usize = 3;
 
 /// A client of its own for one writer thread; transport errors are values.
 struct Client {
@@ -58,6 +61,9 @@ fn sigkill_loses_no_acknowledged_append() {
     // The shared session's chain, appended to through compare-and-swap: every acknowledged
     // append, and each unacknowledged one a conflict revealed as the leaf.
     let shared_acked: Arc<Mutex<Vec<String>>> = Arc::new(Mutex::new(Vec::new()));
+    // batched[b]: the ids of session b{b} acknowledged by `POST /v1/appends`, in order.
+    let batched: Arc<Mutex<Vec<Vec<String>>>> = Arc::new(Mutex::new(vec![Vec::new(); BATCHED]));
+    let mut batch_rng = Rng(0x2545_f491_4f6c_dd1d);
     for cycle in 0..CYCLES {
         let durability = if cycle % 2 == 0 { "sync" } else { "group" };
         let s = Server::start_with(dir.path(), &["--durability", durability], &[]);
@@ -71,9 +77,18 @@ fn sigkill_loses_no_acknowledged_append() {
                 );
             }
             s.ok(201, "POST", "/v1/sessions", Some(r#"{"id":"shared"}"#));
+            for b in 0..BATCHED {
+                s.ok(
+                    201,
+                    "POST",
+                    "/v1/sessions",
+                    Some(&format!(r#"{{"id":"b{b}"}}"#)),
+                );
+            }
         }
         // Everything acknowledged before is there.
         check(&s, &acked.lock().unwrap(), &shared_acked.lock().unwrap());
+        check_batched(&s, &batched.lock().unwrap());
         let stop = Arc::new(AtomicBool::new(false));
         let mut threads = Vec::new();
         for w in 0..WRITERS {
@@ -141,6 +156,49 @@ fn sigkill_loses_no_acknowledged_append() {
                 }
             }));
         }
+        {
+            let client = Client {
+                agent: ureq::AgentBuilder::new()
+                    .timeout(Duration::from_secs(30))
+                    .build(),
+                url: s.url.clone(),
+            };
+            let batched = batched.clone();
+            let stop = stop.clone();
+            let mut rng = Rng(batch_rng.next() | 1);
+            threads.push(std::thread::spawn(move || {
+                let mut n = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    // 1 to 8 items over the sessions in a random order (repeats included).
+                    let items: Vec<(usize, String)> = (0..1 + rng.next() % 8)
+                        .map(|_| {
+                            n += 1;
+                            ((rng.next() % BATCHED as u64) as usize, format!("c{cycle:02}n{n:05}"))
+                        })
+                        .collect();
+                    let body = serde_json::json!({ "appends": items.iter().map(|(b, id)| serde_json::json!({
+                        "session": format!("b{b}"),
+                        "id": id,
+                        "entry": {"role": "user", "content": id, "timestamp": 1},
+                    })).collect::<Vec<_>>() })
+                    .to_string();
+                    match client.post("/v1/appends", &body) {
+                        Ok((200, text)) => {
+                            let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+                            let results = v["results"].as_array().unwrap();
+                            assert_eq!(results.len(), items.len(), "{text}");
+                            let mut batched = batched.lock().unwrap();
+                            for ((b, id), r) in items.iter().zip(results) {
+                                assert_eq!(r["id"].as_str(), Some(id.as_str()), "{text}");
+                                batched[*b].push(id.clone());
+                            }
+                        }
+                        Ok((code, text)) => panic!("batches: {code} {text}"),
+                        Err(_) => break,
+                    }
+                }
+            }));
+        }
         std::thread::sleep(Duration::from_millis(100 + rng.next() % 400));
         s.kill();
         stop.store(true, Ordering::Relaxed);
@@ -150,8 +208,11 @@ fn sigkill_loses_no_acknowledged_append() {
     }
     let s = Server::start(dir.path(), &[]);
     check(&s, &acked.lock().unwrap(), &shared_acked.lock().unwrap());
+    check_batched(&s, &batched.lock().unwrap());
     let total: usize = acked.lock().unwrap().iter().map(Vec::len).sum();
     assert!(total > 0, "some appends were acknowledged");
+    let total: usize = batched.lock().unwrap().iter().map(Vec::len).sum();
+    assert!(total > 0, "some batched appends were acknowledged");
     let report = s.ok(200, "POST", "/v1/verify", None);
     assert_eq!(report["ok"], true, "{report}");
 }
@@ -195,6 +256,31 @@ fn check(s: &Server, acked: &[Vec<String>], shared: &[String]) {
         assert_eq!(
             got, *shared,
             "shared: every acknowledged append, once, one chain"
+        );
+    }
+}
+
+/// Each batched session is one chain holding its acknowledged ids in order, each once; items
+/// of a batch in flight at a kill (unacknowledged) may lie between them, each once too.
+fn check_batched(s: &Server, batched: &[Vec<String>]) {
+    for (b, ids) in batched.iter().enumerate() {
+        let path = s.lines(&format!("/v1/sessions/b{b}/path"));
+        let got: Vec<&str> = path.iter().map(|v| v["id"].as_str().unwrap()).collect();
+        let all = s.lines(&format!("/v1/sessions/b{b}/entries"));
+        assert_eq!(got.len(), all.len(), "b{b}: one chain, no branch");
+        let mut seen = std::collections::HashSet::new();
+        assert!(got.iter().all(|id| seen.insert(*id)), "b{b}: an id twice");
+        let mut acked = ids.iter().peekable();
+        for id in &got {
+            if acked.peek().is_some_and(|a| a.as_str() == *id) {
+                acked.next();
+            }
+        }
+        assert!(
+            acked.peek().is_none(),
+            "b{b}: acknowledged {:?} missing or out of order ({} entries on the path)",
+            acked.next(),
+            got.len()
         );
     }
 }

@@ -292,6 +292,80 @@ fn every_route_answers_as_documented() {
 /// At `--durability none` writes are acknowledged before they are flushed: SIGTERM flushes
 /// them before the server exits.
 #[test]
+fn appends_to_many_sessions_in_one_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(dir.path(), &[]);
+    for sid in ["p", "q"] {
+        s.ok(
+            201,
+            "POST",
+            "/v1/sessions",
+            Some(&format!(r#"{{"id":"{sid}"}}"#)),
+        );
+    }
+    let user = |text: &str| json!({"role": "user", "content": text, "timestamp": 1});
+    let body = json!({"appends": [
+        {"session": "p", "entry": user("p1"), "id": "p0000001"},
+        {"session": "q", "entry": user("q1")},
+        {"session": "nope", "entry": user("lost")},
+        {"session": "p", "entry": {"type": "custom", "customType": "k", "data": 1}, "timestamp": "2026-01-01T00:00:00.000Z"},
+        {"session": "p", "entry": {"content": "neither a type nor a role"}},
+        {"session": "q", "entry": user("q dup"), "id": "p0000001"},
+        {"session": "q", "entry": user("q dup"), "id": "p0000001"},
+        {"session": "p", "entry": user("p3")},
+    ]});
+    let answer = s.ok(200, "POST", "/v1/appends", Some(&body.to_string()));
+    let results = answer["results"].as_array().unwrap();
+    assert_eq!(results.len(), 8, "one result per item, in order: {answer}");
+    let code = |i: usize| results[i]["code"].as_str().unwrap_or("");
+    let id = |i: usize| results[i]["id"].as_str().unwrap_or("").to_owned();
+    assert_eq!(id(0), "p0000001", "an id given is used");
+    assert_eq!(code(2), "not_found", "an unknown session: {answer}");
+    assert_eq!(results[2]["status"], 404);
+    assert!(results[2]["message"].as_str().unwrap().contains("nope"));
+    assert_eq!(code(4), "invalid_argument", "a bad entry: {answer}");
+    assert_eq!(id(5), "p0000001", "ids are per session");
+    assert_eq!(code(6), "invalid_argument", "an id in use: {answer}");
+    for i in [0, 1, 3, 5, 7] {
+        assert!(results[i]["code"].is_null(), "item {i} appended: {answer}");
+    }
+
+    // Each session's items form a chain in the order given, and the last is the leaf.
+    let p = s.lines("/v1/sessions/p/path");
+    assert_eq!(ids(&p), [id(0), id(3), id(7)]);
+    assert_eq!(p[1]["timestamp"], "2026-01-01T00:00:00.000Z");
+    assert_eq!(p[1]["parentId"], "p0000001");
+    assert_eq!(s.ok(200, "GET", "/v1/sessions/p/leaf", None)["leaf"], id(7));
+    let q = s.lines("/v1/sessions/q/path");
+    assert_eq!(ids(&q), [id(1), id(5)]);
+    assert_eq!(q[0]["message"]["content"], "q1");
+
+    // Too many items: refused whole, nothing written; a body that is not the route's JSON too.
+    let many: Vec<Value> = (0..10_001)
+        .map(|_| json!({"session": "p", "entry": user("x")}))
+        .collect();
+    let big = json!({ "appends": many }).to_string();
+    assert_eq!(
+        s.err(400, "POST", "/v1/appends", Some(&big)),
+        "invalid_argument"
+    );
+    for bad in [
+        r#"{"appends":{}}"#,
+        r#"{"appends":[{"entry":{}}]}"#,
+        "[]",
+        "{",
+    ] {
+        assert_eq!(
+            s.err(400, "POST", "/v1/appends", Some(bad)),
+            "invalid_request",
+            "{bad}"
+        );
+    }
+    assert_eq!(s.lines("/v1/sessions/p/entries").len(), 3);
+    assert_eq!(s.lines("/v1/sessions/q/entries").len(), 2);
+}
+
+#[test]
 fn sigterm_flushes_writes_acknowledged_at_durability_none() {
     let dir = tempfile::tempdir().unwrap();
     let s = Server::start_with(dir.path(), &["--durability", "none"], &[]);

@@ -11,7 +11,7 @@ use grove::GroveError;
 use serde::de::DeserializeOwned;
 
 /// An error answer.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct ApiError {
     pub status: StatusCode,
     pub code: &'static str,

@@ -65,8 +65,13 @@ impl State {
         self.inner.turns.clone()
     }
 
-    fn store(&self) -> Store {
+    pub(super) fn store(&self) -> Store {
         self.inner.store.clone()
+    }
+
+    /// The durability every acknowledged write has (`--durability`).
+    pub(super) fn durability(&self) -> Durability {
+        self.inner.durability
     }
 }
 
@@ -85,6 +90,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/v1/sessions/{sid}/entries/exact"),
     ("POST", "/v1/sessions/{sid}/entries/if"),
     ("POST", "/v1/sessions/{sid}/entries/many"),
+    ("POST", "/v1/appends"),
     ("GET", "/v1/sessions/{sid}/entries"),
     ("GET", "/v1/sessions/{sid}/log"),
     ("GET", "/v1/sessions/{sid}/entries/{eid}"),
@@ -128,6 +134,7 @@ fn handler(method: &str, route: &str) -> Option<MethodRouter<State>> {
         ("POST", "/v1/sessions/{sid}/entries/exact") => post(append_exact),
         ("POST", "/v1/sessions/{sid}/entries/if") => post(append_if),
         ("POST", "/v1/sessions/{sid}/entries/many") => post(append_many),
+        ("POST", "/v1/appends") => post(super::batch::appends),
         ("GET", "/v1/sessions/{sid}/entries") => get(entries),
         ("GET", "/v1/sessions/{sid}/log") => get(log),
         ("GET", "/v1/sessions/{sid}/entries/{eid}") => get(entry),
@@ -232,7 +239,7 @@ async fn wrong_method(req: Request) -> ApiError {
 }
 
 /// Runs `f` on the blocking pool.
-async fn blocking<T, F>(f: F) -> ApiResult<T>
+pub(super) async fn blocking<T, F>(f: F) -> ApiResult<T>
 where
     T: Send + 'static,
     F: FnOnce() -> grove::Result<T> + Send + 'static,
@@ -262,7 +269,7 @@ fn raw_json(status: StatusCode, text: String) -> Response {
     (status, [(header::CONTENT_TYPE, "application/json")], text).into_response()
 }
 
-fn json_answer(status: StatusCode, value: Value) -> Response {
+pub(super) fn json_answer(status: StatusCode, value: Value) -> Response {
     raw_json(status, value.to_string())
 }
 
@@ -560,7 +567,7 @@ async fn fork(
 // ---- appends ----
 
 /// A new entry: an entry object (`type`) or a message object (`role`).
-fn new_entry(raw: &RawValue) -> ApiResult<NewEntry> {
+pub(super) fn new_entry(raw: &RawValue) -> ApiResult<NewEntry> {
     #[derive(Deserialize)]
     struct Shape {
         #[serde(rename = "type")]

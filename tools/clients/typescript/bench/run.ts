@@ -275,8 +275,8 @@ interface Writer {
 	go(): void;
 }
 
-function startWriter(url: string, appends: number, sessions: string[]): Writer {
-	const child = spawn(process.execPath, [join(here, "writer.js"), url, String(appends), ...sessions], {
+function startWriter(url: string, appends: number, mode: WriterMode, sessions: string[]): Writer {
+	const child = spawn(process.execPath, [join(here, "writer.js"), url, String(appends), mode, ...sessions], {
 		stdio: ["pipe", "pipe", "inherit"],
 	});
 	const lines = createInterface({ input: child.stdout });
@@ -314,7 +314,10 @@ interface Throughput {
 	clientCpu: number;
 }
 
-async function throughput(durability: string, processes: number, appends: number): Promise<Throughput> {
+/** `one`: one append at a time per process; `sessions`: one in flight per session, batched. */
+type WriterMode = "one" | "sessions";
+
+async function throughput(durability: string, processes: number, appends: number, mode: WriterMode): Promise<Throughput> {
 	const { server, unix } = await serve(durability);
 	try {
 		const client = new GroveClient({ url: unix });
@@ -326,6 +329,7 @@ async function throughput(durability: string, processes: number, appends: number
 			startWriter(
 				unix,
 				per,
+				mode,
 				sessions.filter((_, i) => i % processes === p),
 			),
 		);
@@ -465,21 +469,24 @@ async function main(): Promise<void> {
 	out();
 	out("### Throughput: writer processes over 1,000 sessions");
 	out();
-	out("Each process (`bench/writer.ts`, one `GroveClient` on the unix socket) appends about 450-byte user messages one at a time, round robin over its share of 1,000 sessions, as the Rust `writers` benchmark's threads do; a fresh store per row. CPU per append: the server's during the run (/proc), and the writer processes' whole lives (node start and connection included).");
+	out("Each process (`bench/writer.ts`, one `GroveClient` on the unix socket) appends about 450-byte user messages over its share of 1,000 sessions; a fresh store per row. *one at a time*: round robin, each append awaited before the next, as the Rust `writers` benchmark's threads do. *per session*: every session of the share its own sequence (one append in flight per session, as an agent loop awaits each), all at once, through one `AppendBatcher` (`POST /v1/appends`, one flush per request). CPU per append: the server's during the run (/proc), and the writer processes' whole lives (node start and connection included).");
 	out();
-	out("| durability | processes | appends | appends/s | server CPU per append | client CPU per append |");
-	out("|---|---|---|---|---|---|");
+	out("| durability | processes | appends | in flight | appends/s | server CPU per append | client CPU per append |");
+	out("|---|---|---|---|---|---|---|");
 	for (const [durability, appends] of [
 		["none", Math.round(40_000 * scale)],
 		["group", Math.round(4_000 * scale)],
 		["sync", Math.round(4_000 * scale)],
 	] as const) {
-		for (const processes of [1, 8]) {
-			const result = await throughput(durability, processes, appends);
-			log(`throughput ${durability} ${processes}: ${fmtCount(result.rate)}/s`);
-			out(
-				`| ${durability} | ${processes} | ${fmtCount(appends)} | ${fmtCount(result.rate)} | ${fmtMs(result.serverCpu / 1000)} | ${fmtMs(result.clientCpu / 1000)} |`,
-			);
+		for (const mode of ["one", "sessions"] as const) {
+			for (const processes of [1, 8]) {
+				const result = await throughput(durability, processes, appends, mode);
+				const label = mode === "one" ? "one at a time" : "per session";
+				log(`throughput ${durability} ${processes} ${mode}: ${fmtCount(result.rate)}/s`);
+				out(
+					`| ${durability} | ${processes} | ${fmtCount(appends)} | ${label} | ${fmtCount(result.rate)} | ${fmtMs(result.serverCpu / 1000)} | ${fmtMs(result.clientCpu / 1000)} |`,
+				);
+			}
 		}
 	}
 	const writers = join(repoRoot, "target", "release", "writers");

@@ -13,6 +13,8 @@ import { type Endpoint, parseEndpoint, type Query, readJson, readLines, readText
 import type {
 	AppendIfResult,
 	AppendOptions,
+	BatchAppend,
+	BatchResult,
 	Context,
 	ContextOptions,
 	CreateSessionOptions,
@@ -210,6 +212,25 @@ export class GroveClient {
 			body: { entries },
 		});
 		return answer.ids;
+	}
+
+	/**
+	 * Appends to many sessions in one request (`POST /v1/appends`): one result per item, in
+	 * order; each item is its own append (one that fails does not stop the others), and all are
+	 * acknowledged by one flush. `AppendBatcher` gathers concurrent `append`s into these.
+	 */
+	async appendBatch(items: BatchAppend[]): Promise<BatchResult[]> {
+		const answer = await this.request<{ results: BatchResult[] }>("POST", `${V1}/appends`, {
+			body: { appends: items },
+		});
+		if (!Array.isArray(answer?.results) || answer.results.length !== items.length) {
+			throw new GroveError(
+				"invalid_response",
+				200,
+				`POST ${V1}/appends: ${items.length} items sent, the answer has no result for each`,
+			);
+		}
+		return answer.results;
 	}
 
 	// Reading

@@ -2,6 +2,7 @@
  * The grove client: `GroveClient` for every route of `grove serve`, and `GroveError`.
  * The pi adapter lives in `./pi.js` (it needs `@earendil-works/pi-agent-core`).
  */
+export { AppendBatcher, type AppendBatcherOptions } from "./batcher.js";
 export { GroveClient, type GroveClientOptions } from "./client.js";
 export { GroveError, isGroveError } from "./errors.js";
 export { type Endpoint, parseEndpoint } from "./transport.js";

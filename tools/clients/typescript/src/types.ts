@@ -87,6 +87,15 @@ export interface AppendOptions {
 	timestamp?: string;
 }
 
+/** One item of `GroveClient.appendBatch`: an append to `session` (`POST /v1/appends`). */
+export interface BatchAppend extends AppendOptions {
+	session: string;
+	entry: NewEntry;
+}
+
+/** The result of one item of `appendBatch`: the new entry's id, or why it was not appended. */
+export type BatchResult = { id: string } | { code: string; message: string; status: number };
+
 export type AppendIfResult = { appended: true; id: string } | { appended: false; leaf: string | null };
 
 export interface Cursor {

@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, inject, it } from "vitest";
+import { AppendBatcher } from "../src/batcher.js";
 import { GroveClient } from "../src/client.js";
 import { GroveError } from "../src/errors.js";
 import { parseEndpoint } from "../src/transport.js";
@@ -200,6 +201,68 @@ describe("appending", () => {
 		const path = await client.path(id);
 		expect(path.slice(-3).map((e) => e.id)).toEqual(ids);
 		expect(path[path.length - 3]!.parentId).toBe(won.appended ? won.id : null);
+	});
+});
+
+describe("appending to many sessions", () => {
+	it("appendBatch: one result per item, in order, each session a chain in the order given", async () => {
+		const [p, q] = [sid(), sid()];
+		await client.createSession({ id: p });
+		await client.createSession({ id: q });
+		const results = await client.appendBatch([
+			{ session: p, entry: user("p1"), id: "b0000001" },
+			{ session: q, entry: user("q1") },
+			{ session: `${p}-missing`, entry: user("lost") },
+			{ session: p, entry: user("p2"), timestamp: "2026-01-01T00:00:00.000Z" },
+			{ session: q, entry: user("dup"), id: "b0000001" },
+			{ session: q, entry: user("dup"), id: "b0000001" },
+		]);
+		expect(results).toHaveLength(6);
+		expect(results[0]).toEqual({ id: "b0000001" });
+		expect(results[2]).toMatchObject({ code: "not_found", status: 404 });
+		expect(results[5]).toMatchObject({ code: "invalid_argument", status: 400 });
+		const ids = (i: number) => (results[i] as { id: string }).id;
+		expect((await client.path(p)).map((e) => e.id)).toEqual([ids(0), ids(3)]);
+		expect((await client.path(p))[1]!.timestamp).toBe("2026-01-01T00:00:00.000Z");
+		expect((await client.path(q)).map((e) => e.id)).toEqual([ids(1), ids(4)]);
+	});
+
+	it("AppendBatcher gathers concurrent appends into few requests, keeping each session's order", async () => {
+		const sessions = [sid(), sid(), sid()];
+		for (const id of sessions) await client.createSession({ id });
+		let requests = 0;
+		const counting = Object.create(client) as GroveClient;
+		counting.appendBatch = (items) => {
+			requests++;
+			return client.appendBatch(items);
+		};
+		const batcher = new AppendBatcher(counting, { maxItems: 100 });
+		// 300 appends made at once, round robin over the sessions, and one to no session.
+		const calls = Array.from({ length: 300 }, (_, i) => batcher.append(sessions[i % 3]!, user(`m${i}`)));
+		const missing = batcher.append(`${sessions[0]}-missing`, user("lost"));
+		expect(batcher.pending).toBe(301);
+		const ids = await Promise.all(calls);
+		const error = await rejection(missing);
+		expect(error).toMatchObject({ code: "not_found", status: 404 });
+		await batcher.flush();
+		expect(batcher.pending).toBe(0);
+		expect(requests).toBe(4); // 100 + 100 + 100 + 1: one request in flight at a time
+		for (const [k, id] of sessions.entries()) {
+			const path = await client.path(id);
+			expect(path.map((e) => e.id)).toEqual(ids.filter((_, i) => i % 3 === k));
+			expect(path.map((e) => (e.message as { content: string }).content)).toEqual(
+				ids.map((_, i) => `m${i}`).filter((_, i) => i % 3 === k),
+			);
+		}
+	});
+
+	it("AppendBatcher rejects every append of a request that fails as a whole", async () => {
+		const dead = new GroveClient({ url: `unix:${join(tmpdir(), `grove-no-server-${process.pid}.sock`)}` });
+		const batcher = new AppendBatcher(dead);
+		const errors = await Promise.all([batcher.append("a", user("x")), batcher.append("b", user("y"))].map(rejection));
+		expect(errors.map((e) => e.code)).toEqual(["transport", "transport"]);
+		expect(() => new AppendBatcher(dead, { maxItems: 0 })).toThrow(RangeError);
+		dead.close();
 	});
 });
 
