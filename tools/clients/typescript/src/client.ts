@@ -9,7 +9,16 @@ import { createReadStream } from "node:fs";
 import type { Readable } from "node:stream";
 import type { Dispatcher } from "undici";
 import { GroveError } from "./errors.js";
-import { type Endpoint, parseEndpoint, type Query, readJson, readLines, readText, Transport } from "./transport.js";
+import {
+	type Endpoint,
+	parseEndpoint,
+	type Query,
+	readAllLines,
+	readJson,
+	readLines,
+	readText,
+	Transport,
+} from "./transport.js";
 import type {
 	AppendIfResult,
 	AppendOptions,
@@ -101,6 +110,12 @@ export class GroveClient {
 	async *stream<T>(method: string, path: string, query?: Query): AsyncGenerator<T, void, undefined> {
 		const response = await this.transport.send(method, path, { query });
 		yield* readLines(method, path, response) as AsyncGenerator<T, void, undefined>;
+	}
+
+	/** One request whose JSON-lines answer is collected whole. */
+	async streamAll<T>(method: string, path: string, query?: Query): Promise<T[]> {
+		const response = await this.transport.send(method, path, { query });
+		return (await readAllLines(method, path, response)) as T[];
 	}
 
 	// Server
@@ -241,7 +256,7 @@ export class GroveClient {
 	}
 
 	entries(sid: string, cursor: Cursor = {}): Promise<WireEntry[]> {
-		return collect(this.iterEntries(sid, cursor));
+		return this.streamAll("GET", sessionPath(sid, "/entries"), { after: cursor.after, limit: cursor.limit });
 	}
 
 	/** Entries and leaf records in log order (pi's `getEntries`, `findEntries` with `type`). */
@@ -254,7 +269,11 @@ export class GroveClient {
 	}
 
 	log(sid: string, cursor: LogCursor = {}): Promise<WireEntry[]> {
-		return collect(this.iterLog(sid, cursor));
+		return this.streamAll("GET", sessionPath(sid, "/log"), {
+			after: cursor.after,
+			limit: cursor.limit,
+			type: cursor.type,
+		});
 	}
 
 	/** One entry; with `log: true` leaf records too. A missing one is a `not_found` error. */
@@ -293,7 +312,7 @@ export class GroveClient {
 	}
 
 	children(sid: string, parent?: string): Promise<WireEntry[]> {
-		return collect(this.iterChildren(sid, parent));
+		return this.streamAll("GET", sessionPath(sid, "/children"), { parent });
 	}
 
 	/** pi's `getPathToRootOrCompaction(from)` (default the leaf), root first. */
@@ -302,7 +321,7 @@ export class GroveClient {
 	}
 
 	branch(sid: string, from?: string): Promise<WireEntry[]> {
-		return collect(this.iterBranch(sid, from));
+		return this.streamAll("GET", sessionPath(sid, "/branch"), { from });
 	}
 
 	/** The full path from `from` (default the leaf) to the root, root first. */
@@ -311,7 +330,7 @@ export class GroveClient {
 	}
 
 	path(sid: string, from?: string): Promise<WireEntry[]> {
-		return collect(this.iterPath(sid, from));
+		return this.streamAll("GET", sessionPath(sid, "/path"), { from });
 	}
 
 	/** pi's context of the session (of `leaf` when given), by a preset's rules. */

@@ -196,13 +196,15 @@ export async function* readLines(
 		// undici fails the body when the connection closes before the answer is complete.
 		for await (const chunk of response.body) {
 			pending += chunk as string;
+			let start = 0;
 			let newline = pending.indexOf("\n");
 			while (newline >= 0) {
-				const line = pending.slice(0, newline);
-				pending = pending.slice(newline + 1);
+				const line = pending.slice(start, newline);
+				start = newline + 1;
 				if (line.trim() !== "") yield parseLine(method, target, line);
-				newline = pending.indexOf("\n");
+				newline = pending.indexOf("\n", start);
 			}
+			pending = pending.slice(start);
 		}
 		completed = true;
 	} catch (error) {
@@ -212,6 +214,37 @@ export async function* readLines(
 		if (!completed) response.body.destroy();
 	}
 	if (pending.trim() !== "") yield parseLine(method, target, pending);
+}
+
+/**
+ * All the JSON values of a JSON-lines body, parsed chunk by chunk as it arrives (no step per
+ * value between them: what `readLines` costs a value, and a caller collecting them all does not
+ * need).
+ */
+export async function readAllLines(method: string, target: string, response: Answer): Promise<unknown[]> {
+	response.body.setEncoding("utf8");
+	const values: unknown[] = [];
+	let pending = "";
+	try {
+		for await (const chunk of response.body) {
+			pending += chunk as string;
+			let start = 0;
+			let newline = pending.indexOf("\n");
+			while (newline >= 0) {
+				const line = pending.slice(start, newline);
+				start = newline + 1;
+				if (line.trim() !== "") values.push(parseLine(method, target, line));
+				newline = pending.indexOf("\n", start);
+			}
+			pending = pending.slice(start);
+		}
+	} catch (error) {
+		response.body.destroy();
+		if (error instanceof GroveError) throw error;
+		throw brokenStream(method, target, error);
+	}
+	if (pending.trim() !== "") values.push(parseLine(method, target, pending));
+	return values;
 }
 
 function parseLine(method: string, target: string, line: string): unknown {

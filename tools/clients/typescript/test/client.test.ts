@@ -1,5 +1,6 @@
 /** GroveClient against the real server, route group by route group (docs/api.md). */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import * as http from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, inject, it } from "vitest";
@@ -25,6 +26,12 @@ async function rejection(promise: Promise<unknown>): Promise<GroveError> {
 		return error as GroveError;
 	}
 	throw new Error("expected a GroveError");
+}
+
+async function collectAll<T>(items: AsyncIterable<T>): Promise<T[]> {
+	const out: T[] = [];
+	for await (const item of items) out.push(item);
+	return out;
 }
 
 function user(text: string) {
@@ -390,6 +397,36 @@ describe("errors", () => {
 		});
 		expect(await rejection(client.listSessions({ limit: -1 }))).toMatchObject({ status: 400 });
 		expect((await client.health()).ok).toBe(true);
+	});
+
+	it("reports a streamed answer that breaks off or is not JSON lines, collected or iterated", async () => {
+		// A stand-in server: a chunked answer cut after two lines, and one whose second line is
+		// not JSON.
+		const socket = join(mkdtempSync(join(tmpdir(), "grove-fake-")), "fake.sock");
+		const fake = http.createServer((req, res) => {
+			res.writeHead(200, { "content-type": "application/x-ndjson" });
+			res.write('{"id":"a"}\n{"id":"b"}\n{"id":');
+			if (req.url?.includes("/branch")) setTimeout(() => res.socket?.destroy(), 20);
+			else res.end('"c"}\nnot json\n');
+		});
+		await new Promise<void>((listening) => fake.listen(socket, listening));
+		const faked = new GroveClient({ url: `unix:${socket}` });
+		try {
+			expect(await rejection(faked.branch("s"))).toMatchObject({ code: "transport", status: 0 });
+			const seen: unknown[] = [];
+			const iterated = await rejection(
+				(async () => {
+					for await (const entry of faked.iterBranch("s")) seen.push(entry);
+				})(),
+			);
+			expect(iterated).toMatchObject({ code: "transport" });
+			expect(seen).toEqual([{ id: "a" }, { id: "b" }]);
+			expect(await rejection(faked.path("s"))).toMatchObject({ code: "invalid_response" });
+			expect(await rejection(collectAll(faked.iterPath("s")))).toMatchObject({ code: "invalid_response" });
+		} finally {
+			faked.close();
+			fake.close();
+		}
 	});
 
 	it("reports a server it cannot reach as transport", async () => {
