@@ -29,6 +29,7 @@ mod log;
 pub mod navigate;
 mod paths;
 mod plan;
+pub mod proof;
 pub mod salvage;
 pub mod session;
 pub mod space;
@@ -58,6 +59,7 @@ pub use navigate::{
     HookDecision, HookSummary, NavigateEvent, NavigateHook, NavigateOptions, NavigateOutcome,
     Navigator,
 };
+pub use proof::EntryProof;
 pub use session::{AppendOptions, AppendOutcome, Entry, Session};
 pub use store::{Backend, CreateSession, Durability, SessionSummary, Store, StoreConfig};
 pub use tree::{Tree, TreeNode};

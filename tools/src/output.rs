@@ -220,3 +220,23 @@ pub fn describe_entry(session: &Session, short: &ShortIds, id: Option<&str>) -> 
         format!("{} {kind}: {preview}", short.get(id))
     })
 }
+
+/// `{"entry", "seq", "depth", "digest", "pathDigest", "parentPathDigest"}` of a proof, the entry
+/// exactly as stored and the digests in hex: `grove show --json` and the server's
+/// `GET .../entries/{eid}/proof` (docs/api.md).
+pub fn proof_json(proof: &grove::EntryProof) -> String {
+    let hex = grove::codec::digest::hex;
+    let pairs = [
+        ("seq", serde_json::json!(proof.entry.seq)),
+        ("depth", serde_json::json!(proof.entry.node.depth)),
+        ("digest", serde_json::json!(hex(&proof.content()))),
+        ("pathDigest", serde_json::json!(hex(&proof.digest()))),
+        (
+            "parentPathDigest",
+            serde_json::json!(hex(&proof.parent_digest)),
+        ),
+    ];
+    let rest = ordered_object(&pairs);
+    // The entry object as stored, not re-serialized, then the digests.
+    format!("{{\"entry\":{},{}", proof.entry.line, &rest[1..])
+}

@@ -256,3 +256,56 @@ fn export_round_trips_byte_for_byte() {
     assert!(!cli.contains(r#""type":"leaf""#));
     assert!(cli.lines().last().unwrap().contains(r#""id":"a36c3dcf""#));
 }
+
+#[test]
+fn show_prints_an_entry_with_the_digests_that_chain_it_to_the_root() {
+    let g = Grove::new();
+    let lib = import_all(&g);
+    let hex = grove::codec::digest::hex;
+    for summary in lib.sessions().unwrap() {
+        let id = summary.id.as_str();
+        let session = lib.session(id).unwrap();
+        let path = session
+            .path_to_root(session.leaf().unwrap().as_deref())
+            .unwrap();
+        if path.is_empty() {
+            // The leaf is the root position: `@` names no entry.
+            let (code, err) = g.fail(&["show", id, "@"]);
+            assert_eq!(code, 1, "{err}");
+            continue;
+        }
+        // The root, the leaf's parent and the leaf (`@`).
+        let picks = [0, path.len().saturating_sub(2), path.len() - 1];
+        for (n, &i) in picks.iter().enumerate() {
+            let entry = &path[i];
+            let spec = if n == 2 { "@" } else { entry.id() };
+            let text = g.ok(&["show", id, spec, "--json"]);
+            assert!(
+                text.starts_with(&format!("{{\"entry\":{},\"seq\":", entry.line)),
+                "{id} {spec}: the entry exactly as stored: {text}"
+            );
+            let v: Value = serde_json::from_str(&text).unwrap();
+            let content = *blake3::hash(entry.line.as_bytes()).as_bytes();
+            assert_eq!(v["digest"], hex(&content), "{id} {spec}");
+            assert_eq!(v["pathDigest"], hex(&entry.node.digest), "{id} {spec}");
+            assert_eq!(v["seq"], entry.seq);
+            let parent = match i {
+                0 => [0u8; 32],
+                _ => path[i - 1].node.digest,
+            };
+            assert_eq!(v["parentPathDigest"], hex(&parent), "{id} {spec}");
+            let human = g.ok(&["show", id, spec]);
+            assert!(
+                human.contains(&format!("path digest  {}", hex(&entry.node.digest)))
+                    && human.contains(&format!("digest       {}", hex(&content)))
+                    && human.contains(&format!("id           {}", entry.id())),
+                "{human}"
+            );
+        }
+        let (code, err) = g.fail(&["show", id, "root"]);
+        assert_eq!(code, 1, "{err}");
+        assert!(err.contains("root position"), "{err}");
+        let (code, err) = g.fail(&["show", id, "zzzzzzzz"]);
+        assert_eq!(code, 1, "{err}");
+    }
+}

@@ -21,6 +21,7 @@ mod model;
 mod navigate;
 mod openai;
 mod packs;
+mod proof;
 mod read_checks;
 mod redb;
 mod reopen;

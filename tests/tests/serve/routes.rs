@@ -98,6 +98,34 @@ fn every_route_answers_as_documented() {
         s.err(404, "GET", "/v1/sessions/s1/entries/nope", None),
         "not_found"
     );
+    // An entry's proof: its digest, path digest and its parent's, chained.
+    let root = s.ok(
+        200,
+        "GET",
+        &format!("/v1/sessions/s1/entries/{a}/proof"),
+        None,
+    );
+    let proof = s.ok(200, "GET", "/v1/sessions/s1/entries/x1/proof", None);
+    assert_eq!(proof["entry"].to_string(), exact, "the entry as stored");
+    let content = *blake3::hash(exact.as_bytes()).as_bytes();
+    let hex = grove::codec::digest::hex;
+    assert_eq!(proof["digest"], hex(&content));
+    assert_eq!(root["parentPathDigest"], hex(&[0u8; 32]));
+    assert_eq!(proof["parentPathDigest"], root["pathDigest"]);
+    let mut both = [0u8; 32].to_vec();
+    if let Some(parent) = root["pathDigest"].as_str() {
+        both = (0..32)
+            .map(|i| u8::from_str_radix(&parent[2 * i..2 * i + 2], 16).unwrap())
+            .collect();
+    }
+    both.extend_from_slice(&content);
+    let chained = blake3::derive_key("grove 2026-11 entry chain v1", &both);
+    assert_eq!(proof["pathDigest"], hex(&chained));
+    assert_eq!(proof["seq"], 1);
+    assert_eq!(
+        s.err(404, "GET", "/v1/sessions/s1/entries/nope/proof", None),
+        "not_found"
+    );
     let path = s.lines(&format!("/v1/sessions/s1/path?from={c}"));
     assert_eq!(ids(&path), [a.as_str(), "x1", &c]);
     let branch = s.lines("/v1/sessions/s1/branch");

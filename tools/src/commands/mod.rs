@@ -23,6 +23,7 @@ pub mod name;
 pub mod navigate;
 pub mod path;
 pub mod salvage;
+pub mod show;
 pub mod summarizer_args;
 pub mod summary_preview;
 pub mod tree;
@@ -41,6 +42,7 @@ pub enum Command {
     Branch(branch::Args),
     Path(path::Args),
     Context(context::Args),
+    Show(show::Args),
     SummaryPreview(summary_preview::Args),
     Append(append::Args),
     Goto(goto::Args),
@@ -196,6 +198,7 @@ pub fn run(command: Command, env: &mut Env<'_>) -> CmdResult {
         Command::Branch(a) => branch::run(a, env),
         Command::Path(a) => path::run(a, env),
         Command::Context(a) => context::run(a, env),
+        Command::Show(a) => show::run(a, env),
         Command::SummaryPreview(a) => summary_preview::run(a, env),
         Command::Append(a) => append::run(a, env),
         Command::Goto(a) => goto::run(a, env),

@@ -1,11 +1,12 @@
 //! `grove serve`: one process owns a store and serves it to many clients over HTTP/1.1 with
 //! JSON bodies (docs/api.md is the contract). This room owns the server: its listeners (a
 //! unix socket, and TCP behind a bearer token), the connection loop (hyper, with header
-//! timeouts and graceful shutdown), the routes (`routes.rs`; appends to many sessions in
-//! one request in `batch.rs`), the error body (`api.rs`) and streamed results (`stream.rs`). It calls the engine's public API only (`grove::Store`,
-//! `grove::Session`), each call on tokio's blocking pool, and nothing else in the tool but
-//! `commands::Env` to open the store as every command does and
-//! `commands::summarizer_args` to build the summarizer as `grove navigate` does.
+//! timeouts and graceful shutdown), the routes (`routes.rs`; appends to many sessions in one
+//! request in `batch.rs`), the error body (`api.rs`) and streamed results (`stream.rs`). It
+//! calls the engine's public API only (`grove::Store`, `grove::Session`), each call on tokio's
+//! blocking pool, and nothing else in the tool but `commands::Env` to open the store as every
+//! command does, `commands::summarizer_args` to build the summarizer as `grove navigate`
+//! does, and `output::proof_json` to write a proof as `grove show --json` does.
 
 mod api;
 mod batch;

@@ -94,6 +94,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/v1/sessions/{sid}/entries"),
     ("GET", "/v1/sessions/{sid}/log"),
     ("GET", "/v1/sessions/{sid}/entries/{eid}"),
+    ("GET", "/v1/sessions/{sid}/entries/{eid}/proof"),
     ("GET", "/v1/sessions/{sid}/entries/exact"),
     ("GET", "/v1/sessions/{sid}/entries/if"),
     ("GET", "/v1/sessions/{sid}/entries/many"),
@@ -138,6 +139,7 @@ fn handler(method: &str, route: &str) -> Option<MethodRouter<State>> {
         ("GET", "/v1/sessions/{sid}/entries") => get(entries),
         ("GET", "/v1/sessions/{sid}/log") => get(log),
         ("GET", "/v1/sessions/{sid}/entries/{eid}") => get(entry),
+        ("GET", "/v1/sessions/{sid}/entries/{eid}/proof") => get(proof),
         // These paths are also append routes: a GET reads the entry of that id.
         ("GET", "/v1/sessions/{sid}/entries/exact") => get(entry_named("exact")),
         ("GET", "/v1/sessions/{sid}/entries/if") => get(entry_named("if")),
@@ -794,6 +796,15 @@ async fn entry(
     Query(q): Query<EntryQuery>,
 ) -> ApiResult<Response> {
     read_entry(state, sid, eid, q.log.unwrap_or(false)).await
+}
+
+/// An entry with its digest, its path digest and its parent's (`grove show --json`).
+async fn proof(
+    Extract(state): Extract<State>,
+    Path((sid, eid)): Path<(String, String)>,
+) -> ApiResult<Response> {
+    let proof = on_session(&state, sid, move |s| s.proof(&eid)).await?;
+    Ok(raw_json(StatusCode::OK, crate::output::proof_json(&proof)))
 }
 
 /// The future of a GET on `entries/NAME`.

@@ -27,6 +27,7 @@ import type {
 	Context,
 	ContextOptions,
 	CreateSessionOptions,
+	EntryProof,
 	Cursor,
 	ExportFlavor,
 	ForkOptions,
@@ -281,6 +282,14 @@ export class GroveClient {
 		return this.request("GET", sessionPath(sid, `/entries/${encodeURIComponent(eid)}`), {
 			query: { log: options.log ? "true" : undefined },
 		});
+	}
+
+	/**
+	 * A tree entry with its digest, path digest and its parent's path digest, recomputed and
+	 * checked by the server from the stored bytes (`grove show`).
+	 */
+	proof(sid: string, eid: string): Promise<EntryProof> {
+		return this.request("GET", sessionPath(sid, `/entries/${encodeURIComponent(eid)}/proof`));
 	}
 
 	/** One entry, or `undefined` when there is none of that id. */

@@ -87,6 +87,19 @@ export interface AppendOptions {
 	timestamp?: string;
 }
 
+/** An entry with the digests that prove it (`GET .../entries/{eid}/proof`), hex. */
+export interface EntryProof {
+	entry: WireEntry;
+	seq: number;
+	depth: number;
+	/** blake3 of the entry's stored line. */
+	digest: string;
+	/** The chain digest: authenticates every line on the entry's path to the root. */
+	pathDigest: string;
+	/** The parent's chain digest (64 zeros for a root). */
+	parentPathDigest: string;
+}
+
 /** One item of `GroveClient.appendBatch`: an append to `session` (`POST /v1/appends`). */
 export interface BatchAppend extends AppendOptions {
 	session: string;

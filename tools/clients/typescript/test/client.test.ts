@@ -211,6 +211,23 @@ describe("appending", () => {
 	});
 });
 
+describe("proofs", () => {
+	it("proves an entry: its digest, path digest and its parent's, chained", async () => {
+		const id = sid();
+		await client.createSession({ id });
+		const [a, b] = await client.appendMany(id, [user("one"), user("two")]);
+		const root = await client.proof(id, a!);
+		const proof = await client.proof(id, b!);
+		expect(proof.entry.id).toBe(b);
+		expect(proof.seq).toBe(1);
+		expect(root.parentPathDigest).toBe("0".repeat(64));
+		expect(proof.parentPathDigest).toBe(root.pathDigest);
+		expect(proof.digest).toMatch(/^[0-9a-f]{64}$/);
+		expect(proof.pathDigest).not.toBe(root.pathDigest);
+		expect(await rejection(client.proof(id, "nope"))).toMatchObject({ code: "not_found", status: 404 });
+	});
+});
+
 describe("appending to many sessions", () => {
 	it("appendBatch: one result per item, in order, each session a chain in the order given", async () => {
 		const [p, q] = [sid(), sid()];
