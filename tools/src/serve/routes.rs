@@ -570,11 +570,12 @@ async fn fork(
 
 /// A new entry: an entry object (`type`) or a message object (`role`).
 pub(super) fn new_entry(raw: &RawValue) -> ApiResult<NewEntry> {
+    // Only whether the fields are there: their values are not built.
     #[derive(Deserialize)]
     struct Shape {
         #[serde(rename = "type")]
-        ty: Option<Value>,
-        role: Option<Value>,
+        ty: Option<serde::de::IgnoredAny>,
+        role: Option<serde::de::IgnoredAny>,
     }
     let text = raw.get();
     let shape: Shape = serde_json::from_str(text).map_err(|_| {
