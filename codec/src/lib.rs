@@ -13,6 +13,7 @@ pub mod error;
 pub mod header;
 pub mod jsstr;
 pub mod migrate;
+pub mod op;
 pub mod pack;
 pub mod reader;
 pub mod record;

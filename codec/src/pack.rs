@@ -7,7 +7,7 @@
 //! pack is found without decoding the others.
 
 use crate::error::CodecError;
-use crate::record::{checksum, encode_log_into, NodeRecord, CHECKSUM_LEN};
+use crate::record::{checksum, NodeRecord, CHECKSUM_LEN};
 
 /// Most records in one log pack.
 pub const LOG_PACK_RECORDS: usize = 256;
@@ -193,8 +193,19 @@ impl LogPackWriter {
     /// ([`crate::record::encode_log`]). A row that would end past 4 GiB is refused, and the
     /// pack is left as it was.
     pub fn push_log(&mut self, node: &NodeRecord, line: &[u8]) -> Result<(), CodecError> {
+        self.push_log_stamped(node, line, None)
+    }
+
+    /// [`Self::push_log`] of an operation's first record, with its stamp
+    /// ([`crate::record::encode_log_stamped`]).
+    pub fn push_log_stamped(
+        &mut self,
+        node: &NodeRecord,
+        line: &[u8],
+        stamp: Option<&crate::op::OpStamp>,
+    ) -> Result<(), CodecError> {
         let start = self.body.len();
-        encode_log_into(&mut self.body, node, line);
+        crate::record::encode_log_stamped_into(&mut self.body, node, line, stamp);
         let end = self.body.len();
         if u32::try_from(end).is_err() {
             self.body.truncate(start);

@@ -10,6 +10,7 @@ use compact_str::CompactString;
 
 use crate::digest::Digest;
 use crate::error::CodecError;
+use crate::op::OpStamp;
 
 /// The record format versions this build reads and writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -21,6 +22,9 @@ pub enum FormatVersion {
     /// a read checks a line for a fraction of the cost of its blake3 content hash. Only node
     /// records have this version.
     V2 = 2,
+    /// A version-2 node record followed by the [`crate::op::OpStamp`] of the operation whose
+    /// first record it is (store layout 10). Only node records have this version.
+    V3 = 3,
 }
 
 impl FormatVersion {
@@ -35,6 +39,7 @@ impl FormatVersion {
         match b {
             1 => Ok(FormatVersion::V1),
             2 => Ok(FormatVersion::V2),
+            3 => Ok(FormatVersion::V3),
             other => Err(CodecError::UnknownFormatVersion(other)),
         }
     }
@@ -42,6 +47,11 @@ impl FormatVersion {
     /// Whether a node record of this version holds the CRC-32 of its line.
     pub fn has_line_crc(self) -> bool {
         self >= FormatVersion::V2
+    }
+
+    /// Whether a node record of this version ends with an operation stamp.
+    pub fn has_op_stamp(self) -> bool {
+        self >= FormatVersion::V3
     }
 }
 
@@ -300,10 +310,35 @@ pub fn encode_log(node: &NodeRecord, line: &[u8]) -> Vec<u8> {
 
 /// [`encode_log`], appending the row to `out`.
 pub fn encode_log_into(out: &mut Vec<u8>, node: &NodeRecord, line: &[u8]) {
+    encode_log_stamped_into(out, node, line, None);
+}
+
+/// [`encode_log`] of an operation's first record: with `stamp`, its node record is version 3,
+/// the CRC of the line followed by the stamp, under the record's checksum.
+pub fn encode_log_stamped(node: &NodeRecord, line: &[u8], stamp: Option<&OpStamp>) -> Vec<u8> {
+    let mut out = Vec::with_capacity(4 + 192 + node.id.len() + line.len());
+    encode_log_stamped_into(&mut out, node, line, stamp);
+    out
+}
+
+/// [`encode_log_stamped`], appending the row to `out`.
+pub fn encode_log_stamped_into(
+    out: &mut Vec<u8>,
+    node: &NodeRecord,
+    line: &[u8],
+    stamp: Option<&OpStamp>,
+) {
     let start = out.len();
     out.extend_from_slice(&[0; 4]);
-    let crc = line_crc(line).to_le_bytes();
-    encode_onto(out, FormatVersion::NODE, node, &crc);
+    let mut suffix = line_crc(line).to_le_bytes().to_vec();
+    let version = match stamp {
+        Some(stamp) => {
+            suffix.extend_from_slice(&stamp.to_bytes());
+            FormatVersion::V3
+        }
+        None => FormatVersion::NODE,
+    };
+    encode_onto(out, version, node, &suffix);
     // A node record is a few hundred bytes at most, far below u32::MAX.
     let len = u32::try_from(out.len() - start - 4).unwrap_or(u32::MAX);
     out[start..start + 4].copy_from_slice(&len.to_be_bytes());
@@ -335,6 +370,8 @@ pub struct LogRow<'a> {
     pub line_crc: Option<u32>,
     /// The line's bytes (the row's tail).
     pub line: &'a [u8],
+    /// The stamp of the operation this record begins (version-3 node records).
+    pub op: Option<OpStamp>,
 }
 
 /// What a log row's line was checked against.
@@ -371,11 +408,12 @@ impl LogRow<'_> {
 /// Splits a log row and decodes its node record (version 1 or 2); the line is not checked.
 pub fn decode_log(bytes: &[u8]) -> Result<LogRow<'_>, CodecError> {
     let (node, line) = split_log(bytes)?;
-    let (node, line_crc) = decode_node(node)?;
+    let (node, line_crc, op) = decode_node_stamped(node)?;
     Ok(LogRow {
         node,
         line_crc,
         line,
+        op,
     })
 }
 
@@ -384,19 +422,33 @@ pub fn decode_log_node(bytes: &[u8]) -> Result<NodeRecord, CodecError> {
     Ok(decode_node(split_log(bytes)?.0)?.0)
 }
 
-/// Decodes a node record of version 1 (its fields) or 2 (its fields, then the CRC-32 of its
-/// line as u32 little-endian), checking its checksum and that every byte was used.
+/// Decodes a node record of version 1 (its fields), 2 (its fields, then the CRC-32 of its
+/// line as u32 little-endian) or 3 (then an operation stamp), checking its checksum and that
+/// every byte was used; the stamp is not returned ([`decode_node_stamped`]).
 pub fn decode_node(bytes: &[u8]) -> Result<(NodeRecord, Option<u32>), CodecError> {
+    decode_node_stamped(bytes).map(|(node, crc, _)| (node, crc))
+}
+
+/// [`decode_node`] with the operation stamp of a version-3 node record.
+#[allow(clippy::type_complexity)]
+pub fn decode_node_stamped(
+    bytes: &[u8],
+) -> Result<(NodeRecord, Option<u32>, Option<OpStamp>), CodecError> {
     let (version, body) = open(bytes)?;
     let (node, used) = decode_body::<NodeRecord>(body)?;
     let rest = &body[used..];
     if !version.has_line_crc() {
-        return exact(rest).map(|()| (node, None));
+        return exact(rest).map(|()| (node, None, None));
     }
     let (crc, rest) = rest.split_first_chunk::<4>().ok_or_else(|| {
         CodecError::CorruptRecord("node record ends before its line's CRC".to_owned())
     })?;
-    exact(rest).map(|()| (node, Some(u32::from_le_bytes(*crc))))
+    let crc = Some(u32::from_le_bytes(*crc));
+    if !version.has_op_stamp() {
+        return exact(rest).map(|()| (node, crc, None));
+    }
+    let (stamp, used) = decode_body::<OpStamp>(rest)?;
+    exact(&rest[used..]).map(|()| (node, crc, Some(stamp)))
 }
 
 /// Decodes a record of version 1, checking its checksum, its format version and that every

@@ -13,6 +13,24 @@ pub enum GroveError {
     /// An entry id that names no entry of the session (pi `not_found`).
     #[error("Entry {0} not found")]
     EntryNotFound(String),
+    /// An operation number the session's operation log does not have.
+    #[error("session {session} has no operation {op} (its operations are 0 to {last})", last = .count.saturating_sub(1))]
+    OperationNotFound {
+        /// The session.
+        session: String,
+        /// The number asked for.
+        op: u64,
+        /// How many operations the session has.
+        count: u64,
+    },
+    /// A point in time before a session's first operation.
+    #[error("session {session} had no operation yet at {time}")]
+    BeforeFirstOperation {
+        /// The session.
+        session: String,
+        /// The time asked for, as given.
+        time: String,
+    },
     /// No session with this id (or id prefix).
     #[error("Session not found: {0}")]
     SessionNotFound(String),
@@ -168,7 +186,10 @@ impl GroveError {
     /// pi's error code for this error (spec §11), for scripts and conformance tests.
     pub fn code(&self) -> &'static str {
         match self {
-            GroveError::EntryNotFound(_) | GroveError::SessionNotFound(_) => "not_found",
+            GroveError::EntryNotFound(_)
+            | GroveError::SessionNotFound(_)
+            | GroveError::OperationNotFound { .. }
+            | GroveError::BeforeFirstOperation { .. } => "not_found",
             GroveError::InvalidSession { .. } => "invalid_session",
             GroveError::InvalidEntry { .. }
             | GroveError::RejectedEntry { .. }
@@ -200,6 +221,8 @@ impl GroveError {
         match self {
             GroveError::EntryNotFound(_) => "EntryNotFound",
             GroveError::SessionNotFound(_) => "SessionNotFound",
+            GroveError::OperationNotFound { .. } => "OperationNotFound",
+            GroveError::BeforeFirstOperation { .. } => "BeforeFirstOperation",
             GroveError::AmbiguousPrefix { .. } => "AmbiguousPrefix",
             GroveError::InvalidSession { .. } => "InvalidSession",
             GroveError::InvalidEntry { .. } => "InvalidEntry",

@@ -120,6 +120,7 @@ impl Store {
             std::io::Cursor::new(text.into_bytes()),
             ImportOptions {
                 parent_session_id: Some(rec.id.clone()),
+                operation: grove_codec::op::OpKind::Fork,
                 ..ImportOptions::default()
             },
         )?;

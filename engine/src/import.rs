@@ -29,6 +29,7 @@ use crate::keys;
 use crate::kv::WriteBatch;
 use crate::store::{Durability, Store};
 use crate::util;
+use grove_codec::op::{OpKind, OpStamp};
 
 /// Which rule sets the imported session's leaf (spec §3.5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -56,6 +57,9 @@ pub struct ImportOptions {
     /// import with [`GroveError::LineTooLong`], in lenient mode too. Default
     /// [`DEFAULT_MAX_LINE_BYTES`] (256 MiB).
     pub max_line_bytes: usize,
+    /// The operation the import is recorded as: [`OpKind::Import`] (default), or
+    /// [`OpKind::Fork`] for the session a fork makes.
+    pub operation: OpKind,
 }
 
 impl Default for ImportOptions {
@@ -66,6 +70,7 @@ impl Default for ImportOptions {
             source_path: None,
             parent_session_id: None,
             max_line_bytes: DEFAULT_MAX_LINE_BYTES,
+            operation: OpKind::Import,
         }
     }
 }
@@ -334,8 +339,11 @@ impl Store {
             if log_pack.is_empty() {
                 pack_first = seq;
             }
+            // The import is one operation, stamped on its first record.
+            let stamp =
+                (seq == 0).then(|| OpStamp::new(options.operation, self.actor(), util::now_ms()));
             log_pack
-                .push(&record::encode_log(&node, &line))
+                .push(&record::encode_log_stamped(&node, &line, stamp.as_ref()))
                 .map_err(|e| invalid(format!("record {seq}: {e}")))?;
             let last = seq + 1 == records.len() as u64;
             if log_pack.is_full() || last {

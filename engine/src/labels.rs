@@ -24,6 +24,21 @@ pub struct Label {
     pub set_by: String,
 }
 
+/// The label a `label` entry's line sets, decoded and as a JSON string literal; `None` when
+/// it clears (spec §6.1: trimmed; blank or non-string clears). The label index
+/// ([`Session::label_update`]) keeps the same value.
+pub(crate) fn label_value(line: &str) -> Option<(String, String)> {
+    let value = Fields::parse(line)
+        .and_then(|f| f.label)
+        .and_then(JsString::from_raw)
+        .map(|s| s.trim())
+        .filter(|s| !s.is_empty())?;
+    Some((
+        value.to_rust().unwrap_or_else(|| value.to_lossy()),
+        value.to_json(),
+    ))
+}
+
 impl Session {
     /// Every current label, keyed by target id (spec §6.1: last in log order wins, trimmed,
     /// blank clears).

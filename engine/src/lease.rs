@@ -63,7 +63,15 @@ impl TurnGuard {
 
     /// Moves the leaf on behalf of the turn holder (spec §7.1: the holder may).
     pub fn move_to(&self, target: Option<&str>) -> Result<()> {
-        self.session.move_to_with(target, None, None).map(|_| ())
+        self.session
+            .move_to_with(
+                target,
+                None,
+                crate::session::NO_LABEL,
+                None,
+                grove_codec::op::OpKind::Move,
+            )
+            .map(|_| ())
     }
 }
 

@@ -27,6 +27,7 @@ pub mod labels;
 mod lease;
 mod log;
 pub mod navigate;
+pub mod oplog;
 mod paths;
 mod plan;
 pub mod proof;
@@ -50,6 +51,7 @@ pub use error::{GroveError, Result};
 pub use export::{ExportReport, Flavor};
 pub use fork::{ForkMode, ForkOptions, ForkPosition};
 pub use grove_codec as codec;
+pub use grove_codec::op::OpKind;
 pub use grove_codec::reader::Strictness;
 pub use grove_codec::writer::NewEntry;
 pub use import::{ImportOptions, ImportReport, LeafRule};
@@ -59,6 +61,7 @@ pub use navigate::{
     HookDecision, HookSummary, NavigateEvent, NavigateHook, NavigateOptions, NavigateOutcome,
     Navigator,
 };
+pub use oplog::{Operation, PointInTime, Seal, SealCheck};
 pub use proof::EntryProof;
 pub use session::{AppendOptions, AppendOutcome, Entry, Session};
 pub use store::{Backend, CreateSession, Durability, SessionSummary, Store, StoreConfig};

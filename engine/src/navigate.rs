@@ -250,14 +250,19 @@ impl Session {
             usage,
             from_hook: Some(from_hook),
         });
-        let summary_id = self.move_to_with(new_leaf.as_deref(), summary_entry.as_ref(), None)?;
-        if let Some(l) = label {
-            let labelled = summary_id.clone().unwrap_or_else(|| target.to_owned());
-            self.append(NewEntry::Label {
-                target_id: labelled,
-                label: Some(l),
-            })?;
-        }
+        // The move, its summary and its label are one operation, one atomic write.
+        let summary_id = self.move_to_with(
+            new_leaf.as_deref(),
+            summary_entry.as_ref(),
+            label.map(|l| {
+                move |summary: Option<&str>| NewEntry::Label {
+                    target_id: summary.unwrap_or(target).to_owned(),
+                    label: Some(l),
+                }
+            }),
+            None,
+            grove_codec::op::OpKind::Navigate,
+        )?;
         Ok(NavigateOutcome::Moved {
             old_leaf,
             new_leaf,

@@ -6,9 +6,8 @@
 use std::sync::Arc;
 
 use grove_codec::entry::Envelope;
-use grove_codec::jsstr::JsString;
+use grove_codec::op::OpKind;
 use grove_codec::record::{self, LabelRecord, LeafTarget, NodeRecord, SessionRecord};
-use grove_codec::view::Fields;
 use grove_codec::writer::NewEntry;
 use grove_codec::EntryKind;
 
@@ -95,6 +94,8 @@ pub struct Session {
     /// Records `0 .. packed` are stored in log packs and their ids in id packs (an
     /// imported session); the rest in single rows. Fixed when the session is written.
     pub(crate) packed: u64,
+    /// Who this handle's operations are stamped with; `None`: [`crate::store::DEFAULT_ACTOR`].
+    pub(crate) actor: Option<Arc<str>>,
 }
 
 impl std::fmt::Debug for Session {
@@ -113,7 +114,25 @@ impl Session {
             sid,
             record: Arc::new(record),
             packed: 0,
+            actor: None,
         }
+    }
+
+    /// This handle, stamping its operations with `actor`.
+    pub fn with_actor(mut self, actor: &str) -> Session {
+        self.actor = Some(Arc::from(actor));
+        self
+    }
+
+    /// This handle, stamping its operations with the actor of `store`'s handle.
+    pub(crate) fn with_actor_of(mut self, store: &crate::Store) -> Session {
+        self.actor = store.actor.clone();
+        self
+    }
+
+    /// Who this handle's operations are stamped with.
+    pub fn actor(&self) -> &str {
+        self.actor.as_deref().unwrap_or(crate::store::DEFAULT_ACTOR)
     }
 
     /// A handle on a stored session: reads its packed count (one point read). Its state
@@ -340,7 +359,7 @@ impl Session {
     pub fn append_with(&self, entry: NewEntry, options: AppendOptions) -> Result<String> {
         let lock = self.inner.session_lock(self.sid);
         let mut tip = lock.lock();
-        let mut txn = Txn::begin(self, &mut tip)?;
+        let mut txn = Txn::begin(self, &mut tip, OpKind::Append)?;
         let id = txn.append(&entry, options.id, options.timestamp)?;
         txn.commit(
             options.durability.unwrap_or(self.inner.durability),
@@ -359,7 +378,7 @@ impl Session {
     pub fn append_exact(&self, entry: &str, durability: Option<Durability>) -> Result<String> {
         let lock = self.inner.session_lock(self.sid);
         let mut tip = lock.lock();
-        let mut txn = Txn::begin(self, &mut tip)?;
+        let mut txn = Txn::begin(self, &mut tip, OpKind::Append)?;
         let id = txn.append_exact(entry.trim().to_owned())?;
         txn.commit(durability.unwrap_or(self.inner.durability), &mut tip)?;
         Ok(id)
@@ -371,7 +390,7 @@ impl Session {
     pub fn append_if(&self, expected_leaf: Option<&str>, entry: NewEntry) -> Result<AppendOutcome> {
         let lock = self.inner.session_lock(self.sid);
         let mut tip = lock.lock();
-        let mut txn = Txn::begin(self, &mut tip)?;
+        let mut txn = Txn::begin(self, &mut tip, OpKind::Append)?;
         let actual = match txn.head.leaf {
             None => None,
             Some(seq) => Some(txn.node(seq)?.id.into()),
@@ -392,7 +411,7 @@ impl Session {
     pub fn append_many(&self, entries: &[NewEntry]) -> Result<Vec<String>> {
         let lock = self.inner.session_lock(self.sid);
         let mut tip = lock.lock();
-        let mut txn = Txn::begin(self, &mut tip)?;
+        let mut txn = Txn::begin(self, &mut tip, OpKind::AppendMany)?;
         txn.reserve(entries.len());
         let ids = entries
             .iter()
@@ -405,20 +424,9 @@ impl Session {
     /// Adds the label-index update of a `label` entry at `seq` (spec §6.1: trimmed; blank
     /// or non-string clears).
     pub(crate) fn label_update(&self, batch: &mut WriteBatch, line: &str, target: &str, seq: u64) {
-        let value = Fields::parse(line)
-            .and_then(|f| f.label)
-            .and_then(JsString::from_raw)
-            .map(|s| s.trim())
-            .filter(|s| !s.is_empty());
         let key = keys::label(self.sid, target);
-        match value {
-            Some(v) => batch.put(
-                key,
-                record::encode(&LabelRecord {
-                    label: v.to_json(),
-                    set_by: seq,
-                }),
-            ),
+        match crate::labels::label_value(line) {
+            Some((_, label)) => batch.put(key, record::encode(&LabelRecord { label, set_by: seq })),
             None => batch.delete(key),
         }
     }
@@ -428,20 +436,24 @@ impl Session {
     /// while a turn or a navigation holds the session (use [`crate::TurnGuard::move_to`]).
     pub fn move_to(&self, target: Option<&str>) -> Result<()> {
         self.check_idle()?;
-        self.move_to_with(target, None, None).map(|_| ())
+        self.move_to_with(target, None, NO_LABEL, None, OpKind::Move)
+            .map(|_| ())
     }
 
     /// Moves the leaf and, with `summary`, appends a branch summary at the target in the
-    /// same atomic write (one log value, spec §7.1). Returns the summary entry's id.
+    /// same atomic write (one log value, spec §7.1), then, with `label`, the label entry it
+    /// makes from the summary's id. One operation of kind `op`. Returns the summary's id.
     pub(crate) fn move_to_with(
         &self,
         target: Option<&str>,
         summary: Option<&NewEntry>,
+        label: Option<impl FnOnce(Option<&str>) -> NewEntry>,
         durability: Option<Durability>,
+        op: OpKind,
     ) -> Result<Option<String>> {
         let lock = self.inner.session_lock(self.sid);
         let mut tip = lock.lock();
-        let mut txn = Txn::begin(self, &mut tip)?;
+        let mut txn = Txn::begin(self, &mut tip, op)?;
         let target_seq = match target {
             None => None,
             Some(id) => Some(txn.require_entry(id)?),
@@ -451,6 +463,9 @@ impl Session {
             None => None,
             Some(entry) => Some(txn.append(entry, None, None)?),
         };
+        if let Some(label) = label {
+            txn.append(&label(summary_id.as_deref()), None, None)?;
+        }
         txn.commit(durability.unwrap_or(self.inner.durability), &mut tip)?;
         Ok(summary_id)
     }
@@ -469,6 +484,9 @@ impl Session {
         Ok(out)
     }
 }
+
+/// No label for [`Session::move_to_with`].
+pub(crate) const NO_LABEL: Option<fn(Option<&str>) -> NewEntry> = None;
 
 /// The packed count of session `sid` (0 when it has no packs).
 pub(crate) fn packed_count(inner: &Inner, sid: u64) -> Result<u64> {

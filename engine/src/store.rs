@@ -443,7 +443,13 @@ impl Inner {
 #[derive(Clone)]
 pub struct Store {
     pub(crate) inner: Arc<Inner>,
+    /// Who this handle's operations are stamped with ([`Store::with_actor`]); `None`:
+    /// [`DEFAULT_ACTOR`].
+    pub(crate) actor: Option<Arc<str>>,
 }
+
+/// The actor of operations made through a handle that was given none.
+pub const DEFAULT_ACTOR: &str = "library";
 
 /// Writer locks (with their [`Tip`]s) kept for sessions nobody is writing.
 const SESSION_LOCKS_KEPT: usize = 4096;
@@ -487,7 +493,11 @@ impl Tip {
     }
 }
 
-const FORMAT_MARKER: &[u8] = b"grove\x00\x09";
+const FORMAT_MARKER: &[u8] = b"grove\x00\x0a";
+/// Layout 9 is layout 10 without operation stamps: its log rows are read as they are (their
+/// records form one `legacy` operation, docs/design.md, "Operation log"), so opening it only
+/// rewrites the marker (a layout-9 build cannot decode the stamped rows).
+const FORMAT_MARKER_9: &[u8] = b"grove\x00\x09";
 /// Layout 8 is layout 9 without the CRC-32 of the line in the node records of its log rows
 /// (their version 1): layout 9 checks the lines of such rows against their content hash, so
 /// opening it only rewrites the marker (a layout-8 build cannot decode the newer rows).
@@ -824,8 +834,12 @@ impl Store {
         let marker = inner.kv.get(&marker_key)?;
         if read_only {
             match marker {
-                // Layouts 7 and 8 are read as they are (a writer only rewrites their marker).
-                Some(m) if m == FORMAT_MARKER || m == FORMAT_MARKER_8 || m == FORMAT_MARKER_7 => {}
+                // Layouts 7 to 9 are read as they are (a writer only rewrites their marker).
+                Some(m)
+                    if m == FORMAT_MARKER
+                        || m == FORMAT_MARKER_9
+                        || m == FORMAT_MARKER_8
+                        || m == FORMAT_MARKER_7 => {}
                 // A backend without a marker holds no store (or lost it: see `lost`).
                 None if inner.lost.is_some() => {}
                 None => {
@@ -835,11 +849,12 @@ impl Store {
             }
             return Ok(Store {
                 inner: Arc::new(inner),
+                actor: None,
             });
         }
         match marker {
             Some(m) if m == FORMAT_MARKER => {}
-            Some(m) if m == FORMAT_MARKER_8 || m == FORMAT_MARKER_7 => {
+            Some(m) if m == FORMAT_MARKER_9 || m == FORMAT_MARKER_8 || m == FORMAT_MARKER_7 => {
                 let mut batch = WriteBatch::new();
                 batch.put(marker_key, FORMAT_MARKER.to_vec());
                 inner.commit(batch, Durability::Sync)?;
@@ -865,6 +880,7 @@ impl Store {
         }
         let store = Store {
             inner: Arc::new(inner),
+            actor: None,
         };
         store.discard_unfinished_imports()?;
         Ok(store)
@@ -884,6 +900,20 @@ impl Store {
     /// The name of the backend ("sled", "memory").
     pub fn backend_name(&self) -> &'static str {
         self.inner.kv.name()
+    }
+
+    /// A handle on the same store whose operations are stamped with `actor` (the CLI stamps
+    /// `cli`, the server the client's name); sessions opened through it inherit it.
+    pub fn with_actor(&self, actor: &str) -> Store {
+        Store {
+            inner: self.inner.clone(),
+            actor: Some(Arc::from(actor)),
+        }
+    }
+
+    /// Who this handle's operations are stamped with.
+    pub fn actor(&self) -> &str {
+        self.actor.as_deref().unwrap_or(DEFAULT_ACTOR)
     }
 
     /// Flushes every write so far to durable storage, with the context views reads built
@@ -980,7 +1010,7 @@ impl Store {
         batch.put(keys::head(sid), record::encode(&head));
         batch.put(keys::session_id(&id), sid.to_be_bytes().to_vec());
         self.inner.commit(batch, self.inner.durability)?;
-        Ok(Session::new(self.inner.clone(), sid, record))
+        Ok(Session::new(self.inner.clone(), sid, record).with_actor_of(self))
     }
 
     /// Publishes a fully written session under its id (the last write of an import).
@@ -1007,7 +1037,7 @@ impl Store {
     /// (its catalogue row goes first, its record last).
     fn open_listed(&self, id: &str, sid: u64) -> Result<Session> {
         match self.inner.require::<SessionRecord>(&keys::session(sid)) {
-            Ok(record) => Session::open(self.inner.clone(), sid, record),
+            Ok(record) => Ok(Session::open(self.inner.clone(), sid, record)?.with_actor_of(self)),
             Err(_) if self.inner.sid_of(id)? != Some(sid) => {
                 Err(GroveError::SessionNotFound(id.to_owned()))
             }

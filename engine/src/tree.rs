@@ -65,7 +65,18 @@ impl Session {
     /// Builds the tree of the session.
     pub fn tree(&self) -> Result<Tree> {
         let labels = self.labels()?;
-        let leaf = self.head()?.leaf;
+        let head = self.head()?;
+        self.tree_upto(head.next_seq, head.leaf, &labels)
+    }
+
+    /// The tree of records `0 .. end` with `leaf` as the leaf and `labels` as the labels
+    /// (the current ones, or those of a point in time).
+    pub(crate) fn tree_upto(
+        &self,
+        end: u64,
+        leaf: Option<u64>,
+        labels: &std::collections::BTreeMap<String, crate::labels::Label>,
+    ) -> Result<Tree> {
         let active: HashSet<u64> = match leaf {
             Some(l) => self.path_to_root_seq(l)?.iter().map(|e| e.seq).collect(),
             None => HashSet::new(),
@@ -74,9 +85,9 @@ impl Session {
         let mut index_of: HashMap<u64, usize> = HashMap::new();
         let mut parent_seq: Vec<Option<u64>> = Vec::new();
         let mut stamps: Vec<Option<i64>> = Vec::new();
-        for entry in self.entries() {
+        for entry in self.log_range(0, end).entries(self.id()) {
             let entry = entry?;
-            if entry.node.shadowed {
+            if entry.is_leaf_record() || entry.node.shadowed {
                 continue;
             }
             let env = entry.envelope()?;

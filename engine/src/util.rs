@@ -15,12 +15,16 @@ pub fn hex(bytes: &[u8]) -> String {
     out
 }
 
+/// Now, in milliseconds since the Unix epoch.
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
 /// Now, in `toISOString` form.
 pub fn now_iso() -> String {
-    let ms = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64);
-    grove_codec::time::format_ms(ms)
+    grove_codec::time::format_ms(i64::try_from(now_ms()).unwrap_or(i64::MAX))
 }
 
 /// Now, but never before `previous` (kept non-decreasing within a session).

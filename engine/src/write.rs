@@ -16,6 +16,7 @@ use std::collections::HashMap;
 use compact_str::CompactString;
 
 use grove_codec::digest;
+use grove_codec::op::{OpKind, OpStamp};
 use grove_codec::pack::{LogPackWriter, LOG_PACK_BYTES, LOG_PACK_RECORDS};
 use grove_codec::record::{self, HeadRecord, LeafTarget, NodeRecord, Parent};
 use grove_codec::writer::{leaf_line, NewEntry, RenderedLine};
@@ -48,12 +49,14 @@ pub(crate) struct Txn<'s> {
     bytes: u64,
     /// The writer's [`Tip`], taken for the transaction (nodes read are remembered in it).
     tip: std::cell::RefCell<Tip>,
+    /// The operation this transaction is: its first record carries the stamp.
+    op: OpKind,
 }
 
 impl<'s> Txn<'s> {
     /// Starts a transaction on the session's current head (from the writer's `tip` when it
     /// has one).
-    pub(crate) fn begin(session: &'s Session, tip: &mut Tip) -> Result<Txn<'s>> {
+    pub(crate) fn begin(session: &'s Session, tip: &mut Tip, op: OpKind) -> Result<Txn<'s>> {
         let mut tip = std::mem::take(tip);
         let head = match tip.head.take() {
             Some(h) => h,
@@ -73,6 +76,7 @@ impl<'s> Txn<'s> {
             expected: 1,
             ids: HashMap::new(),
             bytes: 0,
+            op,
         })
     }
 
@@ -161,7 +165,15 @@ impl<'s> Txn<'s> {
         }
         if let Some((_, pack)) = self.packs.last_mut() {
             let before = pack.body_len();
-            pack.push_log(&node, line.as_bytes())
+            // The operation's stamp rides on its first record (docs/format.md, "NodeRecord").
+            let stamp = self.nodes.is_empty().then(|| {
+                OpStamp::new(
+                    op_kind(self.op, written.kind),
+                    self.session.actor(),
+                    util::now_ms(),
+                )
+            });
+            pack.push_log_stamped(&node, line.as_bytes(), stamp.as_ref())
                 .map_err(|e| GroveError::InvalidArgument(format!("entry {}: {e}", node.id)))?;
             self.bytes += (pack.body_len() - before) as u64;
         }
@@ -426,6 +438,18 @@ impl<'s> Txn<'s> {
         next_tip.head = Some(self.head);
         *tip = next_tip;
         Ok(())
+    }
+}
+
+/// The kind a transaction's stamp records: a one-entry append names what the entry is (a
+/// label, a name, a leaf move, a branch summary).
+fn op_kind(op: OpKind, first: EntryKind) -> OpKind {
+    match (op, first) {
+        (OpKind::Append, EntryKind::Label) => OpKind::Label,
+        (OpKind::Append, EntryKind::SessionInfo) => OpKind::Name,
+        (OpKind::Append, EntryKind::Leaf) => OpKind::Move,
+        (OpKind::Append, EntryKind::BranchSummary) => OpKind::Summary,
+        (op, _) => op,
     }
 }
 

@@ -110,5 +110,19 @@ pub fn as_layout_8(store: &Store, sid: u64) -> Result<usize, String> {
     Ok(rows)
 }
 
+/// Rewrites every log row of session `sid` as store layout 9 wrote it (no operation stamps:
+/// version-2 node records throughout) and sets the layout-9 marker. Returns the rows rewritten.
+pub fn as_layout_9(store: &Store, sid: u64) -> Result<usize, String> {
+    let rows = rewrite_rows(store, sid, |row| {
+        let row = record::decode_log(row).ok()?;
+        Some(record::encode_log(&row.node, row.line))
+    })?;
+    let mut batch = WriteBatch::new();
+    batch.put(keys::meta(keys::META_FORMAT), b"grove\x00\x09".to_vec());
+    store.kv().apply(batch).map_err(|e| e.to_string())?;
+    store.flush().map_err(|e| e.to_string())?;
+    Ok(rows)
+}
+
 /// The format marker of store layout 8 (docs/format.md, "Store metadata").
 pub const LAYOUT_8_MARKER: &[u8] = b"grove\x00\x08";

@@ -20,6 +20,7 @@ mod lost_writes;
 mod model;
 mod navigate;
 mod openai;
+mod oplog;
 mod packs;
 mod proof;
 mod read_checks;
