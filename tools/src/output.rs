@@ -240,3 +240,43 @@ pub fn proof_json(proof: &grove::EntryProof) -> String {
     // The entry object as stored, not re-serialized, then the digests.
     format!("{{\"entry\":{},{}", proof.entry.line, &rest[1..])
 }
+
+/// An operation as JSON (`grove log --json`, the server's `.../operations` and `.../undo`):
+/// `{"op", "kind", "time", "timeMs", "actor", "leafBefore", "leafAfter", "records",
+/// "firstSeq", "firstId", "lastId"}`.
+pub fn operation_value(op: &grove::Operation) -> Value {
+    serde_json::json!({
+        "op": op.number,
+        "kind": op.kind.name(),
+        "time": op.time(),
+        "timeMs": op.time_ms,
+        "actor": op.actor,
+        "leafBefore": op.leaf_before,
+        "leafAfter": op.leaf_after,
+        "records": op.records(),
+        "firstSeq": op.first_seq,
+        "firstId": op.first_id,
+        "lastId": op.last_id,
+    })
+}
+
+/// A seal as JSON: `{"digest", "records", "operations"}`.
+pub fn seal_value(seal: &grove::Seal) -> Value {
+    serde_json::json!({
+        "digest": seal.digest,
+        "records": seal.records,
+        "operations": seal.operations,
+    })
+}
+
+/// The outcome of a seal check as JSON: `{"extends": true, "operations", "records"}` or
+/// `{"extends": false}`.
+pub fn seal_check_value(check: &grove::SealCheck) -> Value {
+    match check {
+        grove::SealCheck::Extends {
+            operations,
+            records,
+        } => serde_json::json!({"extends": true, "operations": operations, "records": records}),
+        grove::SealCheck::Diverged => serde_json::json!({"extends": false}),
+    }
+}

@@ -13,6 +13,7 @@ mod hints;
 mod label;
 mod limits;
 mod navigate;
+mod oplog;
 mod read;
 mod read_checks;
 mod salvage;

@@ -1,6 +1,6 @@
 //! `grove branch`: the pi harness's `getBranch`, the path cut at the compaction boundary.
 
-use super::{print_walk, resolve_from, Env, Walk};
+use super::{print_walk, Env, Walk};
 use crate::error::CmdResult;
 
 /// Show the branch ending at an entry: the path from the root, cut at the nearest
@@ -16,6 +16,8 @@ pub struct Args {
     /// `@-` (its parent) or `root` (empty).
     #[arg(long, value_name = "ID")]
     from: Option<String>,
+    #[command(flatten)]
+    at: super::AtArgs,
     /// Print the entries as a JSON array.
     #[arg(long)]
     json: bool,
@@ -23,6 +25,6 @@ pub struct Args {
 
 pub fn run(args: Args, env: &mut Env<'_>) -> CmdResult {
     let (_store, session) = env.read_session(&args.session)?;
-    let from = resolve_from(&session, args.from.as_deref())?;
+    let from = super::resolve_from_at(&session, args.from.as_deref(), &args.at)?;
     print_walk(env.out, &session, args.json, Walk::Branch, from.as_deref())
 }

@@ -6,7 +6,7 @@ use clap::ValueEnum;
 use grove::{Context, ContextOptions};
 use serde_json::Value;
 
-use super::{resolve_from, Env};
+use super::Env;
 use crate::error::CmdResult;
 use crate::output::{message_preview, role_of};
 
@@ -29,6 +29,8 @@ pub struct Args {
     /// `@-` or `root`.
     #[arg(long, value_name = "ID")]
     from: Option<String>,
+    #[command(flatten)]
+    at: super::AtArgs,
     /// Print the context as JSON.
     #[arg(long)]
     json: bool,
@@ -49,7 +51,7 @@ pub fn run(args: Args, env: &mut Env<'_>) -> CmdResult {
         Preset::Harness => ContextOptions::pi_harness(),
         Preset::Cli => ContextOptions::pi_cli(),
     };
-    let leaf = resolve_from(&session, args.from.as_deref())?;
+    let leaf = super::resolve_from_at(&session, args.from.as_deref(), &args.at)?;
     if leaf.is_none() {
         let ctx = empty_context();
         return match args.json {

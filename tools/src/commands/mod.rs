@@ -18,15 +18,18 @@ pub mod gen;
 pub mod goto;
 pub mod import;
 pub mod label;
+pub mod log;
 pub mod ls;
 pub mod name;
 pub mod navigate;
 pub mod path;
 pub mod salvage;
+pub mod seal;
 pub mod show;
 pub mod summarizer_args;
 pub mod summary_preview;
 pub mod tree;
+pub mod undo;
 pub mod verify;
 
 /// The backend page cache of a command that only reads the store.
@@ -43,6 +46,9 @@ pub enum Command {
     Path(path::Args),
     Context(context::Args),
     Show(show::Args),
+    Log(log::Args),
+    Undo(undo::Args),
+    Seal(seal::Args),
     SummaryPreview(summary_preview::Args),
     Append(append::Args),
     Goto(goto::Args),
@@ -121,8 +127,9 @@ pub struct Env<'a> {
 impl Env<'_> {
     /// Opens the store to write (creating it when missing) with the chosen backend and
     /// durability.
+    /// Its operations are stamped with the actor `cli`.
     pub fn open_store(&self) -> CmdResult<Store> {
-        Ok(Store::open_with(self.config(false))?)
+        Ok(Store::open_with(self.config(false))?.with_actor("cli"))
     }
 
     /// Opens the existing store only to read it: a missing store is an error, nothing is
@@ -199,6 +206,9 @@ pub fn run(command: Command, env: &mut Env<'_>) -> CmdResult {
         Command::Path(a) => path::run(a, env),
         Command::Context(a) => context::run(a, env),
         Command::Show(a) => show::run(a, env),
+        Command::Log(a) => log::run(a, env),
+        Command::Undo(a) => undo::run(a, env),
+        Command::Seal(a) => seal::run(a, env),
         Command::SummaryPreview(a) => summary_preview::run(a, env),
         Command::Append(a) => append::run(a, env),
         Command::Goto(a) => goto::run(a, env),
@@ -217,6 +227,50 @@ pub fn run(command: Command, env: &mut Env<'_>) -> CmdResult {
 /// Resolves an optional `--from` entry spec (`None`: the active leaf). `Ok(None)` means the
 /// root position (the spec was `root`, or the leaf is the root position).
 pub fn resolve_from(session: &Session, from: Option<&str>) -> CmdResult<Option<String>> {
+    resolve_from_at(session, from, &AtArgs::default())
+}
+
+/// `--at-op N` / `--at-time TIME`: answer as the session stood after an operation.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct AtArgs {
+    /// Answer as the session stood right after operation N (`grove log` lists them).
+    #[arg(long, value_name = "N", conflicts_with = "at_time")]
+    pub at_op: Option<u64>,
+    /// Answer as the session stood at TIME (RFC 3339, e.g. 2026-12-03T10:00:00Z): after the
+    /// last operation committed then.
+    #[arg(long, value_name = "TIME")]
+    pub at_time: Option<String>,
+}
+
+impl AtArgs {
+    /// The point in time asked for, if any.
+    pub fn point(&self, session: &Session) -> CmdResult<Option<grove::PointInTime>> {
+        Ok(match (self.at_op, &self.at_time) {
+            (Some(n), _) => Some(session.at_op(n)?),
+            (None, Some(t)) => Some(session.at_time(t)?),
+            (None, None) => None,
+        })
+    }
+}
+
+/// The entry a walk starts from: `--from`, else the leaf at `--at-op`/`--at-time`, else the
+/// active leaf (`None`: the root position). A context or a branch depends only on the path
+/// from its leaf, which later records never change, so the leaf then is all a point in time
+/// needs.
+pub fn resolve_from_at(
+    session: &Session,
+    from: Option<&str>,
+    at: &AtArgs,
+) -> CmdResult<Option<String>> {
+    if let Some(point) = at.point(session)? {
+        if from.is_some() {
+            return Err(CommandError::invalid(
+                "--from cannot be combined with --at-op or --at-time",
+                "a point in time answers at the leaf the session had then",
+            ));
+        }
+        return Ok(point.leaf);
+    }
     match from {
         None => Ok(session.leaf()?),
         Some(spec) => Ok(session.resolve_entry(spec)?),

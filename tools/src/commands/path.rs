@@ -1,6 +1,6 @@
 //! `grove path`: the full path from the root to an entry.
 
-use super::{print_walk, resolve_from, Env, Walk};
+use super::{print_walk, Env, Walk};
 use crate::error::CmdResult;
 
 /// Show the full path from the root to an entry, root first (never cut at a compaction).
@@ -15,6 +15,8 @@ pub struct Args {
     /// `@-` (its parent) or `root` (empty).
     #[arg(long, value_name = "ID")]
     from: Option<String>,
+    #[command(flatten)]
+    at: super::AtArgs,
     /// Print the entries as a JSON array.
     #[arg(long)]
     json: bool,
@@ -22,6 +24,6 @@ pub struct Args {
 
 pub fn run(args: Args, env: &mut Env<'_>) -> CmdResult {
     let (_store, session) = env.read_session(&args.session)?;
-    let from = resolve_from(&session, args.from.as_deref())?;
+    let from = super::resolve_from_at(&session, args.from.as_deref(), &args.at)?;
     print_walk(env.out, &session, args.json, Walk::Path, from.as_deref())
 }

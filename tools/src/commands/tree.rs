@@ -36,11 +36,17 @@ pub struct Args {
     /// Print nested JSON instead of the drawing.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    at: super::AtArgs,
 }
 
 pub fn run(args: Args, env: &mut Env<'_>) -> CmdResult {
     let (_store, session) = env.read_session(&args.session)?;
-    let tree = session.tree()?;
+    let tree = match args.at.point(&session)? {
+        // The entries, labels and active path as they were then.
+        Some(point) => session.tree_as_of(&point)?,
+        None => session.tree()?,
+    };
     let mut out = BufWriter::new(&mut *env.out);
     if args.json {
         write_tree_json(&tree, &mut out)?;
