@@ -4,6 +4,7 @@
 
 mod bad_input;
 mod crash;
+mod oplog;
 mod routes;
 mod turns;
 
@@ -96,12 +97,27 @@ impl Server {
         path: &str,
         body: Option<&str>,
     ) -> (u16, String) {
+        self.call_with(token, &[], method, path, body)
+    }
+
+    /// Sends a request with `token` and more `headers` (name, value).
+    pub fn call_with(
+        &self,
+        token: Option<&str>,
+        headers: &[(&str, &str)],
+        method: &str,
+        path: &str,
+        body: Option<&str>,
+    ) -> (u16, String) {
         let mut req = self
             .agent
             .request(method, &format!("{}{path}", self.url))
             .set("content-type", "application/json");
         if let Some(t) = token {
             req = req.set("authorization", &format!("Bearer {t}"));
+        }
+        for (name, value) in headers {
+            req = req.set(name, value);
         }
         let result = match body {
             Some(b) => req.send_string(b),

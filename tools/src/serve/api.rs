@@ -1,6 +1,8 @@
 //! The server's error body and request extractors: every failure is `{"code", "message"}`
 //! with a stable code (docs/api.md, "Errors"), pi's where pi has one; a body over the limit is
-//! 413, one that is not the JSON a route takes is 400, and neither reaches the store.
+//! 413, one that is not the JSON a route takes is 400, and neither reaches the store. A
+//! request's `Grove-Client` header names who its operations are stamped with
+//! ([`client_name`]); the handlers' [`State`] is the server's state as that client sees it.
 
 use axum::extract::rejection::{BytesRejection, QueryRejection};
 use axum::extract::{FromRequest, FromRequestParts, Request};
@@ -9,6 +11,8 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use grove::GroveError;
 use serde::de::DeserializeOwned;
+
+use super::routes::State;
 
 /// An error answer.
 #[derive(Debug, Clone)]
@@ -145,5 +149,48 @@ impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for Path<T>
             .await
             .map(|p| Path(p.0))
             .map_err(|r| ApiError::invalid_argument(r.body_text()))
+    }
+}
+
+/// The header naming the client a request comes from: its operations are stamped with it.
+pub const CLIENT_HEADER: &str = "grove-client";
+
+/// The longest client name taken.
+const MAX_CLIENT_NAME: usize = 64;
+
+/// The client a request names in `Grove-Client` (1 to 64 printable ASCII characters), if any;
+/// `invalid_argument` for any other value, or for the header given twice.
+pub fn client_name(headers: &axum::http::HeaderMap) -> ApiResult<Option<&str>> {
+    let mut values = headers.get_all(CLIENT_HEADER).iter();
+    let Some(value) = values.next() else {
+        return Ok(None);
+    };
+    if values.next().is_some() {
+        return Err(ApiError::invalid_argument(
+            "Grove-Client is given more than once; give one name",
+        ));
+    }
+    let bytes = value.as_bytes();
+    let printable = bytes.iter().all(|b| (b' '..=b'~').contains(b));
+    if bytes.is_empty() || bytes.len() > MAX_CLIENT_NAME || !printable {
+        return Err(ApiError::invalid_argument(format!(
+            "Grove-Client must be 1 to {MAX_CLIENT_NAME} printable ASCII characters"
+        )));
+    }
+    // Printable ASCII is UTF-8.
+    value
+        .to_str()
+        .map(Some)
+        .map_err(|_| ApiError::invalid_argument("Grove-Client is not ASCII"))
+}
+
+impl FromRequestParts<State> for State {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &State) -> ApiResult<State> {
+        Ok(match client_name(&parts.headers)? {
+            Some(name) => state.for_client(name),
+            None => state.clone(),
+        })
     }
 }

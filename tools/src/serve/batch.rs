@@ -12,7 +12,6 @@
 
 use std::collections::HashMap;
 
-use axum::extract::State as Extract;
 use axum::http::StatusCode;
 use axum::response::Response;
 use grove::{AppendOptions, Durability, Session};
@@ -41,10 +40,7 @@ struct Item {
     timestamp: Option<String>,
 }
 
-pub(super) async fn appends(
-    Extract(state): Extract<State>,
-    Body(body): Body<AppendsBody>,
-) -> ApiResult<Response> {
+pub(super) async fn appends(state: State, Body(body): Body<AppendsBody>) -> ApiResult<Response> {
     if body.appends.len() > MAX_APPENDS {
         return Err(ApiError::invalid_argument(format!(
             "{} appends in one request; at most {MAX_APPENDS} are taken",

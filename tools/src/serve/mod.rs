@@ -6,10 +6,14 @@
 //! calls the engine's public API only (`grove::Store`, `grove::Session`), each call on tokio's
 //! blocking pool, and nothing else in the tool but `commands::Env` to open the store as every
 //! command does, `commands::summarizer_args` to build the summarizer as `grove navigate`
-//! does, and `output::proof_json` to write a proof as `grove show --json` does.
+//! does, and `output` to write proofs, operations and seals as the CLI's `--json` does. The
+//! operation log's routes and the point in time of a read are in `oplog.rs`; a request's
+//! `Grove-Client` header names the actor its operations are stamped with (`server` without
+//! one).
 
 mod api;
 mod batch;
+mod oplog;
 mod routes;
 mod stream;
 mod turns;

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use axum::extract::{DefaultBodyLimit, Request, State as Extract};
+use axum::extract::{DefaultBodyLimit, Request};
 use axum::http::{header, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -22,13 +22,18 @@ use grove::summary::{PathMode, Summarizer};
 use grove::{NavigateOptions, NavigateOutcome, Navigator};
 
 use super::api::{ApiError, ApiResult, Body, Path, Query, Raw};
+use super::oplog::{self, At};
 use super::stream::{forward_body, json_stream, ndjson, BodyEnd, BodyReader, Sink};
 use super::turns::{Turns, DEFAULT_TTL, MAX_TTL};
 
-/// What every handler shares.
+/// What every handler shares, as one request sees it: a handler takes `State` itself (not
+/// `axum::extract::State<State>`), whose store stamps the request's writes with its client's
+/// name (`Grove-Client`, [`super::api::client_name`]; `server` without one).
 #[derive(Clone)]
 pub struct State {
     inner: Arc<Shared>,
+    /// The store, stamping operations with this request's client.
+    store: Store,
 }
 
 struct Shared {
@@ -49,6 +54,7 @@ impl State {
         summarizer: Option<Arc<dyn Summarizer>>,
     ) -> State {
         State {
+            store: store.with_actor(DEFAULT_CLIENT),
             inner: Arc::new(Shared {
                 store,
                 max_body,
@@ -65,8 +71,17 @@ impl State {
         self.inner.turns.clone()
     }
 
+    /// The store, stamping operations with this request's client.
     pub(super) fn store(&self) -> Store {
-        self.inner.store.clone()
+        self.store.clone()
+    }
+
+    /// This state as a request from client `name` sees it.
+    pub(super) fn for_client(&self, name: &str) -> State {
+        State {
+            inner: self.inner.clone(),
+            store: self.inner.store.with_actor(name),
+        }
     }
 
     /// The durability every acknowledged write has (`--durability`).
@@ -74,6 +89,9 @@ impl State {
         self.inner.durability
     }
 }
+
+/// The actor of a request that names no client.
+pub const DEFAULT_CLIENT: &str = "server";
 
 /// Every route: method and path, as docs/api.md lists them (a test compares the two).
 pub const ROUTES: &[(&str, &str)] = &[
@@ -112,6 +130,10 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/v1/sessions/{sid}/leaf"),
     ("PUT", "/v1/sessions/{sid}/leaf"),
     ("GET", "/v1/sessions/{sid}/leaf/history"),
+    ("GET", "/v1/sessions/{sid}/operations"),
+    ("POST", "/v1/sessions/{sid}/undo"),
+    ("GET", "/v1/sessions/{sid}/seal"),
+    ("POST", "/v1/sessions/{sid}/seal/check"),
     ("POST", "/v1/sessions/{sid}/navigate"),
     ("POST", "/v1/sessions/{sid}/ids"),
     ("POST", "/v1/sessions/{sid}/turns"),
@@ -158,6 +180,10 @@ fn handler(method: &str, route: &str) -> Option<MethodRouter<State>> {
         ("GET", "/v1/sessions/{sid}/leaf") => get(leaf),
         ("PUT", "/v1/sessions/{sid}/leaf") => put(move_leaf),
         ("GET", "/v1/sessions/{sid}/leaf/history") => get(leaf_history),
+        ("GET", "/v1/sessions/{sid}/operations") => get(oplog::operations),
+        ("POST", "/v1/sessions/{sid}/undo") => post(oplog::undo),
+        ("GET", "/v1/sessions/{sid}/seal") => get(oplog::seal),
+        ("POST", "/v1/sessions/{sid}/seal/check") => post(oplog::check_seal),
         ("POST", "/v1/sessions/{sid}/navigate") => post(navigate),
         ("POST", "/v1/sessions/{sid}/ids") => post(fresh_ids),
         ("POST", "/v1/sessions/{sid}/turns") => post(begin_turn),
@@ -312,7 +338,7 @@ fn session_json(session: &Session) -> grove::Result<Value> {
 
 // ---- server ----
 
-async fn health(Extract(state): Extract<State>) -> Response {
+async fn health(state: State) -> Response {
     let store = state.store();
     json_answer(
         StatusCode::OK,
@@ -326,7 +352,7 @@ async fn health(Extract(state): Extract<State>) -> Response {
     )
 }
 
-async fn verify(Extract(state): Extract<State>) -> ApiResult<Response> {
+async fn verify(state: State) -> ApiResult<Response> {
     let store = state.store();
     let report = blocking(move || store.verify()).await?;
     let problems: Vec<String> = report.problems.iter().map(|p| p.to_string()).collect();
@@ -350,10 +376,7 @@ struct Page {
     limit: Option<usize>,
 }
 
-async fn list_sessions(
-    Extract(state): Extract<State>,
-    Query(page): Query<Page>,
-) -> ApiResult<Response> {
+async fn list_sessions(state: State, Query(page): Query<Page>) -> ApiResult<Response> {
     let store = state.store();
     let limit = page.limit.unwrap_or(1000);
     if limit == 0 {
@@ -393,10 +416,7 @@ fn metadata_object(metadata: Option<Box<RawValue>>) -> ApiResult<Option<String>>
     }
 }
 
-async fn create_session(
-    Extract(state): Extract<State>,
-    Body(body): Body<NewSession>,
-) -> ApiResult<Response> {
+async fn create_session(state: State, Body(body): Body<NewSession>) -> ApiResult<Response> {
     let metadata = metadata_object(body.metadata)?;
     let store = state.store();
     let info = blocking(move || {
@@ -413,25 +433,19 @@ async fn create_session(
     Ok(json_answer(StatusCode::CREATED, info))
 }
 
-async fn get_session(
-    Extract(state): Extract<State>,
-    Path(sid): Path<String>,
-) -> ApiResult<Response> {
+async fn get_session(state: State, Path(sid): Path<String>) -> ApiResult<Response> {
     let store = state.store();
     let info = blocking(move || session_json(&store.session(&sid)?)).await?;
     Ok(json_answer(StatusCode::OK, info))
 }
 
-async fn delete_session(
-    Extract(state): Extract<State>,
-    Path(sid): Path<String>,
-) -> ApiResult<StatusCode> {
+async fn delete_session(state: State, Path(sid): Path<String>) -> ApiResult<StatusCode> {
     let store = state.store();
     blocking(move || store.delete_session(&sid)).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
-async fn import(Extract(state): Extract<State>, body: axum::body::Body) -> ApiResult<Response> {
+async fn import(state: State, body: axum::body::Body) -> ApiResult<Response> {
     // Streamed into the import as it arrives: memory is a few chunks, whatever the size.
     let store = state.store();
     let (reader, feed) = BodyReader::new();
@@ -483,7 +497,7 @@ struct ExportQuery {
 }
 
 async fn export(
-    Extract(state): Extract<State>,
+    state: State,
     Path(sid): Path<String>,
     Query(q): Query<ExportQuery>,
 ) -> ApiResult<Response> {
@@ -533,7 +547,7 @@ struct ForkBody {
 }
 
 async fn fork(
-    Extract(state): Extract<State>,
+    state: State,
     Path(sid): Path<String>,
     Body(body): Body<ForkBody>,
 ) -> ApiResult<Response> {
@@ -603,7 +617,7 @@ struct AppendBody {
 }
 
 async fn append(
-    Extract(state): Extract<State>,
+    state: State,
     Path(sid): Path<String>,
     Body(body): Body<AppendBody>,
 ) -> ApiResult<Response> {
@@ -624,7 +638,7 @@ async fn append(
 }
 
 async fn append_exact(
-    Extract(state): Extract<State>,
+    state: State,
     Path(sid): Path<String>,
     Raw(bytes): Raw,
 ) -> ApiResult<Response> {
@@ -652,7 +666,7 @@ struct AppendIfBody {
 }
 
 async fn append_if(
-    Extract(state): Extract<State>,
+    state: State,
     Path(sid): Path<String>,
     Body(body): Body<AppendIfBody>,
 ) -> ApiResult<Response> {
@@ -682,7 +696,7 @@ struct ManyBody {
 }
 
 async fn append_many(
-    Extract(state): Extract<State>,
+    state: State,
     Path(sid): Path<String>,
     Body(body): Body<ManyBody>,
 ) -> ApiResult<Response> {
@@ -754,7 +768,7 @@ fn send_all(
 }
 
 async fn entries(
-    Extract(state): Extract<State>,
+    state: State,
     Path(sid): Path<String>,
     Query(q): Query<Cursor>,
 ) -> ApiResult<Response> {
@@ -768,7 +782,7 @@ async fn entries(
 }
 
 async fn log(
-    Extract(state): Extract<State>,
+    state: State,
     Path(sid): Path<String>,
     Query(q): Query<Cursor>,
 ) -> ApiResult<Response> {
@@ -792,7 +806,7 @@ struct EntryQuery {
 }
 
 async fn entry(
-    Extract(state): Extract<State>,
+    state: State,
     Path((sid, eid)): Path<(String, String)>,
     Query(q): Query<EntryQuery>,
 ) -> ApiResult<Response> {
@@ -800,10 +814,7 @@ async fn entry(
 }
 
 /// An entry with its digest, its path digest and its parent's (`grove show --json`).
-async fn proof(
-    Extract(state): Extract<State>,
-    Path((sid, eid)): Path<(String, String)>,
-) -> ApiResult<Response> {
+async fn proof(state: State, Path((sid, eid)): Path<(String, String)>) -> ApiResult<Response> {
     let proof = on_session(&state, sid, move |s| s.proof(&eid)).await?;
     Ok(raw_json(StatusCode::OK, crate::output::proof_json(&proof)))
 }
@@ -814,12 +825,9 @@ type EntryFuture = std::pin::Pin<Box<dyn std::future::Future<Output = ApiResult<
 /// A GET on `entries/NAME`, where NAME is also an append route.
 fn entry_named(
     name: &'static str,
-) -> impl Fn(Extract<State>, Path<String>, Query<EntryQuery>) -> EntryFuture
-       + Clone
-       + Send
-       + Sync
-       + 'static {
-    move |Extract(state), Path(sid), Query(q)| {
+) -> impl Fn(State, Path<String>, Query<EntryQuery>) -> EntryFuture + Clone + Send + Sync + 'static
+{
+    move |state, Path(sid), Query(q)| {
         Box::pin(read_entry(
             state,
             sid,
@@ -851,7 +859,7 @@ struct ChildrenQuery {
 }
 
 async fn children(
-    Extract(state): Extract<State>,
+    state: State,
     Path(sid): Path<String>,
     Query(q): Query<ChildrenQuery>,
 ) -> ApiResult<Response> {
@@ -868,30 +876,58 @@ async fn children(
 #[serde(deny_unknown_fields)]
 struct FromQuery {
     from: Option<String>,
+    /// As the session stood after this operation.
+    at_op: Option<u64>,
+    /// As the session stood at this time.
+    at_time: Option<String>,
+}
+
+impl FromQuery {
+    fn at(&mut self) -> ApiResult<Option<At>> {
+        At::from_query(
+            self.at_op,
+            self.at_time.take(),
+            self.from.as_ref().map(|_| "from"),
+        )
+    }
 }
 
 async fn branch(
-    Extract(state): Extract<State>,
+    state: State,
     Path(sid): Path<String>,
-    Query(q): Query<FromQuery>,
+    Query(mut q): Query<FromQuery>,
 ) -> ApiResult<Response> {
+    let at = q.at()?;
     let store = state.store();
     ndjson(move |sink| {
         let session = store.session(&sid)?;
-        session.for_each_on_branch(q.from.as_deref(), &mut |e| send_one(sink, &e))
+        match at {
+            None => session.for_each_on_branch(q.from.as_deref(), &mut |e| send_one(sink, &e)),
+            Some(at) => {
+                let entries = session.branch_as_of(&at.resolve(&session)?)?;
+                send_all(sink, entries.into_iter().map(Ok), None, None)
+            }
+        }
     })
     .await
 }
 
 async fn path(
-    Extract(state): Extract<State>,
+    state: State,
     Path(sid): Path<String>,
-    Query(q): Query<FromQuery>,
+    Query(mut q): Query<FromQuery>,
 ) -> ApiResult<Response> {
+    let at = q.at()?;
     let store = state.store();
     ndjson(move |sink| {
         let session = store.session(&sid)?;
-        session.for_each_on_path(q.from.as_deref(), &mut |e| send_one(sink, &e))
+        match at {
+            None => session.for_each_on_path(q.from.as_deref(), &mut |e| send_one(sink, &e)),
+            Some(at) => {
+                let entries = session.path_as_of(&at.resolve(&session)?)?;
+                send_all(sink, entries.into_iter().map(Ok), None, None)
+            }
+        }
     })
     .await
 }
@@ -911,6 +947,12 @@ struct ContextQuery {
     null_content: Option<String>,
     /// Whether `activeToolNames` is reported.
     active_tools: Option<bool>,
+    /// As the session stood after this operation.
+    #[serde(rename = "at_op")]
+    at_op: Option<u64>,
+    /// As the session stood at this time.
+    #[serde(rename = "at_time")]
+    at_time: Option<String>,
 }
 
 /// `value` as one of `choices` (name, meaning), or `invalid_argument` naming `field`.
@@ -934,10 +976,11 @@ fn choice<T: Copy>(
 }
 
 async fn context(
-    Extract(state): Extract<State>,
+    state: State,
     Path(sid): Path<String>,
-    Query(q): Query<ContextQuery>,
+    Query(mut q): Query<ContextQuery>,
 ) -> ApiResult<Response> {
+    let at = At::from_query(q.at_op, q.at_time.take(), q.leaf.as_ref().map(|_| "leaf"))?;
     let presets = [
         ("grove", ContextOptions::grove()),
         ("harness", ContextOptions::pi_harness()),
@@ -977,13 +1020,39 @@ async fn context(
     let store = state.store();
     json_stream(move |sink| {
         let session = store.session(&sid)?;
-        session.write_context(q.leaf.as_deref(), options, &mut SinkWriter { sink })
+        match at {
+            None => session.write_context(q.leaf.as_deref(), options, &mut SinkWriter { sink }),
+            Some(at) => {
+                let context = session.context_as_of(&at.resolve(&session)?, options)?;
+                // A client that went away has nothing more to be sent.
+                let _ = sink.bytes(context.to_json().as_bytes());
+                Ok(())
+            }
+        }
     })
     .await
 }
 
-async fn tree(Extract(state): Extract<State>, Path(sid): Path<String>) -> ApiResult<Response> {
-    let tree = on_session(&state, sid, move |s| s.tree()).await?;
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TreeQuery {
+    /// As the session stood after this operation.
+    at_op: Option<u64>,
+    /// As the session stood at this time.
+    at_time: Option<String>,
+}
+
+async fn tree(
+    state: State,
+    Path(sid): Path<String>,
+    Query(q): Query<TreeQuery>,
+) -> ApiResult<Response> {
+    let at = At::from_query(q.at_op, q.at_time, None)?;
+    let tree = on_session(&state, sid, move |s| match at {
+        None => s.tree(),
+        Some(at) => s.tree_as_of(&at.resolve(s)?),
+    })
+    .await?;
     let nodes: Vec<Value> = tree
         .nodes
         .iter()
@@ -1004,7 +1073,7 @@ async fn tree(Extract(state): Extract<State>, Path(sid): Path<String>) -> ApiRes
     ))
 }
 
-async fn labels(Extract(state): Extract<State>, Path(sid): Path<String>) -> ApiResult<Response> {
+async fn labels(state: State, Path(sid): Path<String>) -> ApiResult<Response> {
     let labels = on_session(&state, sid, move |s| s.labels()).await?;
     let map: serde_json::Map<String, Value> = labels
         .into_iter()
@@ -1013,10 +1082,7 @@ async fn labels(Extract(state): Extract<State>, Path(sid): Path<String>) -> ApiR
     Ok(json_answer(StatusCode::OK, Value::Object(map)))
 }
 
-async fn label(
-    Extract(state): Extract<State>,
-    Path((sid, eid)): Path<(String, String)>,
-) -> ApiResult<Response> {
+async fn label(state: State, Path((sid, eid)): Path<(String, String)>) -> ApiResult<Response> {
     let label = on_session(&state, sid, move |s| s.label(&eid)).await?;
     Ok(json_answer(
         StatusCode::OK,
@@ -1032,7 +1098,7 @@ struct LabelBody {
 }
 
 async fn set_label(
-    Extract(state): Extract<State>,
+    state: State,
     Path(sid): Path<String>,
     Body(body): Body<LabelBody>,
 ) -> ApiResult<Response> {
@@ -1046,7 +1112,7 @@ async fn set_label(
     Ok(json_answer(StatusCode::CREATED, json!({ "id": id })))
 }
 
-async fn name(Extract(state): Extract<State>, Path(sid): Path<String>) -> ApiResult<Response> {
+async fn name(state: State, Path(sid): Path<String>) -> ApiResult<Response> {
     let name = on_session(&state, sid, move |s| s.name()).await?;
     Ok(json_answer(StatusCode::OK, json!({ "name": name })))
 }
@@ -1058,7 +1124,7 @@ struct NameBody {
 }
 
 async fn set_name(
-    Extract(state): Extract<State>,
+    state: State,
     Path(sid): Path<String>,
     Body(body): Body<NameBody>,
 ) -> ApiResult<Response> {
@@ -1068,7 +1134,7 @@ async fn set_name(
 
 /// pi's `getSessionStats`: messages counted over every entry; the usage of assistant
 /// messages, compactions and branch summaries whose five numbers are all present summed.
-async fn stats(Extract(state): Extract<State>, Path(sid): Path<String>) -> ApiResult<Response> {
+async fn stats(state: State, Path(sid): Path<String>) -> ApiResult<Response> {
     let store = state.store();
     let stats = blocking(move || {
         let session = store.session(&sid)?;
@@ -1138,7 +1204,7 @@ impl Stats {
     }
 }
 
-async fn leaf(Extract(state): Extract<State>, Path(sid): Path<String>) -> ApiResult<Response> {
+async fn leaf(state: State, Path(sid): Path<String>) -> ApiResult<Response> {
     let leaf = on_session(&state, sid, move |s| s.leaf()).await?;
     Ok(json_answer(StatusCode::OK, json!({ "leaf": leaf })))
 }
@@ -1152,7 +1218,7 @@ struct MoveBody {
 }
 
 async fn move_leaf(
-    Extract(state): Extract<State>,
+    state: State,
     Path(sid): Path<String>,
     Body(body): Body<MoveBody>,
 ) -> ApiResult<Response> {
@@ -1176,10 +1242,7 @@ async fn move_leaf(
     Ok(json_answer(StatusCode::OK, json!({ "leaf": leaf })))
 }
 
-async fn leaf_history(
-    Extract(state): Extract<State>,
-    Path(sid): Path<String>,
-) -> ApiResult<Response> {
+async fn leaf_history(state: State, Path(sid): Path<String>) -> ApiResult<Response> {
     let history = on_session(&state, sid, move |s| s.leaf_history()).await?;
     let rows: Vec<Value> = history
         .into_iter()
@@ -1244,7 +1307,7 @@ struct TurnBody {
 }
 
 async fn begin_turn(
-    Extract(state): Extract<State>,
+    state: State,
     Path(sid): Path<String>,
     Body(body): Body<TurnBody>,
 ) -> ApiResult<Response> {
@@ -1278,7 +1341,7 @@ fn no_lease(sid: &str, lease: &str) -> ApiError {
 }
 
 async fn renew_turn(
-    Extract(state): Extract<State>,
+    state: State,
     Path((sid, lease)): Path<(String, String)>,
 ) -> ApiResult<Response> {
     if state.inner.turns.renew(&sid, &lease) {
@@ -1289,7 +1352,7 @@ async fn renew_turn(
 }
 
 async fn end_turn(
-    Extract(state): Extract<State>,
+    state: State,
     Path((sid, lease)): Path<(String, String)>,
 ) -> ApiResult<StatusCode> {
     if state.inner.turns.end(&sid, &lease) {
@@ -1333,7 +1396,7 @@ impl grove::NavigateHook for GivenSummary {
 }
 
 async fn navigate(
-    Extract(state): Extract<State>,
+    state: State,
     Path(sid): Path<String>,
     Body(body): Body<NavigateBody>,
 ) -> ApiResult<Response> {
@@ -1397,7 +1460,7 @@ struct IdsBody {
 const MAX_IDS: usize = 1024;
 
 async fn fresh_ids(
-    Extract(state): Extract<State>,
+    state: State,
     Path(sid): Path<String>,
     Body(body): Body<IdsBody>,
 ) -> ApiResult<Response> {

@@ -37,6 +37,11 @@ import type {
 	LeafMove,
 	LogCursor,
 	NewEntry,
+	Operation,
+	PathOptions,
+	PointInTime,
+	Seal,
+	SealCheck,
 	SessionDetails,
 	SessionPage,
 	SessionSummary,
@@ -58,6 +63,11 @@ export interface GroveClientOptions {
 	timeoutMs?: number;
 	/** An undici dispatcher (`Pool`, `Agent`) to share instead of the client's own pool. */
 	dispatcher?: Dispatcher;
+	/**
+	 * Who this client is (1 to 64 printable ASCII characters), sent as `Grove-Client`: the
+	 * operations its requests make are stamped with it (`operations`). Without it, `server`.
+	 */
+	name?: string;
 }
 
 const V1 = "/v1";
@@ -65,6 +75,21 @@ const V1 = "/v1";
 function sessionPath(sid: string, rest = ""): string {
 	return `${V1}/sessions/${encodeURIComponent(sid)}${rest}`;
 }
+
+/** `at_op` / `at_time` of a point in time. */
+function atQuery(at: PointInTime | undefined): Query {
+	if (at === undefined) return {};
+	return "op" in at ? { at_op: at.op } : { at_time: at.time };
+}
+
+/** `branch` and `path`'s query: a start entry, or options. */
+function pathQuery(from: string | PathOptions | undefined): Query {
+	if (typeof from !== "object") return { from };
+	return { from: from.from, ...atQuery(from.at) };
+}
+
+/** The longest `Grove-Client` name the server takes. */
+const MAX_NAME = 64;
 
 async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {
 	const out: T[] = [];
@@ -76,9 +101,14 @@ export class GroveClient {
 	private readonly transport: Transport;
 
 	constructor(options: GroveClientOptions) {
+		const name = options.name;
+		if (name !== undefined && (name.length === 0 || name.length > MAX_NAME || !/^[\x20-\x7e]*$/.test(name))) {
+			throw new TypeError(`client name ${JSON.stringify(name)}: 1 to ${MAX_NAME} printable ASCII characters expected`);
+		}
 		this.transport = new Transport({
 			endpoint: parseEndpoint(options.url),
 			token: options.token,
+			name,
 			timeoutMs: options.timeoutMs,
 			dispatcher: options.dispatcher,
 		});
@@ -324,31 +354,37 @@ export class GroveClient {
 		return this.streamAll("GET", sessionPath(sid, "/children"), { parent });
 	}
 
-	/** pi's `getPathToRootOrCompaction(from)` (default the leaf), root first. */
-	iterBranch(sid: string, from?: string): AsyncGenerator<WireEntry, void, undefined> {
-		return this.stream("GET", sessionPath(sid, "/branch"), { from });
+	/**
+	 * pi's `getPathToRootOrCompaction(from)` (default the leaf), root first; with `{ at }`, as
+	 * the session stood then.
+	 */
+	iterBranch(sid: string, from?: string | PathOptions): AsyncGenerator<WireEntry, void, undefined> {
+		return this.stream("GET", sessionPath(sid, "/branch"), pathQuery(from));
 	}
 
-	branch(sid: string, from?: string): Promise<WireEntry[]> {
-		return this.streamAll("GET", sessionPath(sid, "/branch"), { from });
+	branch(sid: string, from?: string | PathOptions): Promise<WireEntry[]> {
+		return this.streamAll("GET", sessionPath(sid, "/branch"), pathQuery(from));
 	}
 
-	/** The full path from `from` (default the leaf) to the root, root first. */
-	iterPath(sid: string, from?: string): AsyncGenerator<WireEntry, void, undefined> {
-		return this.stream("GET", sessionPath(sid, "/path"), { from });
+	/** The full path from `from` (default the leaf) to the root, root first; with `{ at }`, as the session stood then. */
+	iterPath(sid: string, from?: string | PathOptions): AsyncGenerator<WireEntry, void, undefined> {
+		return this.stream("GET", sessionPath(sid, "/path"), pathQuery(from));
 	}
 
-	path(sid: string, from?: string): Promise<WireEntry[]> {
-		return this.streamAll("GET", sessionPath(sid, "/path"), { from });
+	path(sid: string, from?: string | PathOptions): Promise<WireEntry[]> {
+		return this.streamAll("GET", sessionPath(sid, "/path"), pathQuery(from));
 	}
 
-	/** pi's context of the session (of `leaf` when given), by a preset's rules. */
+	/** pi's context of the session (of `leaf` when given, or as it stood `at`), by a preset's rules. */
 	context(sid: string, options: ContextOptions = {}): Promise<Context> {
-		return this.request("GET", sessionPath(sid, "/context"), { query: { preset: options.preset, leaf: options.leaf } });
+		return this.request("GET", sessionPath(sid, "/context"), {
+			query: { preset: options.preset, leaf: options.leaf, ...atQuery(options.at) },
+		});
 	}
 
-	tree(sid: string): Promise<Tree> {
-		return this.request("GET", sessionPath(sid, "/tree"));
+	/** The session's tree; with `at`, its entries, labels and active path then. */
+	tree(sid: string, options: { at?: PointInTime } = {}): Promise<Tree> {
+		return this.request("GET", sessionPath(sid, "/tree"), { query: atQuery(options.at) });
 	}
 
 	/** Every label by its target id. */
@@ -401,5 +437,35 @@ export class GroveClient {
 
 	leafHistory(sid: string): Promise<LeafHistoryItem[]> {
 		return this.request("GET", sessionPath(sid, "/leaf/history"));
+	}
+
+	// Operations
+
+	/** The session's operations, newest first (at most `limit`). */
+	async operations(sid: string, options: { limit?: number } = {}): Promise<Operation[]> {
+		const answer = await this.request<{ operations: Operation[] }>("GET", sessionPath(sid, "/operations"), {
+			query: { limit: options.limit },
+		});
+		return answer.operations;
+	}
+
+	/**
+	 * Puts the leaf back where it was before the last operation (or before operation `toOp`),
+	 * recorded as an `undo` operation, which is returned; nothing is removed. `busy` while
+	 * another client holds the session's turn.
+	 */
+	undo(sid: string, options: { toOp?: number } = {}): Promise<Operation> {
+		const body = options.toOp === undefined ? {} : { to_op: options.toOp };
+		return this.request("POST", sessionPath(sid, "/undo"), { body });
+	}
+
+	/** The session's seal: a digest of its history so far. */
+	seal(sid: string): Promise<Seal> {
+		return this.request("GET", sessionPath(sid, "/seal"));
+	}
+
+	/** Whether the session's history still extends the seal `digest` (only appended to since). */
+	checkSeal(sid: string, digest: string): Promise<SealCheck> {
+		return this.request("POST", sessionPath(sid, "/seal/check"), { body: { digest } });
 	}
 }

@@ -48,6 +48,8 @@ export interface TransportOptions {
 	endpoint: Endpoint;
 	/** The bearer token, sent with every request when set. */
 	token?: string;
+	/** The client's name, sent as `Grove-Client` with every request when set. */
+	name?: string;
 	/**
 	 * How long to wait for an answer's head, and then between two pieces of its body, in
 	 * milliseconds; 0 for no limit (the default).
@@ -77,6 +79,7 @@ export function buildPath(path: string, query?: Query): string {
 export class Transport {
 	readonly endpoint: Endpoint;
 	private readonly token: string | undefined;
+	private readonly name: string | undefined;
 	private readonly timeoutMs: number;
 	private readonly origin: string;
 	private readonly options: TransportOptions;
@@ -85,6 +88,7 @@ export class Transport {
 	constructor(options: TransportOptions) {
 		this.endpoint = options.endpoint;
 		this.token = options.token;
+		this.name = options.name;
 		this.timeoutMs = options.timeoutMs ?? 0;
 		this.options = options;
 		// A unix socket's requests still name an origin; its host is only the Host header.
@@ -132,6 +136,7 @@ export class Transport {
 		const headers: Record<string, string> = { accept: "application/json, application/x-ndjson" };
 		if (payload !== undefined && contentType !== undefined) headers["content-type"] = contentType;
 		if (this.token !== undefined) headers.authorization = `Bearer ${this.token}`;
+		if (this.name !== undefined) headers["grove-client"] = this.name;
 		const target = buildPath(path, options.query);
 		let response: Dispatcher.ResponseData;
 		try {

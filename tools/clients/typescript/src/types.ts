@@ -125,10 +125,26 @@ export interface LogCursor extends Cursor {
 
 export type ContextPreset = "grove" | "harness" | "cli";
 
+/**
+ * A point in time of a session: as it stood after operation `op`, or at `time` (RFC 3339: after
+ * the last operation committed at or before it). Sent as `at_op` / `at_time`.
+ */
+export type PointInTime = { op: number } | { time: string };
+
 export interface ContextOptions {
 	preset?: ContextPreset;
 	/** Build the context as if this entry were the leaf. */
 	leaf?: string;
+	/** The context as the session stood then (at the leaf it had then); not with `leaf`. */
+	at?: PointInTime;
+}
+
+/** Options of `branch` and `path`. */
+export interface PathOptions {
+	/** Start at this entry instead of the leaf. */
+	from?: string;
+	/** As the session stood then (from the leaf it had then); not with `from`. */
+	at?: PointInTime;
 }
 
 export interface Context {
@@ -168,3 +184,57 @@ export interface LeafHistoryItem {
 	id: string;
 	target: string | null;
 }
+
+/** What an operation was; a newer server may name kinds not listed here. */
+export type OperationKind =
+	| "legacy"
+	| "append"
+	| "append_many"
+	| "move"
+	| "navigate"
+	| "summary"
+	| "label"
+	| "name"
+	| "import"
+	| "fork"
+	| "undo"
+	| (string & {});
+
+/** One change of a session (`GET .../operations`, `POST .../undo`), as `grove log --json` writes it. */
+export interface Operation {
+	/** Its number: 0 for the session's first operation, counting up. */
+	op: number;
+	kind: OperationKind;
+	/** When it was committed (`toISOString` form); null for a `legacy` operation without a time. */
+	time: string | null;
+	/** The same time in ms since the Unix epoch. */
+	timeMs: number | null;
+	/** Who made it (the `Grove-Client` of the request, `server` without one); null for `legacy`. */
+	actor: string | null;
+	/** The leaf before it (null: the root position). */
+	leafBefore: string | null;
+	/** The leaf after it. */
+	leafAfter: string | null;
+	/** How many log records it wrote. */
+	records: number;
+	/** The sequence number of its first record. */
+	firstSeq: number;
+	firstId: string;
+	lastId: string;
+}
+
+/** A session's seal: a digest of its header, records and operation stamps (`GET .../seal`). */
+export interface Seal {
+	/** 64 hex digits. */
+	digest: string;
+	/** Records covered. */
+	records: number;
+	/** Operations covered. */
+	operations: number;
+}
+
+/**
+ * Whether a session still extends a seal: its history up to some operation is exactly what was
+ * sealed (`operations` and `records` are what the seal covers), or no prefix of it is.
+ */
+export type SealCheck = { extends: true; operations: number; records: number } | { extends: false };
