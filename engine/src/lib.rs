@@ -11,6 +11,7 @@
 //! contexts. docs/design.md explains the architecture and docs/format.md the bytes on disk.
 #![forbid(unsafe_code)]
 
+pub mod audit;
 pub mod context;
 mod dir;
 pub mod durable;
@@ -43,6 +44,7 @@ pub mod view;
 mod walk;
 mod write;
 
+pub use audit::{verify_audit, AuditKey, AuditReport};
 pub use context::{
     Context, ContextOptions, NullContent, RetainedTail, SelectionPath, SettingsScope,
 };

@@ -105,11 +105,11 @@ pub enum SealCheck {
 }
 
 /// One record as the operation log reads it.
-struct Step<'a> {
-    seq: u64,
-    node: &'a record::NodeRecord,
-    stamp: Option<&'a OpStamp>,
-    line: &'a [u8],
+pub(crate) struct Step<'a> {
+    pub(crate) seq: u64,
+    pub(crate) node: &'a record::NodeRecord,
+    pub(crate) stamp: Option<&'a OpStamp>,
+    pub(crate) line: &'a [u8],
 }
 
 /// The seal's domain and version, hashed first.
@@ -117,7 +117,7 @@ const SEAL_CONTEXT: &[u8] = b"grove 2026-12 session seal v1\0";
 
 impl Session {
     /// Visits every record in log order with its node, stamp and line.
-    fn walk_log(&self, mut visit: impl FnMut(Step<'_>) -> Result<()>) -> Result<()> {
+    pub(crate) fn walk_log(&self, mut visit: impl FnMut(Step<'_>) -> Result<()>) -> Result<()> {
         for row in self.log_range(0, u64::MAX) {
             let (seq, row) = row?;
             let parts = record::decode_log(&row)
@@ -404,22 +404,37 @@ impl Session {
     }
 
     fn seal_start(&self) -> digest::Digest {
-        let mut h = blake3::Hasher::new();
-        h.update(SEAL_CONTEXT);
-        h.update(self.id().as_bytes());
-        h.update(b"\0");
-        h.update(self.record().header.as_bytes());
-        *h.finalize().as_bytes()
+        seal_start(self.id(), &self.record().header)
     }
 }
 
+/// The seal of a session with no record yet: its id and header line.
+pub(crate) fn seal_start(id: &str, header: &str) -> digest::Digest {
+    let mut h = blake3::Hasher::new();
+    h.update(SEAL_CONTEXT);
+    h.update(id.as_bytes());
+    h.update(b"\0");
+    h.update(header.as_bytes());
+    *h.finalize().as_bytes()
+}
+
 /// The running seal digest after one more record.
-fn seal_step(state: &digest::Digest, step: &Step<'_>) -> digest::Digest {
-    let stamp = step.stamp.map(OpStamp::to_bytes).unwrap_or_default();
+pub(crate) fn seal_step(state: &digest::Digest, step: &Step<'_>) -> digest::Digest {
+    seal_next(state, step.seq, step.line, step.stamp)
+}
+
+/// [`seal_step`] of record `seq` with its line and stamp.
+pub(crate) fn seal_next(
+    state: &digest::Digest,
+    seq: u64,
+    line: &[u8],
+    stamp: Option<&OpStamp>,
+) -> digest::Digest {
+    let stamp = stamp.map(OpStamp::to_bytes).unwrap_or_default();
     let mut h = blake3::Hasher::new();
     h.update(state);
-    h.update(&step.seq.to_be_bytes());
-    h.update(&digest::content_hash(step.line));
+    h.update(&seq.to_be_bytes());
+    h.update(&digest::content_hash(line));
     h.update(&(stamp.len() as u64).to_be_bytes());
     h.update(&stamp);
     *h.finalize().as_bytes()

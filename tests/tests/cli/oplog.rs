@@ -143,3 +143,56 @@ fn a_seal_holds_while_the_session_grows_and_fails_once_history_is_rewritten() {
     let (code, _) = g.fail(&["verify", "--seal", &digest]);
     assert_eq!(code, 2, "--seal needs a session");
 }
+
+#[test]
+fn audit_files_are_signed_and_verified_without_a_store() {
+    let g = Grove::new();
+    g.ok(&[
+        "import",
+        fixture("edge-seed-harness.jsonl").to_str().unwrap(),
+    ]);
+    let s = "seed-harness";
+    append(&g, s, "audited");
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("audit.key");
+    let key = key.to_str().unwrap();
+    let public = g.ok(&["keygen", key]).trim().to_owned();
+    assert_eq!(public.len(), 64);
+    let (code, _) = g.fail(&["keygen", key]);
+    assert_eq!(code, 1, "an existing key file is never replaced");
+    let file = dir.path().join("s.audit");
+    let file = file.to_str().unwrap();
+    g.ok(&["export", s, "--audit", "--sign", key, "-o", file]);
+    let seal = g.ok(&["seal", s]).trim().to_owned();
+    // No store is opened: a directory without one is fine.
+    let elsewhere = Grove::new();
+    let v: Value = serde_json::from_str(
+        &elsewhere.ok(&["verify", "--file", file, "--pubkey", &public, "--json"]),
+    )
+    .unwrap();
+    assert_eq!(v["seal"], seal.as_str());
+    assert_eq!(v["signedBy"], public.as_str());
+    assert_eq!(v["operations"], 2);
+    assert!(
+        !elsewhere.store_dir().exists(),
+        "verify --file created no store"
+    );
+    // The public key may also come from a file.
+    let pubfile = dir.path().join("audit.pub");
+    std::fs::write(&pubfile, format!("{public}\n")).unwrap();
+    elsewhere.ok(&[
+        "verify",
+        "--file",
+        file,
+        "--pubkey",
+        pubfile.to_str().unwrap(),
+    ]);
+    // One changed byte in an entry: refused, naming the file and the line.
+    let text = std::fs::read_to_string(file).unwrap();
+    std::fs::write(file, text.replacen("audited", "audiTed", 1)).unwrap();
+    let (code, err) = elsewhere.fail(&["verify", "--file", file]);
+    assert_ne!(code, 0);
+    assert!(err.contains("s.audit") && err.contains("line "), "{err}");
+    let (code, _) = g.fail(&["export", s, "--audit", "--sign", "/nonexistent/key"]);
+    assert_eq!(code, 1);
+}

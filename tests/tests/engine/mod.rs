@@ -1,6 +1,7 @@
 //! Engine behaviour: sessions, appends, leaf moves, paths, contexts, persistence, bad input.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod audit;
 mod bad_input;
 mod basics;
 mod batches;

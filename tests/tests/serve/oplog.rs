@@ -129,22 +129,17 @@ fn undo_moves_the_leaf_back_as_an_operation_of_its_own() {
     let redo = s.ok(200, "POST", "/v1/sessions/u1/undo", Some("{}"));
     assert_eq!(redo["leafAfter"], b.as_str());
     assert_eq!(leaf(&s, "u1"), b.as_str());
-    let root = s.ok(200, "POST", "/v1/sessions/u1/undo", Some(r#"{"to_op":0}"#));
+    let root = s.ok(200, "POST", "/v1/sessions/u1/undo", Some(r#"{"toOp":0}"#));
     assert_eq!(root["leafAfter"], Value::Null);
     assert_eq!(leaf(&s, "u1"), Value::Null);
     assert_eq!(operations(&s, "u1").len(), 5, "nothing was removed");
 
     assert_eq!(
-        s.err(404, "POST", "/v1/sessions/u1/undo", Some(r#"{"to_op":99}"#)),
+        s.err(404, "POST", "/v1/sessions/u1/undo", Some(r#"{"toOp":99}"#)),
         "not_found"
     );
     assert_eq!(
-        s.err(
-            400,
-            "POST",
-            "/v1/sessions/u1/undo",
-            Some(r#"{"to_op":"x"}"#)
-        ),
+        s.err(400, "POST", "/v1/sessions/u1/undo", Some(r#"{"toOp":"x"}"#)),
         "invalid_request"
     );
     s.ok(201, "POST", "/v1/sessions", Some(r#"{"id":"u2"}"#));
@@ -268,36 +263,36 @@ fn reads_at_an_operation_answer_as_the_session_stood_then() {
         let sep = if what.contains('?') { '&' } else { '?' };
         assert_ne!(&read(what), before, "{what} changed since");
         assert_eq!(
-            &read(&format!("{what}{sep}at_op={op}")),
+            &read(&format!("{what}{sep}atOp={op}")),
             before,
             "{what} at op {op}"
         );
         // A time after every operation is now.
         assert_eq!(
-            read(&format!("{what}{sep}at_time=2999-01-01T00:00:00Z")),
+            read(&format!("{what}{sep}atTime=2999-01-01T00:00:00Z")),
             read(what),
             "{what} at a time to come"
         );
     }
     // At op 0 the context holds the first message only.
-    let first = s.ok(200, "GET", "/v1/sessions/p1/context?at_op=0", None);
+    let first = s.ok(200, "GET", "/v1/sessions/p1/context?atOp=0", None);
     assert_eq!(first["messages"].as_array().unwrap().len(), 1);
 
     let bad = [
-        ("context?at_op=99", 404, "not_found"),
-        ("branch?at_op=99", 404, "not_found"),
-        ("tree?at_time=2000-01-01T00:00:00Z", 404, "not_found"),
-        ("context?at_op=x", 400, "invalid_argument"),
-        ("path?at_op=-1", 400, "invalid_argument"),
-        ("tree?at_time=yesterday", 400, "invalid_argument"),
+        ("context?atOp=99", 404, "not_found"),
+        ("branch?atOp=99", 404, "not_found"),
+        ("tree?atTime=2000-01-01T00:00:00Z", 404, "not_found"),
+        ("context?atOp=x", 400, "invalid_argument"),
+        ("path?atOp=-1", 400, "invalid_argument"),
+        ("tree?atTime=yesterday", 400, "invalid_argument"),
         (
-            "context?at_op=1&at_time=2999-01-01T00:00:00Z",
+            "context?atOp=1&atTime=2999-01-01T00:00:00Z",
             400,
             "invalid_argument",
         ),
-        ("context?at_op=1&leaf=x", 400, "invalid_argument"),
-        ("branch?at_op=1&from=x", 400, "invalid_argument"),
-        ("tree?at_opp=1", 400, "invalid_argument"),
+        ("context?atOp=1&leaf=x", 400, "invalid_argument"),
+        ("branch?atOp=1&from=x", 400, "invalid_argument"),
+        ("tree?atOpp=1", 400, "invalid_argument"),
     ];
     for (what, status, code) in bad {
         assert_eq!(

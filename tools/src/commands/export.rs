@@ -29,6 +29,15 @@ pub struct Args {
     /// device or FIFO is written directly.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     output: Option<PathBuf>,
+    /// Write an audit file instead: the session's records, its operation log, every digest
+    /// and its seal, in one self-contained file that `grove verify --file` checks without a
+    /// store (docs/format.md, "Audit file").
+    #[arg(long, conflicts_with = "flavor")]
+    audit: bool,
+    /// Sign the audit file with the ed25519 key in KEYFILE (64 hex digits; `grove keygen`
+    /// makes one).
+    #[arg(long, value_name = "KEYFILE", requires = "audit")]
+    sign: Option<PathBuf>,
 }
 
 /// `--flavor` values.
@@ -40,6 +49,9 @@ enum FlavorArg {
 
 pub fn run(args: Args, env: &mut Env<'_>) -> CmdResult {
     let (_store, session) = env.read_session(&args.session)?;
+    if args.audit {
+        return export_audit(&session, &args, env);
+    }
     let flavor = match args.flavor {
         FlavorArg::Harness => Flavor::Harness,
         FlavorArg::Cli => Flavor::Cli,
@@ -68,4 +80,41 @@ fn export_to_file(session: &Session, flavor: Flavor, path: &Path) -> CmdResult<E
             other => CommandError::Grove(other),
         })
     })
+}
+
+/// `--audit`: the audit file, to stdout or to `-o FILE`.
+fn export_audit(session: &Session, args: &Args, env: &mut Env<'_>) -> CmdResult {
+    let key = match &args.sign {
+        None => None,
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|source| CommandError::File {
+                path: path.clone(),
+                source,
+            })?;
+            Some(grove::AuditKey::parse(&text).map_err(|e| {
+                CommandError::invalid(
+                    format!("{}: {e}", path.display()),
+                    "`grove keygen KEYFILE` writes a key file",
+                )
+            })?)
+        }
+    };
+    let seal = match &args.output {
+        None => session.export_audit(&mut *env.out, key.as_ref())?,
+        Some(path) => write_output(path, |out| {
+            session
+                .export_audit(out, key.as_ref())
+                .map_err(|e| match e {
+                    grove::GroveError::Io { source, .. } => CommandError::File {
+                        path: path.to_owned(),
+                        source,
+                    },
+                    other => CommandError::Grove(other),
+                })
+        })?,
+    };
+    if let Some(path) = &args.output {
+        eprintln!("audit file {} written, seal {seal}", path.display());
+    }
+    Ok(())
 }

@@ -17,6 +17,7 @@ pub mod fork;
 pub mod gen;
 pub mod goto;
 pub mod import;
+pub mod keygen;
 pub mod label;
 pub mod log;
 pub mod ls;
@@ -49,6 +50,7 @@ pub enum Command {
     Log(log::Args),
     Undo(undo::Args),
     Seal(seal::Args),
+    Keygen(keygen::Args),
     SummaryPreview(summary_preview::Args),
     Append(append::Args),
     Goto(goto::Args),
@@ -209,6 +211,7 @@ pub fn run(command: Command, env: &mut Env<'_>) -> CmdResult {
         Command::Log(a) => log::run(a, env),
         Command::Undo(a) => undo::run(a, env),
         Command::Seal(a) => seal::run(a, env),
+        Command::Keygen(a) => keygen::run(a, env),
         Command::SummaryPreview(a) => summary_preview::run(a, env),
         Command::Append(a) => append::run(a, env),
         Command::Goto(a) => goto::run(a, env),

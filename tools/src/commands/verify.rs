@@ -11,7 +11,15 @@ use crate::error::{CmdResult, CommandError};
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Only this session (id or unique id prefix).
+    #[arg(conflicts_with = "file")]
     session: Option<String>,
+    /// Check an audit file (`grove export --audit`) instead of the store: no store is opened.
+    #[arg(long, value_name = "FILE")]
+    file: Option<std::path::PathBuf>,
+    /// With --file: the file must be signed by this public key (64 hex digits, or a file
+    /// holding them).
+    #[arg(long, value_name = "KEY", requires = "file")]
+    pubkey: Option<String>,
     /// Also check that the session still extends this seal (`grove seal` printed it): what
     /// was sealed is unchanged, whatever was appended since. Needs SESSION.
     #[arg(long, value_name = "DIGEST", requires = "session")]
@@ -23,6 +31,9 @@ pub struct Args {
 }
 
 pub fn run(args: Args, env: &mut Env<'_>) -> CmdResult {
+    if let Some(path) = &args.file {
+        return verify_file(path, args.pubkey.as_deref(), args.json, env);
+    }
     let store = env.inspect_store()?;
     let mut seal = None;
     let mut report = match &args.session {
@@ -97,4 +108,62 @@ pub fn run(args: Args, env: &mut Env<'_>) -> CmdResult {
     } else {
         Err(CommandError::VerifyFailed(report.problems.len()))
     }
+}
+
+/// `--file`: checks an audit file without a store.
+fn verify_file(
+    path: &std::path::Path,
+    pubkey: Option<&str>,
+    json: bool,
+    env: &mut Env<'_>,
+) -> CmdResult {
+    let file_err = |p: &std::path::Path| {
+        let p = p.to_owned();
+        move |source| CommandError::File { path: p, source }
+    };
+    let bytes = std::fs::read(path).map_err(file_err(path))?;
+    let key = match pubkey {
+        None => None,
+        Some(k) if k.len() == 64 && k.bytes().all(|b| b.is_ascii_hexdigit()) => Some(k.to_owned()),
+        Some(k) => {
+            let p = std::path::Path::new(k);
+            Some(
+                std::fs::read_to_string(p)
+                    .map_err(file_err(p))?
+                    .trim()
+                    .to_owned(),
+            )
+        }
+    };
+    let report = grove::verify_audit(&bytes, key.as_deref()).map_err(|e| match e {
+        grove::GroveError::InvalidSession { reason, .. } => grove::GroveError::InvalidSession {
+            file: Some(path.to_owned()),
+            reason,
+        },
+        other => other,
+    })?;
+    if json {
+        let out = serde_json::json!({
+            "session": report.session,
+            "records": report.records,
+            "operations": report.operations,
+            "seal": report.seal,
+            "signedBy": report.signed_by,
+        });
+        writeln!(env.out, "{out}")?;
+    } else {
+        writeln!(
+            env.out,
+            "audit file of session {}: {} record(s), {} operation(s), seal {}, {}",
+            report.session,
+            report.records,
+            report.operations,
+            report.seal,
+            match &report.signed_by {
+                Some(k) => format!("signed by {k}"),
+                None => "not signed".to_owned(),
+            }
+        )?;
+    }
+    Ok(())
 }

@@ -39,13 +39,13 @@ impl At {
             (None, Some(time)) => At::Time(time),
             (Some(_), Some(_)) => {
                 return Err(ApiError::invalid_argument(
-                    "at_op and at_time name two points in time; give one",
+                    "atOp and atTime name two points in time; give one",
                 ))
             }
         };
         if let Some(field) = start {
             return Err(ApiError::invalid_argument(format!(
-                "{field} cannot be given with at_op or at_time: the read starts at the leaf \
+                "{field} cannot be given with atOp or atTime: the read starts at the leaf \
                  the session had then"
             )));
         }
@@ -87,6 +87,7 @@ pub(super) async fn operations(
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct UndoBody {
+    #[serde(rename = "toOp")]
     to_op: Option<u64>,
 }
 

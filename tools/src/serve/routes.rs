@@ -877,8 +877,10 @@ async fn children(
 struct FromQuery {
     from: Option<String>,
     /// As the session stood after this operation.
+    #[serde(rename = "atOp")]
     at_op: Option<u64>,
     /// As the session stood at this time.
+    #[serde(rename = "atTime")]
     at_time: Option<String>,
 }
 
@@ -948,10 +950,10 @@ struct ContextQuery {
     /// Whether `activeToolNames` is reported.
     active_tools: Option<bool>,
     /// As the session stood after this operation.
-    #[serde(rename = "at_op")]
+    #[serde(rename = "atOp")]
     at_op: Option<u64>,
     /// As the session stood at this time.
-    #[serde(rename = "at_time")]
+    #[serde(rename = "atTime")]
     at_time: Option<String>,
 }
 
@@ -1037,8 +1039,10 @@ async fn context(
 #[serde(deny_unknown_fields)]
 struct TreeQuery {
     /// As the session stood after this operation.
+    #[serde(rename = "atOp")]
     at_op: Option<u64>,
     /// As the session stood at this time.
+    #[serde(rename = "atTime")]
     at_time: Option<String>,
 }
 

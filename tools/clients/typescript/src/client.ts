@@ -76,10 +76,10 @@ function sessionPath(sid: string, rest = ""): string {
 	return `${V1}/sessions/${encodeURIComponent(sid)}${rest}`;
 }
 
-/** `at_op` / `at_time` of a point in time. */
+/** `atOp` / `atTime` of a point in time. */
 function atQuery(at: PointInTime | undefined): Query {
 	if (at === undefined) return {};
-	return "op" in at ? { at_op: at.op } : { at_time: at.time };
+	return "op" in at ? { atOp: at.op } : { atTime: at.time };
 }
 
 /** `branch` and `path`'s query: a start entry, or options. */
@@ -455,7 +455,7 @@ export class GroveClient {
 	 * another client holds the session's turn.
 	 */
 	undo(sid: string, options: { toOp?: number } = {}): Promise<Operation> {
-		const body = options.toOp === undefined ? {} : { to_op: options.toOp };
+		const body = options.toOp === undefined ? {} : { toOp: options.toOp };
 		return this.request("POST", sessionPath(sid, "/undo"), { body });
 	}
 

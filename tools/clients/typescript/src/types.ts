@@ -127,7 +127,7 @@ export type ContextPreset = "grove" | "harness" | "cli";
 
 /**
  * A point in time of a session: as it stood after operation `op`, or at `time` (RFC 3339: after
- * the last operation committed at or before it). Sent as `at_op` / `at_time`.
+ * the last operation committed at or before it). Sent as `atOp` / `atTime`.
  */
 export type PointInTime = { op: number } | { time: string };
 
