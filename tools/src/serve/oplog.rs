@@ -1,5 +1,5 @@
 //! The operation log over HTTP (docs/api.md, "Operations"): a session's operations newest
-//! first, undo, the seal and its check, and the point in time (`at_op=N` or `at_time=TIME`)
+//! first, undo, the seal and its check, and the point in time (`atOp=N` or `atTime=TIME`)
 //! the reads of context, branch, path and tree may ask for. This room owns those routes and
 //! the parsing of a point in time; the reads themselves stay in `routes`, which call [`At`].
 //! Operations and seals are written as the CLI's `--json` writes them
@@ -25,7 +25,7 @@ pub(super) enum At {
 }
 
 impl At {
-    /// The point in time of a read's query (`at_op`, `at_time`; neither: now). `start` names
+    /// The point in time of a read's query (`atOp`, `atTime`; neither: now). `start` names
     /// the read's own start field (`leaf`, `from`) when the query gives it: a start names a
     /// position now, so it is refused with a point in time.
     pub(super) fn from_query(
