@@ -223,10 +223,13 @@ impl IdIndex {
         }
         // The rows after the runs (the tail) and after the head checkpoint: single rows.
         let start = tail_from.min(head.next_seq);
+        let covered = tail_from.max(head.next_seq).max(s.packed);
+        let mut log_end = start;
         let mut tail = HashMap::new();
         let mut tail_bytes = 0;
         for pair in s.log_range(start, u64::MAX) {
             let (seq, v) = pair?;
+            log_end = seq + 1;
             let node = decode_node(seq, &v)?;
             if seq >= head.next_seq {
                 write::advance_head(&mut head, seq, &node, None);
@@ -235,6 +238,26 @@ impl IdIndex {
                 tail.insert(node.id, seq);
                 tail_bytes += v.len() as u64;
             }
+        }
+        // The head checkpoint and the id runs are written after the records they cover (the
+        // log is the commit point), so a log that ends before them lost records: damage a
+        // backend did not report (a zeroed page of redb's file can drop a key range).
+        // So are the leaf-history and compaction rows of appended records (one read each).
+        let mut indexed = covered;
+        for tag in [keys::T_LEAF_HISTORY, keys::T_COMPACTION] {
+            let start = keys::session_prefix(tag, s.sid);
+            kv.read_last(&start, &keys::prefix_end(&start), &mut |k, _| {
+                if let Some(seq) = keys::last_u64(k) {
+                    indexed = indexed.max(seq + 1);
+                }
+            })?;
+        }
+        if log_end < indexed {
+            return Err(GroveError::Corrupt(format!(
+                "session {}: its log ends at record {log_end}, but its indexes cover records \
+                 up to {indexed}",
+                s.record.id
+            )));
         }
         // Only the last log value can be incomplete (the commit protocol): its records' index
         // rows are completed now. A poisoned store refuses writes; they wait for a reopen.

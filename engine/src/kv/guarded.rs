@@ -70,6 +70,31 @@ impl<K: Kv> Guarded<K> {
 struct GuardedScan<'a> {
     backend: &'static str,
     inner: Option<Scan<'a>>,
+    /// The bounds asked for and the direction: every key handed out must lie in
+    /// `start .. end` and follow the one before it in scan order.
+    start: Vec<u8>,
+    end: Vec<u8>,
+    rev: bool,
+    /// The key handed out before (reused, so the check allocates once per scan).
+    prev: Option<Vec<u8>>,
+}
+
+impl GuardedScan<'_> {
+    /// Whether `key` may come next: inside the bounds and after the previous key in scan
+    /// order. A damaged page can make a backend return keys it never stored (redb hands out
+    /// the zeroed keys of a zeroed leaf page), which would otherwise read as a shorter range.
+    fn in_order(&mut self, key: &[u8]) -> bool {
+        let inside = key >= self.start.as_slice() && key < self.end.as_slice();
+        let after = match &self.prev {
+            None => true,
+            Some(p) if self.rev => key < p.as_slice(),
+            Some(p) => key > p.as_slice(),
+        };
+        let prev = self.prev.get_or_insert_with(Vec::new);
+        prev.clear();
+        prev.extend_from_slice(key);
+        inside && after
+    }
 }
 
 impl Iterator for GuardedScan<'_> {
@@ -78,6 +103,16 @@ impl Iterator for GuardedScan<'_> {
     fn next(&mut self) -> Option<Self::Item> {
         let inner = self.inner.as_mut()?;
         match guarded(self.backend, || Ok(inner.next())) {
+            Ok(Some(Ok((k, v)))) => {
+                if self.in_order(&k) {
+                    Some(Ok((k, v)))
+                } else {
+                    self.inner = None;
+                    Some(Err(KvError::Disorder {
+                        backend: self.backend,
+                    }))
+                }
+            }
             Ok(item) => item,
             Err(e) => {
                 self.inner = None;
@@ -88,12 +123,22 @@ impl Iterator for GuardedScan<'_> {
 }
 
 impl<K: Kv> Guarded<K> {
-    fn scan_with<'a>(&'a self, open: impl FnOnce() -> Scan<'a>) -> Scan<'a> {
+    fn scan_with<'a>(
+        &'a self,
+        start: &[u8],
+        end: &[u8],
+        rev: bool,
+        open: impl FnOnce() -> Scan<'a>,
+    ) -> Scan<'a> {
         let backend = self.kv.name();
         match guarded(backend, || Ok(open())) {
             Ok(inner) => Box::new(GuardedScan {
                 backend,
                 inner: Some(inner),
+                start: start.to_vec(),
+                end: end.to_vec(),
+                rev,
+                prev: None,
             }),
             Err(e) => Box::new(std::iter::once(Err(e))),
         }
@@ -115,15 +160,30 @@ impl<K: Kv> Kv for Guarded<K> {
         end: &[u8],
         read: &mut dyn FnMut(&[u8], &[u8]),
     ) -> Result<bool, KvError> {
-        guarded(self.kv.name(), || self.kv.read_last(start, end, read))
+        let mut outside = false;
+        let found = guarded(self.kv.name(), || {
+            self.kv.read_last(start, end, &mut |k, v| {
+                if k >= start && k < end {
+                    read(k, v);
+                } else {
+                    outside = true;
+                }
+            })
+        })?;
+        if outside {
+            return Err(KvError::Disorder {
+                backend: self.kv.name(),
+            });
+        }
+        Ok(found)
     }
 
     fn scan(&self, start: &[u8], end: &[u8]) -> Scan<'_> {
-        self.scan_with(|| self.kv.scan(start, end))
+        self.scan_with(start, end, false, || self.kv.scan(start, end))
     }
 
     fn scan_rev(&self, start: &[u8], end: &[u8]) -> Scan<'_> {
-        self.scan_with(|| self.kv.scan_rev(start, end))
+        self.scan_with(start, end, true, || self.kv.scan_rev(start, end))
     }
 
     fn apply(&self, batch: WriteBatch) -> Result<(), KvError> {

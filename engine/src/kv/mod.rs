@@ -59,6 +59,13 @@ pub enum KvError {
         /// The panic's message.
         message: String,
     },
+    /// A scan of the backend handed out a key outside the range asked for, or out of order:
+    /// a damaged page (redb reads the keys of a zeroed leaf page as zeros).
+    #[error("{backend} returned a key outside the range scanned or out of order (a damaged page)")]
+    Disorder {
+        /// The backend's name.
+        backend: &'static str,
+    },
     /// The backend was opened only to read.
     #[error("the backend was opened read-only")]
     ReadOnly,

@@ -271,7 +271,7 @@ fn every_record_round_trips() {
 
 #[test]
 fn unknown_format_versions_are_refused() {
-    for version in [0u8, 3, 0x7f, 0xff] {
+    for version in [0u8, 4, 0x7f, 0xff] {
         let mut body = payload(&encode(&node()));
         body[0] = version;
         let bytes = seal(body);
@@ -592,4 +592,38 @@ fn damaged_log_rows_are_refused() {
     flipped[6] ^= 1;
     assert!(decode_log_node(&flipped).is_err());
     assert!(decode_log(&flipped).is_err());
+}
+
+#[test]
+fn an_operation_stamp_rides_on_a_version_3_node_record() {
+    use grove_codec::op::{OpKind, OpStamp};
+    use grove_codec::record::{decode_node_stamped, encode_log_stamped};
+    let stamp = OpStamp::new(OpKind::Navigate, "client \"a\"", 1_796_277_456_558);
+    let line = br#"{"type":"leaf"}"#;
+    let row = encode_log_stamped(&node(), line, Some(&stamp));
+    assert_eq!(row[4], 3, "version 3");
+    let parts = decode_log(&row).unwrap();
+    assert_eq!(parts.node, node());
+    assert_eq!(parts.op.as_ref(), Some(&stamp));
+    assert_eq!(parts.op.unwrap().kind(), Some(OpKind::Navigate));
+    assert_eq!(parts.line, line);
+    parts_check(&row);
+    // Without a stamp the row is the version-2 row, byte for byte.
+    assert_eq!(
+        encode_log_stamped(&node(), line, None),
+        encode_log(&node(), line)
+    );
+    assert_eq!(decode_log(&encode_log(&node(), line)).unwrap().op, None);
+    // A stamp cut short, or followed by a byte, is refused (the checksum is recomputed).
+    let len = u32::from_be_bytes(row[..4].try_into().unwrap()) as usize;
+    let record = &row[4..4 + len];
+    let body = &record[..record.len() - 4];
+    for bad in [body[..body.len() - 1].to_vec(), [body, &[0u8][..]].concat()] {
+        assert!(decode_node_stamped(&seal(bad)).is_err());
+    }
+}
+
+fn parts_check(row: &[u8]) {
+    let parts = decode_log(row).unwrap();
+    assert!(parts.check_line().is_ok());
 }
