@@ -7,6 +7,7 @@ import { afterAll, describe, expect, inject, it } from "vitest";
 import { AppendBatcher } from "../src/batcher.js";
 import { GroveClient } from "../src/client.js";
 import { GroveError } from "../src/errors.js";
+import { rejection } from "./rejection.js";
 import { parseEndpoint } from "../src/transport.js";
 import { startServer } from "./server.js";
 
@@ -16,16 +17,6 @@ afterAll(() => client.close());
 let counter = 0;
 function sid(): string {
 	return `client-${process.pid}-${counter++}`;
-}
-
-async function rejection(promise: Promise<unknown>): Promise<GroveError> {
-	try {
-		await promise;
-	} catch (error) {
-		expect(error).toBeInstanceOf(GroveError);
-		return error as GroveError;
-	}
-	throw new Error("expected a GroveError");
 }
 
 async function collectAll<T>(items: AsyncIterable<T>): Promise<T[]> {

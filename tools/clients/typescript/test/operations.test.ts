@@ -2,6 +2,7 @@
 import { afterAll, describe, expect, inject, it } from "vitest";
 import { GroveClient } from "../src/client.js";
 import { GroveError } from "../src/errors.js";
+import { rejection } from "./rejection.js";
 
 const url = inject("groveUrl");
 const client = new GroveClient({ url });
@@ -16,16 +17,6 @@ async function session(): Promise<string> {
 	const id = `ops-${process.pid}-${counter++}`;
 	await client.createSession({ id });
 	return id;
-}
-
-async function rejection(promise: Promise<unknown>): Promise<GroveError> {
-	try {
-		await promise;
-	} catch (error) {
-		expect(error).toBeInstanceOf(GroveError);
-		return error as GroveError;
-	}
-	throw new Error("expected a GroveError");
 }
 
 function user(text: string) {
