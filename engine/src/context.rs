@@ -124,6 +124,23 @@ pub struct ModelRef {
     pub model_id: Option<String>,
 }
 
+impl ModelRef {
+    /// `model` in pi's shape: `{"provider", "modelId"}` with the fields it has, or `null`.
+    pub fn json(model: Option<&ModelRef>) -> String {
+        let Some(m) = model else {
+            return "null".to_owned();
+        };
+        let mut parts = Vec::new();
+        if let Some(p) = &m.provider {
+            parts.push(format!("\"provider\":{p}"));
+        }
+        if let Some(id) = &m.model_id {
+            parts.push(format!("\"modelId\":{id}"));
+        }
+        format!("{{{}}}", parts.join(","))
+    }
+}
+
 /// What the model sees at a leaf.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Context {
@@ -149,19 +166,7 @@ impl Context {
     /// pi's shape: `{"messages":[…],"model":{"provider","modelId"}|null,"thinkingLevel":…,
     /// "activeToolNames":[…]|null}`.
     pub fn to_json(&self) -> String {
-        let model = match &self.model {
-            None => "null".to_owned(),
-            Some(m) => {
-                let mut parts = Vec::new();
-                if let Some(p) = &m.provider {
-                    parts.push(format!("\"provider\":{p}"));
-                }
-                if let Some(id) = &m.model_id {
-                    parts.push(format!("\"modelId\":{id}"));
-                }
-                format!("{{{}}}", parts.join(","))
-            }
-        };
+        let model = ModelRef::json(self.model.as_ref());
         format!(
             "{{\"messages\":[{}],\"model\":{},\"thinkingLevel\":{},\"activeToolNames\":{}}}",
             self.messages.join(","),

@@ -12,6 +12,7 @@
 #![forbid(unsafe_code)]
 
 pub mod audit;
+mod commits;
 pub mod context;
 mod dir;
 pub mod durable;
@@ -32,6 +33,7 @@ pub mod oplog;
 mod paths;
 mod plan;
 pub mod proof;
+pub mod replay;
 pub mod salvage;
 pub mod session;
 pub mod space;
@@ -65,6 +67,9 @@ pub use navigate::{
 };
 pub use oplog::{Operation, PointInTime, Seal, SealCheck};
 pub use proof::EntryProof;
+pub use replay::{
+    ContextChange, OperationStart, Poll, Replay, ReplayEvent, ReplayOptions, ReplayRecord,
+};
 pub use session::{AppendOptions, AppendOutcome, Entry, Session};
 pub use store::{Backend, CreateSession, Durability, SessionSummary, Store, StoreConfig};
 pub use tree::{Tree, TreeNode};

@@ -63,6 +63,16 @@ impl Operation {
     pub fn time(&self) -> Option<String> {
         self.time_ms.map(time::format_ms)
     }
+
+    /// The record the leaf was at before it.
+    pub(crate) fn leaf_before_seq(&self) -> Option<u64> {
+        self.leaf_before_seq
+    }
+
+    /// The record the leaf was at after it.
+    pub(crate) fn leaf_after_seq(&self) -> Option<u64> {
+        self.leaf_after_seq
+    }
 }
 
 /// A session as it stood after one operation: its first `end_seq` records and the leaf then.
@@ -441,7 +451,7 @@ pub(crate) fn seal_next(
 }
 
 /// The leaf after record `seq`: an entry becomes the leaf, a leaf record moves it.
-fn leaf_after(seq: u64, node: &record::NodeRecord) -> Option<u64> {
+pub(crate) fn leaf_after(seq: u64, node: &record::NodeRecord) -> Option<u64> {
     if node.kind == EntryKind::Leaf.tag() {
         match node.leaf_target {
             Some(LeafTarget::Seq(t)) => Some(t),

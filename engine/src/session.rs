@@ -518,8 +518,26 @@ pub(crate) fn decode_row_unchecked(seq: u64, row: Vec<u8>) -> Result<Entry> {
     decode(seq, row, None)
 }
 
+/// [`decode_row`], with the operation stamp the record carries.
+pub(crate) fn decode_row_stamped(
+    session: &str,
+    seq: u64,
+    row: Vec<u8>,
+) -> Result<(Entry, Option<grove_codec::op::OpStamp>)> {
+    decode_stamped(seq, row, Some(session))
+}
+
 /// Splits and decodes a log row; with `check`, the session whose line is checked.
-fn decode(seq: u64, mut row: Vec<u8>, check: Option<&str>) -> Result<Entry> {
+fn decode(seq: u64, row: Vec<u8>, check: Option<&str>) -> Result<Entry> {
+    decode_stamped(seq, row, check).map(|(entry, _)| entry)
+}
+
+/// [`decode`] with the record's operation stamp.
+fn decode_stamped(
+    seq: u64,
+    mut row: Vec<u8>,
+    check: Option<&str>,
+) -> Result<(Entry, Option<grove_codec::op::OpStamp>)> {
     let parts = record::decode_log(&row)
         .map_err(|e| GroveError::Corrupt(format!("log record {seq}: {e}")))?;
     if let Some(session) = check {
@@ -533,9 +551,9 @@ fn decode(seq: u64, mut row: Vec<u8>, check: Option<&str>) -> Result<Entry> {
     }
     // The line is the row's tail: keep the buffer, drop its head.
     let head = row.len() - parts.line.len();
-    let node = parts.node;
+    let (node, stamp) = (parts.node, parts.op);
     row.drain(..head);
     let line = String::from_utf8(row)
         .map_err(|_| GroveError::Corrupt(format!("line {seq} is not UTF-8")))?;
-    Ok(Entry { seq, node, line })
+    Ok((Entry { seq, node, line }, stamp))
 }

@@ -225,6 +225,8 @@ pub(crate) struct Inner {
     pub(crate) id_indexes: Mutex<HashMap<u64, Arc<crate::ids::IdIndexSlot>>>,
     pub(crate) leases: Leases,
     pub(crate) views: Views,
+    /// Bumped after every acknowledged write, for readers that follow a session.
+    pub(crate) commits: crate::commits::Commits,
     poisoned: Mutex<Option<String>>,
     group: GroupCommit,
     /// Where imports spool their lines: the store directory for on-disk stores (the same disk
@@ -284,6 +286,20 @@ impl Inner {
     /// ([`Kv::apply_ordered`]): the commit protocol of one-record transactions. A write the
     /// disk could not take is refused before it reaches the backend ([`Space`]).
     pub(crate) fn commit_ops(
+        &self,
+        ops: WriteBatch,
+        ordered: bool,
+        durability: Durability,
+    ) -> Result<()> {
+        let committed = self.commit_unnoticed(ops, ordered, durability);
+        if committed.is_ok() {
+            self.commits.bump();
+        }
+        committed
+    }
+
+    /// [`Inner::commit_ops`] without the commit notice.
+    fn commit_unnoticed(
         &self,
         ops: WriteBatch,
         ordered: bool,
@@ -821,6 +837,7 @@ impl Store {
             id_indexes: Mutex::new(HashMap::new()),
             leases: Leases::default(),
             views: Views::default(),
+            commits: crate::commits::Commits::default(),
             poisoned: Mutex::new(None),
             group: GroupCommit::default(),
             space: writable_dir.map(|dir| Space::new(dir, disk_reserve, roomy)),

@@ -127,6 +127,85 @@ impl Views {
     }
 }
 
+/// A view that follows a session record by record, outside the cache ([`crate::replay`]): it
+/// starts at the root position or at a leaf and moves to each next leaf with the same reuse
+/// as the cached views, reporting how many messages of the previous context each move kept.
+pub(crate) struct Tracker {
+    options: ContextOptions,
+    view: Option<View>,
+}
+
+impl Tracker {
+    /// A tracker at the root position.
+    pub(crate) fn new(options: ContextOptions) -> Tracker {
+        Tracker {
+            options,
+            view: None,
+        }
+    }
+
+    /// The leaf it is at (`None`: the root position).
+    pub(crate) fn leaf(&self) -> Option<u64> {
+        self.view.as_ref().map(|v| v.leaf)
+    }
+
+    /// The context at its leaf.
+    pub(crate) fn context(&self) -> &Context {
+        self.view.as_ref().map_or(&EMPTY, |v| &v.ctx)
+    }
+
+    /// Moves it to `leaf`; `known` is the leaf's node and line when the caller has them.
+    /// Returns how many messages of the context before the move the context after it keeps.
+    pub(crate) fn move_to(
+        &mut self,
+        session: &Session,
+        leaf: Option<u64>,
+        known: Option<(&NodeRecord, &str)>,
+    ) -> Result<usize> {
+        let Some(leaf) = leaf else {
+            self.view = None;
+            return Ok(0);
+        };
+        let before = self.context().messages.len();
+        if self.leaf() == Some(leaf) {
+            return Ok(before);
+        }
+        let read;
+        let (node, line) = match known {
+            Some((node, line)) => (node, Some(line)),
+            None => {
+                read = session.node(leaf)?;
+                (&read, None)
+            }
+        };
+        let moved = match self.view.take() {
+            Some(v) => session.advance(v, leaf, node, line)?.map_err(Some),
+            None => Err(None),
+        };
+        let (view, kept) = match moved {
+            Ok(moved) => moved,
+            // A fresh build: what it keeps of the old context is their common prefix.
+            Err(old) => {
+                let view = session.fresh_view(leaf, node, self.options)?;
+                let kept = old.map_or(0, |old| {
+                    old.ctx
+                        .messages
+                        .iter()
+                        .zip(view.ctx.messages.iter())
+                        .take_while(|(a, b)| a == b)
+                        .count()
+                });
+                (view, kept)
+            }
+        };
+        self.view = Some(view);
+        Ok(kept)
+    }
+}
+
+/// The context at the root position, for [`Tracker::context`].
+static EMPTY: std::sync::LazyLock<Context> = std::sync::LazyLock::new(empty_context);
+
 fn is_grove(options: ContextOptions) -> bool {
     options == ContextOptions::grove()
 }
@@ -155,9 +234,9 @@ impl Session {
             Some(v) if v.leaf == leaf => v,
             Some(v) => {
                 let node = self.node(leaf)?;
-                match self.advance(v, leaf, &node)? {
-                    Some(v) => v,
-                    None => self.fresh_view(leaf, &node, options)?,
+                match self.advance(v, leaf, &node, None)? {
+                    Ok((v, _)) => v,
+                    Err(_) => self.fresh_view(leaf, &node, options)?,
                 }
             }
             None => self.fresh_view(leaf, &self.node(leaf)?, options)?,
@@ -207,32 +286,45 @@ impl Session {
     }
 
     /// Moves a view to `leaf` without a full rebuild, when the selection rule allows it:
-    /// same checkpoint, and the common ancestor inside the part of the view after it.
-    fn advance(&self, mut view: View, leaf: u64, node: &NodeRecord) -> Result<Option<View>> {
+    /// same checkpoint, and the common ancestor inside the part of the view after it. Also
+    /// returns how many of the view's messages the moved view kept; gives the view back
+    /// untouched when it cannot move it. `line`: the leaf's line, when the caller has it.
+    fn advance(
+        &self,
+        mut view: View,
+        leaf: u64,
+        node: &NodeRecord,
+        line: Option<&str>,
+    ) -> Result<std::result::Result<(View, usize), View>> {
         if node.checkpoint != view.checkpoint || node.kind == EntryKind::Compaction.tag() {
-            return Ok(None);
+            return Ok(Err(view));
         }
         let options = view.options;
         let simple = options.selection_path == SelectionPath::Full
             && (options.settings_scope == SettingsScope::Full
                 || node.parent == Parent::Seq(view.leaf));
         if !simple {
-            return Ok(None);
+            return Ok(Err(view));
         }
         // The new side: entries from just below the common ancestor down to the leaf.
-        let new_side: Vec<Entry> = if node.parent == Parent::Seq(view.leaf) {
-            // The node was read already; only the line is missing.
+        let mut kept = view.ctx.messages.len();
+        let child = node.parent == Parent::Seq(view.leaf);
+        let new_side: Vec<Entry> = if child {
+            // The node was read already; only the line may be missing.
             vec![Entry {
                 seq: leaf,
                 node: node.clone(),
-                line: self.line(leaf)?,
+                line: match line {
+                    Some(l) => l.to_owned(),
+                    None => self.line(leaf)?,
+                },
             }]
         } else {
             if self.in_cycle_tree(leaf)? || self.in_cycle_tree(view.leaf)? {
-                return Ok(None);
+                return Ok(Err(view));
             }
             let Some(common) = self.common_ancestor(view.leaf, leaf)? else {
-                return Ok(None);
+                return Ok(Err(view));
             };
             // Only the path below the checkpoint (or the whole path without one) grows and
             // shrinks like a path; the checkpoint and its kept range stay as they are.
@@ -241,19 +333,18 @@ impl Session {
             } else {
                 view.marks.iter().rposition(|&(s, _)| s == common)
             };
-            let Some(at) = at else { return Ok(None) };
-            if at + 1 < view.prefix {
-                return Ok(None);
-            }
-            let keep_messages = view.marks[at].1;
-            view.marks.truncate(at + 1);
-            Arc::make_mut(&mut view.ctx.messages).truncate(keep_messages);
-            Arc::make_mut(&mut view.ctx.entry_ids).truncate(at + 1);
+            let Some(at) = at.filter(|&at| at + 1 >= view.prefix) else {
+                return Ok(Err(view));
+            };
             let mut side = self.path_up_to(leaf, Some(common))?;
             if side.first().map(|e| e.seq) != Some(common) {
-                return Ok(None);
+                return Ok(Err(view));
             }
             side.remove(0);
+            kept = view.marks[at].1;
+            view.marks.truncate(at + 1);
+            Arc::make_mut(&mut view.ctx.messages).truncate(kept);
+            Arc::make_mut(&mut view.ctx.entry_ids).truncate(at + 1);
             side
         };
         for entry in &new_side {
@@ -263,13 +354,14 @@ impl Session {
             view.marks.push((entry.seq, view.ctx.messages.len()));
         }
         match options.settings_scope {
-            SettingsScope::Full => {
+            // A child's settings are its parent's, changed by what it sets itself: no read.
+            SettingsScope::Full if !child => {
                 view.ctx.model = None;
                 view.ctx.thinking_level = grove_codec::jsstr::quote("off");
                 view.ctx.active_tool_names = None;
                 self.settings_from_pointers(node, &mut view.ctx)?;
             }
-            SettingsScope::Branch => {
+            _ => {
                 for entry in &new_side {
                     apply_setting(entry, &mut view.ctx);
                 }
@@ -280,7 +372,7 @@ impl Session {
         }
         view.leaf = leaf;
         view.unpersisted += 1;
-        Ok(Some(view))
+        Ok(Ok((view, kept)))
     }
 
     /// Writes the view as the session's persisted view (a cache: no flush), with its

@@ -65,6 +65,18 @@ pub enum CommandError {
         #[source]
         source: io::Error,
     },
+    /// A `grove serve` server answered a request with an error.
+    #[error("{url}: the server answered {status} {code}: {message}")]
+    Server {
+        /// The server.
+        url: String,
+        /// The HTTP status.
+        status: u16,
+        /// The error code (docs/api.md, "Errors").
+        code: String,
+        /// The server's message.
+        message: String,
+    },
     /// The default store location is unknown on this platform.
     #[error("no data directory on this platform")]
     NoDataDir,
@@ -127,6 +139,7 @@ impl CommandError {
             CommandError::InputTooLong { .. } => "InputTooLong",
             CommandError::File { .. } | CommandError::System { .. } => "Io",
             CommandError::NoDataDir => "NoDataDir",
+            CommandError::Server { .. } => "ServerError",
             CommandError::Stdout(_) => "Io",
             CommandError::VerifyFailed(_) => "VerifyFailed",
             CommandError::SalvageIncomplete { .. } => "SalvageIncomplete",
@@ -146,6 +159,8 @@ impl CommandError {
             | CommandError::NoDataDir
             | CommandError::Stdout(_) => EXIT_USER,
             CommandError::VerifyFailed(_) | CommandError::SalvageIncomplete { .. } => EXIT_STORAGE,
+            CommandError::Server { status, .. } if *status >= 500 => EXIT_STORAGE,
+            CommandError::Server { .. } => EXIT_USER,
         }
     }
 
@@ -180,6 +195,10 @@ impl CommandError {
             CommandError::File { .. } | CommandError::System { .. } | CommandError::Stdout(_) => {
                 return None
             }
+            CommandError::Server { code, .. } if code == "unauthorized" => {
+                "give the server's token with --token or GROVE_TOKEN"
+            }
+            CommandError::Server { .. } => return None,
             CommandError::Grove(e) => match e {
                 GroveError::SessionNotFound(_) => "run `grove ls` to list the sessions",
                 GroveError::EntryNotFound(_) => {

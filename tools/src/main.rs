@@ -10,6 +10,7 @@ mod escape;
 mod graph;
 mod output;
 mod output_file;
+mod remote;
 mod serve;
 mod storage_hint;
 

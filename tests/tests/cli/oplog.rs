@@ -196,3 +196,115 @@ fn audit_files_are_signed_and_verified_without_a_store() {
     let (code, _) = g.fail(&["export", s, "--audit", "--sign", "/nonexistent/key"]);
     assert_eq!(code, 1);
 }
+
+/// Applies a replayed record's context change to `ctx` (pi's context JSON).
+fn apply_change(ctx: &mut Value, change: &Value) {
+    let keep = change["keep"].as_u64().unwrap() as usize;
+    let messages = ctx["messages"].as_array_mut().unwrap();
+    assert!(keep <= messages.len(), "keep {keep} of {}", messages.len());
+    messages.truncate(keep);
+    messages.extend(change["append"].as_array().unwrap().iter().cloned());
+    assert_eq!(
+        change["messages"].as_u64().unwrap() as usize,
+        messages.len()
+    );
+    for key in ["model", "thinkingLevel", "activeToolNames"] {
+        if let Some(v) = change.get(key) {
+            ctx[key] = v.clone();
+        }
+    }
+}
+
+#[test]
+fn replay_carries_the_context_to_what_grove_context_builds() {
+    // Every fixture, at every record, is the library's test (engine::replay); here the
+    // command on sessions with branches, summaries, labels and nested compactions.
+    let g = Grove::new();
+    let mut replayed = 0;
+    let names = [
+        "edge-branch-summary-root",
+        "edge-compaction-fk-variants",
+        "edge-labels",
+        "edge-nested-compaction-deeper",
+        "edge-lone-surrogate",
+    ];
+    for name in names {
+        let f = fixture(&format!("{name}.jsonl"));
+        let imported = g.run(&["import", f.to_str().unwrap(), "--json"]);
+        super::assert_success(&["import", name], &imported);
+        let report: Value = serde_json::from_slice(&imported.stdout).unwrap();
+        let s = report["session"].as_str().unwrap().to_owned();
+        // pi's lines may hold lone surrogates, which grove hands out as they were written.
+        let lines: Vec<Value> = g
+            .ok(&["replay", &s])
+            .lines()
+            .map(|l| grove_tests::json::parse(l).unwrap())
+            .collect();
+        assert_eq!(lines[0]["type"], "start", "{}", name);
+        let mut ctx = lines[0]["context"].clone();
+        let mut records = 0;
+        for line in &lines[1..] {
+            match line["type"].as_str().unwrap() {
+                "operation" => assert_eq!(line["kind"], "import"),
+                "record" => {
+                    apply_change(&mut ctx, &line["context"]);
+                    records += 1;
+                }
+                other => panic!("{other}"),
+            }
+        }
+        let want = grove_tests::json::parse(&g.ok(&["context", &s, "--json"])).unwrap();
+        assert_eq!(ctx, want, "{}", name);
+        let log = log(&g, &s);
+        assert_eq!(
+            records,
+            log.first().map_or(0, |op| op["records"].as_u64().unwrap())
+        );
+        replayed += 1;
+    }
+    assert_eq!(replayed, names.len());
+}
+
+#[test]
+fn replay_ranges_and_follow_without_a_server() {
+    let g = Grove::new();
+    g.ok(&[
+        "import",
+        fixture("edge-seed-harness.jsonl").to_str().unwrap(),
+    ]);
+    let s = "seed-harness";
+    append(&g, s, "first");
+    append(&g, s, "second");
+    let tail: Vec<Value> = g
+        .ok(&["replay", s, "--from-op", "2"])
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(tail.len(), 3, "{tail:?}");
+    assert_eq!(tail[0]["op"], 2);
+    assert_eq!(
+        tail[2]["context"]["append"][0]["content"][0]["text"],
+        "second"
+    );
+    let until: Vec<Value> = g
+        .ok(&["replay", s, "--until-op", "0"])
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(until[1..].iter().all(|l| l["op"] == 0), "{until:?}");
+    let (code, err) = g.fail(&["replay", s, "--from-op", "7"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("no operation 7"), "{err}");
+    let (code, err) = g.fail(&["replay", s, "--follow"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("--url"), "{err}");
+    let (code, err) = g.fail(&["replay", s, "--url", "ftp://x", "--follow"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("not a server address"), "{err}");
+    let (code, err) = g.fail(&["replay", s, "--url", "unix:/nonexistent/grove.sock"]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("connecting to unix:/nonexistent/grove.sock"),
+        "{err}"
+    );
+}

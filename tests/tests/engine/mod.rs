@@ -27,6 +27,7 @@ mod proof;
 mod read_checks;
 mod redb;
 mod reopen;
+mod replay;
 mod salvage;
 mod seed_questions;
 mod sled_guard;

@@ -70,7 +70,7 @@ fn then(s: &Session, op: u64) -> Snapshot {
 }
 
 #[derive(Debug, Clone)]
-enum Step {
+pub(super) enum Step {
     Append(u8),
     AppendMany(u8),
     /// Move to the n-th entry (mod count), or to the root position.
@@ -80,9 +80,11 @@ enum Step {
     Compact(u16),
     Navigate(u16, bool),
     Undo(Option<u16>),
+    /// A model, thinking level or active tools change.
+    Setting(u8),
 }
 
-fn step() -> impl Strategy<Value = Step> {
+pub(super) fn step() -> impl Strategy<Value = Step> {
     prop_oneof![
         4 => any::<u8>().prop_map(Step::Append),
         1 => (1u8..5).prop_map(Step::AppendMany),
@@ -92,6 +94,7 @@ fn step() -> impl Strategy<Value = Step> {
         1 => any::<u16>().prop_map(Step::Compact),
         1 => (any::<u16>(), any::<bool>()).prop_map(|(t, l)| Step::Navigate(t, l)),
         2 => proptest::option::of(any::<u16>()).prop_map(Step::Undo),
+        1 => any::<u8>().prop_map(Step::Setting),
     ]
 }
 
@@ -101,7 +104,7 @@ fn entry_ids(s: &Session) -> Vec<String> {
 }
 
 /// Runs one step; the operation kind it records, or `None` when it wrote nothing.
-fn apply(s: &Session, step: &Step, ops_so_far: u64) -> Option<OpKind> {
+pub(super) fn apply(s: &Session, step: &Step, ops_so_far: u64) -> Option<OpKind> {
     let entries = entry_ids(s);
     let pick = |n: u16| entries.get(n as usize % entries.len().max(1)).cloned();
     match step {
@@ -165,6 +168,22 @@ fn apply(s: &Session, step: &Step, ops_so_far: u64) -> Option<OpKind> {
                 grove::NavigateOutcome::NoOp => None,
                 _ => Some(OpKind::Navigate),
             }
+        }
+        Step::Setting(n) => {
+            let e = match n % 3 {
+                0 => NewEntry::ModelChange {
+                    provider: format!("p{n}"),
+                    model_id: format!("m{n}"),
+                },
+                1 => NewEntry::ThinkingLevelChange {
+                    thinking_level: ["low", "high"][*n as usize % 2].to_owned(),
+                },
+                _ => NewEntry::ActiveToolsChange {
+                    active_tool_names: vec![format!("tool{n}")],
+                },
+            };
+            s.append(e).unwrap();
+            Some(OpKind::Append)
         }
         Step::Undo(to) => {
             if ops_so_far == 0 {

@@ -5,6 +5,7 @@
 mod bad_input;
 mod crash;
 mod oplog;
+mod replay;
 mod routes;
 mod turns;
 
@@ -41,27 +42,15 @@ impl Server {
     pub fn start_with(dir: &Path, global: &[&str], extra: &[&str]) -> Server {
         let token_file = dir.join("token");
         std::fs::write(&token_file, format!("{TOKEN}\n")).unwrap();
-        let mut child = Command::new(grove_bin())
+        let mut command = Command::new(grove_bin());
+        command
             .arg("--store")
             .arg(dir.join("store"))
             .args(global)
             .args(["serve", "--listen", "127.0.0.1:0", "--token-file"])
             .arg(&token_file)
-            .args(extra)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
+            .args(extra);
+        let (child, rx) = spawn_lines(&mut command);
         let mut url = None;
         let mut socket = None;
         while url.is_none() || socket.is_none() {
@@ -180,6 +169,26 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Starts `command` with its stdout piped; its lines arrive on the receiver as it prints them.
+pub fn spawn_lines(command: &mut Command) -> (Child, mpsc::Receiver<String>) {
+    let mut child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    (child, rx)
 }
 
 /// A pi user message entry line with `id` and `parent`.

@@ -24,6 +24,7 @@ pub mod ls;
 pub mod name;
 pub mod navigate;
 pub mod path;
+pub mod replay;
 pub mod salvage;
 pub mod seal;
 pub mod show;
@@ -48,6 +49,7 @@ pub enum Command {
     Context(context::Args),
     Show(show::Args),
     Log(log::Args),
+    Replay(replay::Args),
     Undo(undo::Args),
     Seal(seal::Args),
     Keygen(keygen::Args),
@@ -209,6 +211,7 @@ pub fn run(command: Command, env: &mut Env<'_>) -> CmdResult {
         Command::Context(a) => context::run(a, env),
         Command::Show(a) => show::run(a, env),
         Command::Log(a) => log::run(a, env),
+        Command::Replay(a) => replay::run(a, env),
         Command::Undo(a) => undo::run(a, env),
         Command::Seal(a) => seal::run(a, env),
         Command::Keygen(a) => keygen::run(a, env),

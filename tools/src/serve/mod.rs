@@ -147,6 +147,7 @@ pub fn run(env: &mut Env<'_>, args: &Args) -> CmdResult<()> {
         });
         shutdown_signal().await;
         sweeper.abort();
+        state.stop();
         let _ = stop_tx.send(true);
         for server in servers {
             let _ = server.await;

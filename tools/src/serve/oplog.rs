@@ -1,7 +1,8 @@
 //! The operation log over HTTP (docs/api.md, "Operations"): a session's operations newest
-//! first, undo, the seal and its check, and the point in time (`atOp=N` or `atTime=TIME`)
-//! the reads of context, branch, path and tree may ask for. This room owns those routes and
-//! the parsing of a point in time; the reads themselves stay in `routes`, which call [`At`].
+//! first, undo, the seal and its check, the replay stream (followed as long as the client
+//! stays and the server runs), and the point in time (`atOp=N` or `atTime=TIME`) the reads
+//! of context, branch, path and tree may ask for. This room owns those routes and the
+//! parsing of a point in time; the reads themselves stay in `routes`, which call [`At`].
 //! Operations and seals are written as the CLI's `--json` writes them
 //! (`output::operation_value`, `seal_value`, `seal_check_value`).
 
@@ -13,6 +14,7 @@ use serde_json::{json, Value};
 
 use super::api::{ApiError, ApiResult, Body, Path, Query};
 use super::routes::{blocking, json_answer, State};
+use super::stream::ndjson;
 use crate::output::{operation_value, seal_check_value, seal_value};
 
 /// A point in time a read asks for.
@@ -125,4 +127,60 @@ pub(super) async fn check_seal(
     let store = state.store();
     let check = blocking(move || store.session(&sid)?.check_seal(&body.digest)).await?;
     Ok(json_answer(StatusCode::OK, seal_check_value(&check)))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ReplayQuery {
+    #[serde(rename = "fromOp")]
+    from_op: Option<u64>,
+    #[serde(rename = "untilOp")]
+    until_op: Option<u64>,
+    follow: Option<bool>,
+}
+
+/// How long a followed replay waits for a write before it checks that its client is still
+/// there and the server still runs.
+const FOLLOW_CHECK: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// `GET .../replay`: the session's history as JSON lines (`grove replay`); with
+/// `follow=true`, new operations as they are committed, until `untilOp`, the client leaves,
+/// or the server stops.
+pub(super) async fn replay(
+    state: State,
+    Path(sid): Path<String>,
+    Query(q): Query<ReplayQuery>,
+) -> ApiResult<Response> {
+    let store = state.store();
+    let options = grove::ReplayOptions {
+        from_op: q.from_op,
+        until_op: q.until_op,
+        follow: q.follow.unwrap_or(false),
+        ..grove::ReplayOptions::default()
+    };
+    ndjson(move |sink| {
+        let mut replay = store.session(&sid)?.replay(options)?;
+        loop {
+            // Without waiting while the log has more; caught up, hand the lines over, then
+            // wait for a write.
+            let event = match replay.poll(std::time::Duration::ZERO)? {
+                grove::Poll::Event(event) => event,
+                grove::Poll::End => return Ok(()),
+                grove::Poll::Idle => {
+                    if !sink.flush_now() || state.stopping() {
+                        return Ok(());
+                    }
+                    match replay.poll(FOLLOW_CHECK)? {
+                        grove::Poll::Event(event) => event,
+                        grove::Poll::End => return Ok(()),
+                        grove::Poll::Idle => continue,
+                    }
+                }
+            };
+            if !sink.line(&event.to_json()) {
+                return Ok(());
+            }
+        }
+    })
+    .await
 }

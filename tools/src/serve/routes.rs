@@ -43,6 +43,8 @@ struct Shared {
     durability: Durability,
     turns: Turns,
     summarizer: Option<Arc<dyn Summarizer>>,
+    /// Set when the server stops: streams that would go on forever (a followed replay) end.
+    stopping: std::sync::atomic::AtomicBool,
 }
 
 impl State {
@@ -62,8 +64,23 @@ impl State {
                 durability,
                 turns: Turns::default(),
                 summarizer,
+                stopping: std::sync::atomic::AtomicBool::new(false),
             }),
         }
+    }
+
+    /// The server is stopping: followed streams end.
+    pub fn stop(&self) {
+        self.inner
+            .stopping
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether the server is stopping.
+    pub(super) fn stopping(&self) -> bool {
+        self.inner
+            .stopping
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The turn leases, for the server's sweeper.
@@ -134,6 +151,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/v1/sessions/{sid}/undo"),
     ("GET", "/v1/sessions/{sid}/seal"),
     ("POST", "/v1/sessions/{sid}/seal/check"),
+    ("GET", "/v1/sessions/{sid}/replay"),
     ("POST", "/v1/sessions/{sid}/navigate"),
     ("POST", "/v1/sessions/{sid}/ids"),
     ("POST", "/v1/sessions/{sid}/turns"),
@@ -184,6 +202,7 @@ fn handler(method: &str, route: &str) -> Option<MethodRouter<State>> {
         ("POST", "/v1/sessions/{sid}/undo") => post(oplog::undo),
         ("GET", "/v1/sessions/{sid}/seal") => get(oplog::seal),
         ("POST", "/v1/sessions/{sid}/seal/check") => post(oplog::check_seal),
+        ("GET", "/v1/sessions/{sid}/replay") => get(oplog::replay),
         ("POST", "/v1/sessions/{sid}/navigate") => post(navigate),
         ("POST", "/v1/sessions/{sid}/ids") => post(fresh_ids),
         ("POST", "/v1/sessions/{sid}/turns") => post(begin_turn),

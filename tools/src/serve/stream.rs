@@ -61,6 +61,18 @@ impl Sink {
         !self.gone
     }
 
+    /// Hands what is buffered to the connection now (a followed stream that caught up).
+    /// `false` when the client is gone.
+    pub fn flush_now(&mut self) -> bool {
+        self.flush();
+        !self.closed()
+    }
+
+    /// Whether the client went away.
+    pub fn closed(&self) -> bool {
+        self.gone || self.tx.is_closed()
+    }
+
     fn flush(&mut self) {
         if self.buf.is_empty() || self.gone {
             return;

@@ -38,6 +38,8 @@ import type {
 	LogCursor,
 	NewEntry,
 	Operation,
+	ReplayEvent,
+	ContextChange,
 	PathOptions,
 	PointInTime,
 	Seal,
@@ -71,6 +73,19 @@ export interface GroveClientOptions {
 }
 
 const V1 = "/v1";
+
+/** The context after a replayed record: `context` (the one before it) with `change` applied. */
+export function applyContextChange(context: Context, change: ContextChange): Context {
+	if (change.keep > context.messages.length || change.keep + change.append.length !== change.messages) {
+		throw new RangeError(`a context change of ${change.keep} kept and ${change.append.length} added messages does not fit a context of ${context.messages.length}`);
+	}
+	return {
+		messages: [...context.messages.slice(0, change.keep), ...change.append],
+		model: change.model === undefined ? context.model : change.model,
+		thinkingLevel: change.thinkingLevel === undefined ? context.thinkingLevel : change.thinkingLevel,
+		activeToolNames: change.activeToolNames === undefined ? context.activeToolNames : change.activeToolNames,
+	};
+}
 
 function sessionPath(sid: string, rest = ""): string {
 	return `${V1}/sessions/${encodeURIComponent(sid)}${rest}`;
@@ -457,6 +472,24 @@ export class GroveClient {
 	undo(sid: string, options: { toOp?: number } = {}): Promise<Operation> {
 		const body = options.toOp === undefined ? {} : { toOp: options.toOp };
 		return this.request("POST", sessionPath(sid, "/undo"), { body });
+	}
+
+	/**
+	 * The session's history in order (`grove replay`): a `start` event (the session before
+	 * `fromOp`), then every operation and its records, each record with the change it made to
+	 * the context. With `follow`, new operations as they are committed, until `untilOp`, the
+	 * loop is left, or the server stops; a client with `timeoutMs` ends an idle follow with an
+	 * error after that long.
+	 */
+	replay(
+		sid: string,
+		options: { fromOp?: number; untilOp?: number; follow?: boolean } = {},
+	): AsyncGenerator<ReplayEvent, void, undefined> {
+		return this.stream("GET", sessionPath(sid, "/replay"), {
+			fromOp: options.fromOp,
+			untilOp: options.untilOp,
+			follow: options.follow ? true : undefined,
+		});
 	}
 
 	/** The session's seal: a digest of its history so far. */

@@ -3,7 +3,7 @@
  * The pi adapter lives in `./pi.js` (it needs `@earendil-works/pi-agent-core`).
  */
 export { AppendBatcher, type AppendBatcherOptions } from "./batcher.js";
-export { GroveClient, type GroveClientOptions } from "./client.js";
+export { applyContextChange, GroveClient, type GroveClientOptions } from "./client.js";
 export { GroveError, isGroveError } from "./errors.js";
 export { type Endpoint, parseEndpoint } from "./transport.js";
 export type * from "./types.js";

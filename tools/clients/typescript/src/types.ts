@@ -223,6 +223,62 @@ export interface Operation {
 	lastId: string;
 }
 
+/** What `GET .../replay` (`grove replay`) yields: first a start, then each operation and its records. */
+export type ReplayEvent = ReplayStart | ReplayOperation | ReplayRecord;
+
+/** The session before the first replayed operation. */
+export interface ReplayStart {
+	type: "start";
+	/** The first replayed operation. */
+	op: number;
+	/** Its first record's sequence number. */
+	seq: number;
+	/** The leaf then (null: the root position). */
+	leaf: string | null;
+	/** The context then. */
+	context: Context;
+}
+
+/** An operation begins; its records follow. */
+export interface ReplayOperation {
+	type: "operation";
+	op: number;
+	kind: OperationKind;
+	time: string | null;
+	timeMs: number | null;
+	actor: string | null;
+	firstSeq: number;
+	leafBefore: string | null;
+}
+
+/** One record, with the change it made to the context (what the model sees). */
+export interface ReplayRecord {
+	type: "record";
+	/** The operation that wrote it. */
+	op: number;
+	seq: number;
+	id: string;
+	/** The leaf after it. */
+	leaf: string | null;
+	/** The record as stored (an entry, or a `leaf` record). */
+	entry: WireEntry;
+	context: ContextChange;
+}
+
+/**
+ * The change one record makes to the context: keep the first `keep` messages, then append
+ * `append`; a setting is present only when it changed. `applyContextChange` applies it.
+ */
+export interface ContextChange {
+	keep: number;
+	append: unknown[];
+	/** The number of messages after the change. */
+	messages: number;
+	model?: { provider: string; modelId: string } | null;
+	thinkingLevel?: string;
+	activeToolNames?: string[] | null;
+}
+
 /** A session's seal: a digest of its header, records and operation stamps (`GET .../seal`). */
 export interface Seal {
 	/** 64 hex digits. */
