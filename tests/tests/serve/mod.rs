@@ -7,6 +7,7 @@ mod crash;
 mod oplog;
 mod routes;
 mod turns;
+mod view;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
