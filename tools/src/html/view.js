@@ -89,7 +89,7 @@
 		buildRows();
 		$("tree").scrollTop = 0;
 		let depth = 0;
-		for (let i = view.leaf; i >= 0; i = view.parent[i]) depth++;
+		for (let i = view.leaf; i >= 0 && depth <= n; i = view.parent[i]) depth++;
 		$("status").textContent = `${n} entries` + (view.leaf >= 0 ? ` · active path ${depth} · leaf ${short(nodes[view.leaf].id)}` : " · leaf: root position");
 		$("entry-id").textContent = "(click an entry)";
 		$("entry-json").textContent = "";
@@ -310,7 +310,8 @@
 	/** Shows node `i`: unfolds the branch points above it, scrolls it into view, selects it. */
 	function reveal(i) {
 		let changed = false;
-		for (let c = i, p = view.parent[i]; p >= 0; c = p, p = view.parent[p]) {
+		// At most one step per node: parent links from a damaged session cannot loop it.
+		for (let c = i, p = view.parent[i], steps = 0; p >= 0 && steps < view.nodes.length; c = p, p = view.parent[p], steps++) {
 			if (view.main[p] !== c && !view.expanded.has(p)) {
 				view.expanded.add(p);
 				changed = true;
