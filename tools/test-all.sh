@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test of the repository: the Rust workspace, then the TypeScript client against the
 # real `grove serve` (its npm dev dependencies, pi's packages among them, come from the npm
-# registry). Needs cargo, and node 20 or later with npm.
+# registry). Needs cargo, node 20 or later with npm, and chromium for the HTML view's browser
+# tests (test/view.test.ts; `apt-get install chromium` on Debian).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -8,6 +8,7 @@ mod commands;
 mod error;
 mod escape;
 mod graph;
+mod html;
 mod output;
 mod output_file;
 mod remote;

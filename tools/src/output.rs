@@ -260,6 +260,19 @@ pub fn operation_value(op: &grove::Operation) -> Value {
     })
 }
 
+/// A tree node as JSON (the server's `.../tree` and the HTML view): `{"id", "parentId",
+/// "type", "children": [index...], "label", "onActivePath"}`.
+pub fn tree_node_value(n: &grove::TreeNode) -> Value {
+    serde_json::json!({
+        "id": n.id,
+        "parentId": n.parent,
+        "type": n.type_name,
+        "children": n.children,
+        "label": n.label,
+        "onActivePath": n.on_active_path,
+    })
+}
+
 /// A seal as JSON: `{"digest", "records", "operations"}`.
 pub fn seal_value(seal: &grove::Seal) -> Value {
     serde_json::json!({

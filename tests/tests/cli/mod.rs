@@ -10,6 +10,7 @@ mod export_target;
 mod fork;
 mod gen;
 mod hints;
+mod html;
 mod label;
 mod limits;
 mod navigate;

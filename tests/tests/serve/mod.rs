@@ -8,6 +8,7 @@ mod oplog;
 mod replay;
 mod routes;
 mod turns;
+mod view;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

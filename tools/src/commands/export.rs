@@ -1,4 +1,5 @@
-//! `grove export`: a session as pi v3 JSONL, to stdout or to a file (`output_file.rs`).
+//! `grove export`: a session as pi v3 JSONL, an audit file or an HTML page (`html/`), to
+//! stdout or to a file (`output_file.rs`).
 
 use std::path::{Path, PathBuf};
 
@@ -38,6 +39,11 @@ pub struct Args {
     /// makes one).
     #[arg(long, value_name = "KEYFILE", requires = "audit")]
     sign: Option<PathBuf>,
+    /// Write one self-contained HTML page instead: the session's tree (the active path
+    /// marked, labels, branch summaries and compactions), each entry's content and the
+    /// context at any entry, with no network access (docs/cli.md).
+    #[arg(long, conflicts_with_all = ["flavor", "audit"])]
+    html: bool,
 }
 
 /// `--flavor` values.
@@ -51,6 +57,9 @@ pub fn run(args: Args, env: &mut Env<'_>) -> CmdResult {
     let (_store, session) = env.read_session(&args.session)?;
     if args.audit {
         return export_audit(&session, &args, env);
+    }
+    if args.html {
+        return export_html(&session, &args, env);
     }
     let flavor = match args.flavor {
         FlavorArg::Harness => Flavor::Harness,
@@ -80,6 +89,30 @@ fn export_to_file(session: &Session, flavor: Flavor, path: &Path) -> CmdResult<E
             other => CommandError::Grove(other),
         })
     })
+}
+
+/// `--html`: the page, to stdout or to `-o FILE`.
+fn export_html(session: &Session, args: &Args, env: &mut Env<'_>) -> CmdResult {
+    let report = match &args.output {
+        None => crate::html::write_session_page(session, &mut *env.out)?,
+        Some(path) => write_output(path, |out| {
+            crate::html::write_session_page(session, out).map_err(|e| match e {
+                CommandError::Stdout(source) => CommandError::File {
+                    path: path.to_owned(),
+                    source,
+                },
+                other => other,
+            })
+        })?,
+    };
+    if let Some(path) = &args.output {
+        eprintln!(
+            "exported {} entries as HTML to {}",
+            report.entries,
+            path.display()
+        );
+    }
+    Ok(())
 }
 
 /// `--audit`: the audit file, to stdout or to `-o FILE`.

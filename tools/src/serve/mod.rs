@@ -6,7 +6,8 @@
 //! calls the engine's public API only (`grove::Store`, `grove::Session`), each call on tokio's
 //! blocking pool, and nothing else in the tool but `commands::Env` to open the store as every
 //! command does, `commands::summarizer_args` to build the summarizer as `grove navigate`
-//! does, and `output` to write proofs, operations and seals as the CLI's `--json` does. The
+//! does, `output` to write proofs, operations, seals and tree nodes as the CLI's `--json`
+//! does, and `html` for the page of `GET /view` (`view.rs`, served without the token). The
 //! operation log's routes and the point in time of a read are in `oplog.rs`; a request's
 //! `Grove-Client` header names the actor its operations are stamped with (`server` without
 //! one).
@@ -17,6 +18,7 @@ mod oplog;
 mod routes;
 mod stream;
 mod turns;
+mod view;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};

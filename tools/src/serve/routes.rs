@@ -213,7 +213,7 @@ fn handler(method: &str, route: &str) -> Option<MethodRouter<State>> {
 }
 
 /// The router of exactly the routes of [`ROUTES`]; with `token`, every request must carry
-/// it as a bearer token.
+/// it as a bearer token. `GET /view`, the HTML view, is added after the token check.
 pub fn router(state: State, token: Option<Arc<str>>) -> Router {
     let max_body = state.inner.max_body;
     let mut app = Router::new();
@@ -227,7 +227,7 @@ pub fn router(state: State, token: Option<Arc<str>>) -> Router {
         .method_not_allowed_fallback(wrong_method)
         .layer(DefaultBodyLimit::max(max_body))
         .with_state(state);
-    match token {
+    let app = match token {
         None => app,
         Some(token) => app.layer(axum::middleware::from_fn(
             move |req: Request, next: Next| {
@@ -235,7 +235,9 @@ pub fn router(state: State, token: Option<Arc<str>>) -> Router {
                 async move { authorize(&token, req, next).await }
             },
         )),
-    }
+    };
+    // The HTML view holds no data: it is served without the token (`view.rs`).
+    app.merge(super::view::router())
 }
 
 async fn authorize(token: &str, req: Request, next: Next) -> Response {
@@ -1079,16 +1081,7 @@ async fn tree(
     let nodes: Vec<Value> = tree
         .nodes
         .iter()
-        .map(|n| {
-            json!({
-                "id": n.id,
-                "parentId": n.parent,
-                "type": n.type_name,
-                "children": n.children,
-                "label": n.label,
-                "onActivePath": n.on_active_path,
-            })
-        })
+        .map(crate::output::tree_node_value)
         .collect();
     Ok(json_answer(
         StatusCode::OK,

@@ -1,0 +1,806 @@
+// grove's HTML view (tools/src/html/, docs/design.md "Looking at it: the HTML view").
+//
+// One page, two sources of data. Export mode (`grove export --html`): the session is embedded
+// as JSON in the #grove-data element (the tree as the server's tree route gives it, and every
+// entry's line), and the context at an entry is computed here from the entries, by the rules of
+// engine/src/context.rs with grove's default options. Server mode (`GET /view` of `grove serve`):
+// the page holds no data; it reads the session list, a session's tree, entries and operations and
+// the context at an entry from the server's routes, with the bearer token given in the URL
+// fragment (`/view#token=TOKEN`, docs/api.md).
+//
+// Nothing here recurses over the tree: every walk is a loop with an explicit stack, so a session
+// as deep as its entries are many is no limit. The tree is a flat list of visible rows (the
+// active path, with each branch point's side branches folded or shown), of which only the rows in
+// view are in the document (virtual scrolling).
+(function () {
+	"use strict";
+
+	const ROW = 22; // px, as --row in the style
+	const OVERSCAN = 20; // rows drawn above and below the view
+	const INDENT_MAX = 24; // indentation levels drawn; deeper ones show their depth
+	const EXPAND_ALL_BELOW = 2000; // smaller sessions open with every branch shown
+	const MESSAGES_PAGE = 200; // context messages drawn at a time
+	const BOOKKEEPING = new Set(["label", "session_info", "custom", "model_change", "thinking_level_change", "active_tools_change"]);
+
+	const $ = (id) => document.getElementById(id);
+	const data = JSON.parse($("grove-data").textContent);
+
+	// ---- the session being shown ----
+	const view = {
+		nodes: [], // {id, parentId, type, children, label, onActivePath}
+		roots: [],
+		parent: new Int32Array(0), // node index of the parent, -1 for a root
+		main: new Int32Array(0), // the child a row continues with, -1 for none
+		indexOf: new Map(), // id -> node index
+		lineOf: () => null, // node index -> the entry's stored JSON text
+		parsed: new Map(), // node index -> parsed entry (or null when the line is not JSON)
+		leaf: -1,
+		expanded: new Set(), // branch points whose side branches are shown
+		rows: new Int32Array(0), // visible rows: node indexes
+		rowDepth: new Int32Array(0), // visible rows: indentation level
+		rowOf: new Int32Array(0), // node index -> row, -1 when folded away
+		selected: -1,
+		contextOf: null, // node index -> Promise of the context
+		generation: 0, // bumps when another session is shown; stale answers are dropped
+		pending: false, // a redraw is scheduled for the next frame
+		context: null, // the context shown
+		shownMessages: 0, // how many of its messages are drawn
+	};
+
+	function showError(message) {
+		const box = $("error");
+		box.textContent = message;
+		box.hidden = false;
+	}
+
+	function clearError() {
+		$("error").hidden = true;
+	}
+
+	/** Takes a tree (`{nodes, roots}`), the leaf id and a line reader as the shown session. */
+	function load(tree, leafId, lineOf, contextOf) {
+		const nodes = tree.nodes;
+		const n = nodes.length;
+		view.generation += 1;
+		view.nodes = nodes;
+		view.roots = tree.roots;
+		view.lineOf = lineOf;
+		view.contextOf = contextOf;
+		view.parsed = new Map();
+		view.indexOf = new Map();
+		view.parent = new Int32Array(n).fill(-1);
+		view.main = new Int32Array(n).fill(-1);
+		for (let i = 0; i < n; i++) view.indexOf.set(nodes[i].id, i);
+		for (let i = 0; i < n; i++) {
+			const kids = nodes[i].children;
+			for (let k = 0; k < kids.length; k++) view.parent[kids[k]] = i;
+			if (kids.length > 0) {
+				let main = kids[0];
+				for (let k = 0; k < kids.length; k++) {
+					if (nodes[kids[k]].onActivePath) main = kids[k];
+				}
+				view.main[i] = main;
+			}
+		}
+		view.leaf = leafId == null ? -1 : (view.indexOf.get(leafId) ?? -1);
+		view.expanded = new Set();
+		if (n < EXPAND_ALL_BELOW) expandAll(false);
+		view.selected = -1;
+		buildRows();
+		$("tree").scrollTop = 0;
+		let depth = 0;
+		for (let i = view.leaf; i >= 0 && depth <= n; i = view.parent[i]) depth++;
+		$("status").textContent = `${n} entries` + (view.leaf >= 0 ? ` · active path ${depth} · leaf ${short(nodes[view.leaf].id)}` : " · leaf: root position");
+		$("entry-id").textContent = "(click an entry)";
+		$("entry-json").textContent = "";
+		$("context-at").textContent = "(click an entry)";
+		$("context-count").textContent = "";
+		$("context-settings").textContent = "";
+		$("context-messages").textContent = "";
+		view.context = null;
+		fillContextJson();
+		render();
+		if (view.leaf >= 0) reveal(view.leaf);
+	}
+
+	function expandAll(redraw) {
+		view.expanded = new Set();
+		for (let i = 0; i < view.nodes.length; i++) {
+			if (view.nodes[i].children.length > 1) view.expanded.add(i);
+		}
+		if (redraw) {
+			buildRows();
+			render();
+		}
+	}
+
+	/**
+	 * The visible rows, in order: from each root, the chain of main children; at an expanded
+	 * branch point, its side branches (one level deeper) come before the chain goes on.
+	 */
+	function buildRows() {
+		const n = view.nodes.length;
+		const rows = [];
+		const depths = [];
+		const stack = []; // [node, depth] pairs, popped last first
+		for (let r = view.roots.length - 1; r >= 0; r--) stack.push(view.roots[r], 0);
+		while (stack.length > 0) {
+			const depth = stack.pop();
+			let at = stack.pop();
+			while (at >= 0) {
+				rows.push(at);
+				depths.push(depth);
+				const kids = view.nodes[at].children;
+				const main = view.main[at];
+				if (kids.length > 1 && view.expanded.has(at)) {
+					stack.push(main, depth);
+					for (let k = kids.length - 1; k >= 0; k--) {
+						if (kids[k] !== main) stack.push(kids[k], depth + 1);
+					}
+					break;
+				}
+				at = main;
+			}
+		}
+		view.rows = Int32Array.from(rows);
+		view.rowDepth = Int32Array.from(depths);
+		view.rowOf = new Int32Array(n).fill(-1);
+		for (let r = 0; r < rows.length; r++) view.rowOf[rows[r]] = r;
+		$("tree-space").style.height = `${rows.length * ROW}px`;
+	}
+
+	// ---- entries ----
+	function entryOf(i) {
+		if (view.parsed.has(i)) return view.parsed.get(i);
+		let value = null;
+		const line = view.lineOf(i);
+		if (line != null) {
+			try {
+				value = JSON.parse(line);
+			} catch {
+				value = null;
+			}
+		}
+		view.parsed.set(i, value);
+		return value;
+	}
+
+	function isObject(v) {
+		return v !== null && typeof v === "object" && !Array.isArray(v);
+	}
+
+	function short(id) {
+		return String(id).slice(0, 8);
+	}
+
+	function kindOf(i) {
+		const e = entryOf(i);
+		const type = view.nodes[i].type;
+		if (type === "message" && e && isObject(e.message) && typeof e.message.role === "string") return e.message.role;
+		return type;
+	}
+
+	function contentText(content) {
+		if (typeof content === "string") return content;
+		if (!Array.isArray(content)) return "";
+		const parts = [];
+		for (const b of content) {
+			if (!isObject(b)) continue;
+			if (b.type === "text" && typeof b.text === "string") parts.push(b.text);
+			else if (b.type === "toolCall") parts.push(`[call ${typeof b.name === "string" ? b.name : "tool"}]`);
+			else if (b.type === "image") parts.push("[image]");
+			else if (b.type === "thinking") parts.push("[thinking]");
+		}
+		return parts.join(" ");
+	}
+
+	function messagePreview(m) {
+		if (!isObject(m)) return "";
+		const str = (k) => (typeof m[k] === "string" ? m[k] : "");
+		switch (m.role) {
+			case "bashExecution":
+				return `$ ${str("command")}`;
+			case "branchSummary":
+			case "compactionSummary":
+				return str("summary");
+			case "toolResult":
+				return `[${str("toolName") || "tool"}] ${contentText(m.content)}`;
+			default:
+				return contentText(m.content);
+		}
+	}
+
+	function entryPreview(i) {
+		const e = entryOf(i);
+		if (!isObject(e)) return view.lineOf(i) == null ? "" : "(not JSON)";
+		const str = (k) => (typeof e[k] === "string" ? e[k] : "");
+		switch (e.type) {
+			case "message":
+				return messagePreview(e.message);
+			case "compaction":
+			case "branch_summary":
+				return str("summary");
+			case "model_change":
+				return `${str("provider")}/${str("modelId")}`;
+			case "thinking_level_change":
+				return str("thinkingLevel");
+			case "active_tools_change":
+				return Array.isArray(e.activeToolNames) ? e.activeToolNames.filter((t) => typeof t === "string").join(", ") : "";
+			case "label":
+				return str("label").trim() ? `${short(str("targetId"))} = ${str("label").trim()}` : `${short(str("targetId"))} (cleared)`;
+			case "session_info":
+				return str("name").trim() || "(name cleared)";
+			case "custom":
+				return str("customType");
+			case "custom_message":
+				return `[${str("customType")}] ${contentText(e.content)}`;
+			default:
+				return "";
+		}
+	}
+
+	function clip(text, max) {
+		const flat = String(text).replace(/\s+/g, " ").trim();
+		return flat.length > max ? `${flat.slice(0, max)}…` : flat;
+	}
+
+	// ---- the tree ----
+	function render() {
+		const tree = $("tree");
+		const space = $("tree-space");
+		const first = Math.max(0, Math.floor(tree.scrollTop / ROW) - OVERSCAN);
+		const last = Math.min(view.rows.length, Math.ceil((tree.scrollTop + tree.clientHeight) / ROW) + OVERSCAN);
+		const frag = document.createDocumentFragment();
+		for (let r = first; r < last; r++) frag.appendChild(rowElement(r));
+		space.replaceChildren(frag);
+	}
+
+	function rowElement(r) {
+		const i = view.rows[r];
+		const node = view.nodes[i];
+		const depth = view.rowDepth[r];
+		const div = document.createElement("div");
+		const kind = kindOf(i);
+		div.className = `row k-${node.type}`;
+		if (node.onActivePath) div.classList.add("active");
+		if (i === view.leaf) div.classList.add("leaf");
+		if (i === view.selected) div.classList.add("sel");
+		if (BOOKKEEPING.has(node.type)) div.classList.add("book");
+		div.dataset.id = node.id;
+		div.dataset.row = String(r);
+		div.style.top = `${r * ROW}px`;
+		div.style.paddingLeft = `${4 + Math.min(depth, INDENT_MAX) * 14}px`;
+		if (depth > INDENT_MAX) div.appendChild(span("depth", `⋯${depth}`));
+		const kids = node.children.length;
+		const slot = span("slot", "");
+		div.appendChild(slot);
+		if (kids > 1) {
+			const open = view.expanded.has(i);
+			const twisty = document.createElement("button");
+			twisty.type = "button";
+			twisty.className = "twisty";
+			twisty.textContent = `${open ? "▾" : "▸"} ${kids - 1}`;
+			twisty.title = `${kids - 1} other branch${kids > 2 ? "es" : ""}: ${open ? "fold" : "show"}`;
+			twisty.dataset.toggle = String(i);
+			slot.appendChild(twisty);
+		}
+		div.appendChild(span("glyph", i === view.leaf ? "@" : node.onActivePath ? "◆" : "○"));
+		div.appendChild(span("id", short(node.id)));
+		div.appendChild(span("kind", kind));
+		div.appendChild(document.createTextNode(clip(entryPreview(i), 160)));
+		if (node.label != null) div.appendChild(span("label", node.label));
+		div.title = `${node.id} · ${kind}`;
+		return div;
+	}
+
+	function span(cls, text) {
+		const s = document.createElement("span");
+		s.className = cls;
+		s.textContent = text;
+		return s;
+	}
+
+	function toggle(i) {
+		if (view.expanded.has(i)) view.expanded.delete(i);
+		else view.expanded.add(i);
+		buildRows();
+		render();
+	}
+
+	/** Shows node `i`: unfolds the branch points above it, scrolls it into view, selects it. */
+	function reveal(i) {
+		let changed = false;
+		// At most one step per node: parent links from a damaged session cannot loop it.
+		for (let c = i, p = view.parent[i], steps = 0; p >= 0 && steps < view.nodes.length; c = p, p = view.parent[p], steps++) {
+			if (view.main[p] !== c && !view.expanded.has(p)) {
+				view.expanded.add(p);
+				changed = true;
+			}
+		}
+		if (changed) buildRows();
+		const r = view.rowOf[i];
+		const tree = $("tree");
+		if (r >= 0 && (r * ROW < tree.scrollTop || (r + 1) * ROW > tree.scrollTop + tree.clientHeight)) {
+			tree.scrollTop = Math.max(0, r * ROW - tree.clientHeight / 3);
+		}
+		select(i);
+	}
+
+	function select(i) {
+		view.selected = i;
+		render();
+		const node = view.nodes[i];
+		$("entry-id").textContent = node.id;
+		const e = entryOf(i);
+		$("entry-json").textContent = e === null ? String(view.lineOf(i)) : JSON.stringify(e, null, 2);
+		$("context-at").textContent = short(node.id);
+		$("context-count").textContent = "…";
+		const generation = view.generation;
+		Promise.resolve()
+			.then(() => view.contextOf(i))
+			.then(
+				(ctx) => {
+					if (generation === view.generation && view.selected === i) showContext(ctx);
+				},
+				(err) => {
+					if (generation === view.generation && view.selected === i) {
+						$("context-count").textContent = "";
+						showError(`context at ${node.id}: ${err.message || err}`);
+					}
+				},
+			);
+	}
+
+	function showContext(ctx) {
+		const settings = $("context-settings");
+		settings.textContent = "";
+		const model = ctx.model == null ? "none" : `${ctx.model.provider ?? "?"}/${ctx.model.modelId ?? "?"}`;
+		const tools = ctx.activeToolNames == null ? "default" : Array.isArray(ctx.activeToolNames) ? ctx.activeToolNames.join(", ") : JSON.stringify(ctx.activeToolNames);
+		const thinking = typeof ctx.thinkingLevel === "string" ? ctx.thinkingLevel : JSON.stringify(ctx.thinkingLevel);
+		for (const [name, value] of [["model", model], ["thinking", thinking], ["tools", tools]]) {
+			const s = document.createElement("span");
+			s.className = `setting-${name}`;
+			const b = document.createElement("b");
+			b.textContent = `${name}:`;
+			s.append(b, document.createTextNode(` ${value}`));
+			settings.appendChild(s);
+		}
+		view.context = ctx;
+		view.shownMessages = 0;
+		$("context-messages").replaceChildren();
+		showMoreMessages();
+		$("context-count").textContent = `(${ctx.messages.length} message${ctx.messages.length === 1 ? "" : "s"})`;
+		fillContextJson();
+	}
+
+	/** Draws the next MESSAGES_PAGE messages of the shown context, and a button for the rest. */
+	function showMoreMessages() {
+		const ctx = view.context;
+		const list = $("context-messages");
+		list.querySelector(".more")?.remove();
+		const frag = document.createDocumentFragment();
+		const end = Math.min(ctx.messages.length, view.shownMessages + MESSAGES_PAGE);
+		for (let k = view.shownMessages; k < end; k++) {
+			const m = ctx.messages[k];
+			const li = document.createElement("li");
+			const role = isObject(m) && typeof m.role === "string" ? m.role : "?";
+			li.className = `r-${role}`;
+			const details = document.createElement("details");
+			const summary = document.createElement("summary");
+			summary.append(span("role", role), document.createTextNode(clip(messagePreview(m), 200)));
+			details.appendChild(summary);
+			// The message's JSON is drawn when it is opened.
+			details.addEventListener("toggle", () => {
+				if (details.open && details.childNodes.length === 1) {
+					const pre = document.createElement("pre");
+					pre.textContent = JSON.stringify(m, null, 2);
+					details.appendChild(pre);
+				}
+			});
+			li.appendChild(details);
+			frag.appendChild(li);
+		}
+		view.shownMessages = end;
+		const rest = ctx.messages.length - end;
+		if (rest > 0) {
+			const li = document.createElement("li");
+			li.className = "more";
+			const more = document.createElement("button");
+			more.type = "button";
+			more.textContent = `show ${Math.min(rest, MESSAGES_PAGE)} more (${rest} not shown)`;
+			more.addEventListener("click", showMoreMessages);
+			li.appendChild(more);
+			frag.appendChild(li);
+		}
+		list.appendChild(frag);
+	}
+
+	/** The shown context as JSON, written when its box is open (a long context is megabytes). */
+	function fillContextJson() {
+		const pre = $("context-json");
+		if (!$("context-raw").open || view.context == null) {
+			pre.textContent = "";
+			return;
+		}
+		pre.textContent = JSON.stringify(view.context, null, 1);
+	}
+
+	// ---- the context, computed from the entries (export mode) ----
+	// engine/src/context.rs with ContextOptions::grove(): the full path to the root; entries
+	// selected from the last compaction on (its retained tail standing in for the kept range
+	// when it has one, else from firstKeptEntryId); null or missing message content replaced
+	// by []; the settings of the last entry on the full path that set each.
+
+	/** `time::parse_ms`: Date.parse of the ISO forms grove reads, null for NaN. */
+	function parseMs(t) {
+		if (typeof t !== "string" || t.length < 19) return null;
+		const num = (s) => (/^[0-9]+$/.test(s) ? Number(s) : NaN);
+		if (t[4] !== "-" || t[7] !== "-" || t[10] !== "T" || t[13] !== ":" || t[16] !== ":") return null;
+		const [year, month, day] = [num(t.slice(0, 4)), num(t.slice(5, 7)), num(t.slice(8, 10))];
+		const [hour, minute, second] = [num(t.slice(11, 13)), num(t.slice(14, 16)), num(t.slice(17, 19))];
+		if ([year, month, day, hour, minute, second].some(Number.isNaN)) return null;
+		const leap = (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0;
+		const dim = month === 2 ? (leap ? 29 : 28) : [4, 6, 9, 11].includes(month) ? 30 : 31;
+		if (month < 1 || month > 12 || day < 1 || day > dim) return null;
+		if (hour > 24 || minute > 59 || second > 59 || (hour === 24 && (minute !== 0 || second !== 0))) return null;
+		let rest = t.slice(19);
+		let millis = 0;
+		if (rest.startsWith(".")) {
+			const digits = /^[0-9]*/.exec(rest.slice(1))[0];
+			if (digits.length === 0) return null;
+			millis = Number((digits + "000").slice(0, 3));
+			rest = rest.slice(1 + digits.length);
+		}
+		let offset;
+		if (rest === "Z") offset = 0;
+		else if ((rest[0] === "+" || rest[0] === "-") && rest.length === 6 && rest[3] === ":") {
+			const h = num(rest.slice(1, 3));
+			const m = num(rest.slice(4, 6));
+			if (Number.isNaN(h) || Number.isNaN(m)) return null;
+			offset = (rest[0] === "-" ? -1 : 1) * (h * 60 + m);
+		} else return null;
+		// days_from_civil (Howard Hinnant)
+		const y = month <= 2 ? year - 1 : year;
+		const era = Math.floor(y / 400);
+		const yoe = y - era * 400;
+		const mp = (month + 9) % 12;
+		const doy = Math.floor((153 * mp + 2) / 5) + day - 1;
+		const doe = yoe * 365 + Math.floor(yoe / 4) - Math.floor(yoe / 100) + doy;
+		const days = era * 146097 + doe - 719468;
+		const secs = days * 86400 + hour * 3600 + minute * 60 + second - offset * 60;
+		return secs * 1000 + millis;
+	}
+
+	/** JavaScript truthiness of a JSON value (`jsstr::truthy`). */
+	function truthy(v) {
+		return !(v === null || v === false || v === "" || v === 0 || Number.isNaN(v) || v === undefined);
+	}
+
+	function typeOf(e) {
+		return isObject(e) ? e.type : undefined;
+	}
+
+	function roleOf(e) {
+		return isObject(e) && e.type === "message" && isObject(e.message) && typeof e.message.role === "string" ? e.message.role : undefined;
+	}
+
+	function has(o, k) {
+		return Object.prototype.hasOwnProperty.call(o, k);
+	}
+
+	/** A synthetic message: `role`, then those of `keys` that the entry has. */
+	function synthetic(e, role, keys) {
+		const m = { role };
+		for (const k of keys) if (has(e, k)) m[k] = e[k];
+		return m;
+	}
+
+	/** Projects one selected entry into messages (spec §5.4). */
+	function project(e, withTail, out) {
+		if (!isObject(e)) return;
+		const ts = () => parseMs(e.timestamp);
+		switch (e.type) {
+			case "message": {
+				if (!has(e, "message")) return;
+				const m = e.message;
+				const role = roleOf(e);
+				if ((role === "user" || role === "assistant" || role === "toolResult") && isObject(m) && (m.content === undefined || m.content === null)) {
+					out.push({ ...m, content: [] });
+				} else out.push(m);
+				return;
+			}
+			case "custom_message": {
+				const m = synthetic(e, "custom", ["customType"]);
+				m.content = e.content === undefined || e.content === null ? [] : e.content;
+				for (const k of ["display", "details"]) if (has(e, k)) m[k] = e[k];
+				m.timestamp = ts();
+				out.push(m);
+				return;
+			}
+			case "compaction": {
+				const m = synthetic(e, "compactionSummary", ["summary", "tokensBefore"]);
+				m.timestamp = ts();
+				out.push(m);
+				if (withTail && Array.isArray(e.retainedTail)) for (const item of e.retainedTail) out.push(item);
+				return;
+			}
+			case "branch_summary": {
+				if (!truthy(e.summary)) return;
+				const m = synthetic(e, "branchSummary", ["summary", "fromId"]);
+				m.timestamp = ts();
+				out.push(m);
+				return;
+			}
+			default:
+				return;
+		}
+	}
+
+	/** The context at node `leaf` (grove's default options), as `grove context --json` prints it. */
+	function computeContext(leaf) {
+		// The full path to the root, root first; a cycle ends it at the first revisit.
+		const path = [];
+		const seen = new Set();
+		for (let i = leaf; i >= 0 && !seen.has(i); i = view.parent[i]) {
+			seen.add(i);
+			path.push(i);
+		}
+		path.reverse();
+		const entries = path.map(entryOf);
+		// Selection (spec §5.2).
+		let ci = -1;
+		for (let k = entries.length - 1; k >= 0; k--) {
+			if (typeOf(entries[k]) === "compaction") {
+				ci = k;
+				break;
+			}
+		}
+		const selected = []; // [entry, withTail]
+		if (ci < 0) {
+			for (const e of entries) selected.push([e, false]);
+		} else {
+			const c = entries[ci];
+			selected.push([c, true]);
+			if (!truthy(c.retainedTail)) {
+				const fk = c.firstKeptEntryId;
+				let kept = -1;
+				if (typeof fk === "string") {
+					for (let k = 0; k < ci; k++) {
+						if (isObject(entries[k]) && entries[k].id === fk) {
+							kept = k;
+							break;
+						}
+					}
+				}
+				if (kept >= 0) {
+					for (let k = kept; k < ci; k++) selected.push([entries[k], k === kept && typeOf(entries[k]) === "compaction"]);
+				}
+			}
+			for (let k = ci + 1; k < entries.length; k++) selected.push([entries[k], false]);
+		}
+		const messages = [];
+		for (const [e, withTail] of selected) project(e, withTail, messages);
+		// Settings (spec §5.5): the last entry on the full path that set each.
+		let model = null;
+		let thinking = "off";
+		let tools = null;
+		let modelSet = false;
+		let thinkingSet = false;
+		let toolsSet = false;
+		for (let k = entries.length - 1; k >= 0 && !(modelSet && thinkingSet && toolsSet); k--) {
+			const e = entries[k];
+			const type = typeOf(e);
+			if (!modelSet && (type === "model_change" || roleOf(e) === "assistant")) {
+				// An assistant message sets the model from its own provider and model.
+				modelSet = true;
+				const src = type === "model_change" ? e : e.message;
+				const [provider, modelId] = type === "model_change" ? ["provider", "modelId"] : ["provider", "model"];
+				if (isObject(src)) {
+					model = {};
+					if (has(src, provider)) model.provider = src[provider];
+					if (has(src, modelId)) model.modelId = src[modelId];
+				}
+			} else if (!thinkingSet && type === "thinking_level_change") {
+				thinkingSet = true;
+				if (has(e, "thinkingLevel")) thinking = e.thinkingLevel;
+			} else if (!toolsSet && type === "active_tools_change") {
+				toolsSet = true;
+				tools = has(e, "activeToolNames") ? e.activeToolNames : null;
+			}
+		}
+		return { messages, model, thinkingLevel: thinking, activeToolNames: tools };
+	}
+
+	// ---- the server ----
+	const fragment = new URLSearchParams(location.hash.slice(1));
+	const token = fragment.get("token");
+
+	async function api(path) {
+		const headers = {};
+		if (token) headers.authorization = `Bearer ${token}`;
+		const res = await fetch(path, { headers });
+		if (!res.ok) {
+			let detail = "";
+			try {
+				const body = await res.json();
+				detail = `${body.code}: ${body.message}`;
+			} catch {
+				detail = res.statusText;
+			}
+			if (res.status === 401) detail += " (open this page as /view#token=TOKEN)";
+			throw new Error(`${res.status} ${detail}`);
+		}
+		return res;
+	}
+
+	function sessionPath(sid, rest) {
+		return `/v1/sessions/${encodeURIComponent(sid)}${rest}`;
+	}
+
+	async function listSessions() {
+		const all = [];
+		let after = null;
+		for (;;) {
+			const q = after == null ? "" : `&after=${encodeURIComponent(after)}`;
+			const page = await (await api(`/v1/sessions?limit=1000${q}`)).json();
+			all.push(...page.sessions);
+			if (page.next == null) break;
+			after = page.next;
+		}
+		return all;
+	}
+
+	async function openSession(sid) {
+		clearError();
+		$("title").textContent = sid;
+		$("status").textContent = "loading…";
+		const [summary, tree, entriesText, ops] = await Promise.all([
+			api(sessionPath(sid, "")).then((r) => r.json()),
+			api(sessionPath(sid, "/tree")).then((r) => r.json()),
+			api(sessionPath(sid, "/entries")).then((r) => r.text()),
+			api(sessionPath(sid, "/operations")).then((r) => r.json()),
+		]);
+		// The last entry of an id wins, as the server's GET .../entries/{eid} does.
+		const lines = new Map();
+		for (const line of entriesText.split("\n")) {
+			if (line.trim() === "") continue;
+			try {
+				const e = JSON.parse(line);
+				if (isObject(e) && typeof e.id === "string") lines.set(e.id, line);
+			} catch {
+				// Not JSON: the entry shows as its text when the tree names it.
+			}
+		}
+		$("title").textContent = summary.name ? `${summary.name} (${sid})` : sid;
+		load(
+			tree,
+			summary.leaf,
+			(i) => lines.get(view.nodes[i].id) ?? null,
+			(i) => api(sessionPath(sid, `/context?leaf=${encodeURIComponent(view.nodes[i].id)}`)).then((r) => r.json()),
+		);
+		showOperations(ops.operations);
+		const params = new URLSearchParams(location.hash.slice(1));
+		params.set("session", sid);
+		history.replaceState(null, "", `#${params}`);
+	}
+
+	function showOperations(ops) {
+		$("ops-pane").hidden = false;
+		$("ops-count").textContent = `(${ops.length})`;
+		const frag = document.createDocumentFragment();
+		for (const op of ops) {
+			const li = document.createElement("li");
+			li.value = op.op;
+			li.className = `op op-${op.kind}`;
+			li.append(span("op-kind", op.kind), span("op-time", op.time ?? "?"), span("op-actor", op.actor ?? "-"));
+			const move = op.leafBefore === op.leafAfter ? `leaf ${short(op.leafAfter ?? "root")}` : `leaf ${short(op.leafBefore ?? "root")} → ${short(op.leafAfter ?? "root")}`;
+			li.append(document.createTextNode(`${move} · ${op.records} record${op.records === 1 ? "" : "s"}`));
+			if (op.leafAfter != null) {
+				li.title = `show ${op.leafAfter}, the leaf after operation ${op.op}`;
+				li.dataset.leaf = op.leafAfter;
+			}
+			frag.appendChild(li);
+		}
+		$("ops").replaceChildren(frag);
+	}
+
+	async function startServer() {
+		$("sessions-label").hidden = false;
+		const sessions = await listSessions();
+		const select = $("sessions");
+		const frag = document.createDocumentFragment();
+		const none = document.createElement("option");
+		none.value = "";
+		none.textContent = sessions.length === 0 ? "(no sessions)" : "(choose a session)";
+		frag.appendChild(none);
+		for (const s of sessions) {
+			const o = document.createElement("option");
+			o.value = s.id;
+			o.textContent = `${s.id} · ${s.entries} entries`;
+			frag.appendChild(o);
+		}
+		select.replaceChildren(frag);
+		$("status").textContent = `${sessions.length} session${sessions.length === 1 ? "" : "s"}`;
+		const wanted = fragment.get("session");
+		if (wanted && sessions.some((s) => s.id === wanted)) {
+			select.value = wanted;
+			await openSession(wanted);
+		}
+	}
+
+	// ---- events ----
+	$("tree").addEventListener("scroll", () => {
+		if (!view.pending) {
+			view.pending = true;
+			requestAnimationFrame(() => {
+				view.pending = false;
+				render();
+			});
+		}
+	});
+	$("tree").addEventListener("click", (ev) => {
+		const target = ev.target instanceof Element ? ev.target : null;
+		const twisty = target?.closest("[data-toggle]");
+		if (twisty) {
+			toggle(Number(twisty.getAttribute("data-toggle")));
+			return;
+		}
+		const row = target?.closest(".row");
+		if (row) select(view.rows[Number(row.getAttribute("data-row"))]);
+	});
+	$("tree").addEventListener("keydown", (ev) => {
+		if (ev.key !== "ArrowDown" && ev.key !== "ArrowUp") return;
+		ev.preventDefault();
+		const r = view.selected >= 0 ? view.rowOf[view.selected] : -1;
+		const next = Math.min(view.rows.length - 1, Math.max(0, r + (ev.key === "ArrowDown" ? 1 : -1)));
+		if (next >= 0) reveal(view.rows[next]);
+	});
+	window.addEventListener("resize", render);
+	$("context-raw").addEventListener("toggle", fillContextJson);
+	$("expand-all").addEventListener("click", () => expandAll(true));
+	$("collapse-all").addEventListener("click", () => {
+		view.expanded = new Set();
+		buildRows();
+		render();
+	});
+	$("goto-form").addEventListener("submit", (ev) => {
+		ev.preventDefault();
+		const want = $("goto").value.trim();
+		if (want === "") return;
+		let found = view.indexOf.get(want);
+		if (found === undefined) {
+			const matches = [];
+			for (let i = 0; i < view.nodes.length && matches.length < 2; i++) {
+				if (view.nodes[i].id.startsWith(want)) matches.push(i);
+			}
+			if (matches.length !== 1) {
+				showError(matches.length === 0 ? `no entry ${want}` : `${want} is ambiguous`);
+				return;
+			}
+			found = matches[0];
+		}
+		clearError();
+		reveal(found);
+	});
+	$("sessions").addEventListener("change", () => {
+		const sid = $("sessions").value;
+		if (sid) openSession(sid).catch((err) => showError(err.message || String(err)));
+	});
+	$("ops").addEventListener("click", (ev) => {
+		const li = ev.target instanceof Element ? ev.target.closest("li[data-leaf]") : null;
+		const i = li ? view.indexOf.get(li.getAttribute("data-leaf")) : undefined;
+		if (i !== undefined) reveal(i);
+	});
+
+	// ---- start ----
+	if (data.mode === "export") {
+		const s = data.session;
+		$("title").textContent = s.name ? `${s.name} (${s.id})` : s.id;
+		document.title = `grove · ${s.name || s.id}`;
+		load({ nodes: data.nodes, roots: data.roots }, data.leaf, (i) => data.lines[i], computeContext);
+	} else {
+		startServer().catch((err) => showError(err.message || String(err)));
+	}
+	// For tests and the console: what is shown.
+	window.groveView = { view, computeContext: (id) => computeContext(view.indexOf.get(id)), reveal: (id) => reveal(view.indexOf.get(id)) };
+})();
