@@ -17,6 +17,7 @@ pub mod op;
 pub mod pack;
 pub mod reader;
 pub mod record;
+pub mod splice;
 pub mod time;
 pub mod view;
 pub mod writer;

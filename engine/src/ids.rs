@@ -266,7 +266,7 @@ impl IdIndex {
         let last: Vec<Entry> = s
             .last_value()?
             .into_iter()
-            .map(|(seq, row)| decode_row_unchecked(seq, row))
+            .map(|(seq, row)| decode_row_unchecked(s.inner.kv.as_ref(), seq, row))
             .collect::<std::result::Result<_, _>>()?;
         if let Some(entry) = last.last() {
             if entry.seq + 1 == head.next_seq {

@@ -170,6 +170,9 @@ impl Store {
         let mut records: Vec<Pending> = Vec::new();
         let mut last_timestamp: Option<String> = None;
         let mut batch = WriteBatch::new();
+        // Held until the import is written: the payload collection waits.
+        let _gate = self.inner.payload_gate.read_recursive();
+        let mut staged = crate::payloads::Staged::default();
         let mut spool = Spool::new(self.inner.spool_dir.as_deref())?;
         while let Some(line) = reader
             .next_line()
@@ -342,8 +345,11 @@ impl Store {
             // The import is one operation, stamped on its first record.
             let stamp =
                 (seq == 0).then(|| OpStamp::new(options.operation, self.actor(), util::now_ms()));
+            // Large string values go to the payload store; the row keeps the cut line.
+            let stored = self.inner.stage_line(&line, &mut batch, &mut staged)?;
+            let stored = stored.as_deref().unwrap_or(&line);
             log_pack
-                .push(&record::encode_log_stamped(&node, &line, stamp.as_ref()))
+                .push(&record::encode_log_stamped(&node, stored, stamp.as_ref()))
                 .map_err(|e| invalid(format!("record {seq}: {e}")))?;
             let last = seq + 1 == records.len() as u64;
             if log_pack.is_full() || last {

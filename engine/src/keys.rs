@@ -67,6 +67,11 @@ pub const T_CHILD_PACK: u8 = 0x1D;
 /// the leaf records of an imported session, up to 1,024 to a value.
 pub const T_LEAF_PACK: u8 = 0x1E;
 
+/// Payloads: `[0x20] ++ blake3 of the payload` → the payload's bytes: a large JSON string
+/// value cut out of the lines that hold it, stored once for every session (docs/format.md,
+/// "Payloads"). Store-wide, not per session: after the per-session tables.
+pub const T_PAYLOAD: u8 = 0x20;
+
 /// The children-index parent of root entries.
 pub const ROOT: u64 = u64::MAX;
 
@@ -160,6 +165,14 @@ pub fn log(sid: u64, seq: u64) -> Vec<u8> {
 /// `[0x12][sid] ++ id`.
 pub fn entry_id(sid: u64, id: &str) -> Vec<u8> {
     tag_u64_bytes(T_ENTRY_ID, sid, id.as_bytes())
+}
+
+/// `[0x20] ++ hash`.
+pub fn payload(hash: &[u8; 32]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(33);
+    k.push(T_PAYLOAD);
+    k.extend_from_slice(hash);
+    k
 }
 
 /// `[0x19][sid][first seq]`.

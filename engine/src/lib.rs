@@ -31,6 +31,7 @@ mod log;
 pub mod navigate;
 pub mod oplog;
 mod paths;
+mod payloads;
 mod plan;
 pub mod proof;
 pub mod replay;
@@ -66,6 +67,7 @@ pub use navigate::{
     Navigator,
 };
 pub use oplog::{Operation, PointInTime, Seal, SealCheck};
+pub use payloads::{GcReport, PayloadStats, DEFAULT_PAYLOAD_THRESHOLD};
 pub use proof::EntryProof;
 pub use replay::{
     ContextChange, OperationStart, Poll, Replay, ReplayEvent, ReplayOptions, ReplayRecord,

@@ -408,6 +408,7 @@ impl<'a> LogRows<'a> {
     /// The records decoded, each line checked against its CRC-32 or, in rows of older
     /// layouts, its content hash ([`decode_row`]; `session` is the id errors name).
     pub(crate) fn entries(self, session: &'a str) -> impl Iterator<Item = Result<Entry>> + 'a {
-        self.map(move |row| row.and_then(|(seq, row)| decode_row(session, seq, row)))
+        let kv = self.kv;
+        self.map(move |row| row.and_then(|(seq, row)| decode_row(kv, session, seq, row)))
     }
 }

@@ -132,11 +132,13 @@ impl Session {
             let (seq, row) = row?;
             let parts = record::decode_log(&row)
                 .map_err(|e| GroveError::Corrupt(format!("log record {seq}: {e}")))?;
+            // A line stored cut is seen whole: seals and audit files cover the content.
+            let line = crate::payloads::expand(self.inner.kv.as_ref(), parts.line)?;
             visit(Step {
                 seq,
                 node: &parts.node,
                 stamp: parts.op.as_ref(),
-                line: parts.line,
+                line: &line,
             })?;
         }
         Ok(())

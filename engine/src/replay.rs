@@ -342,11 +342,12 @@ impl Replay {
     /// Reads the next records of the log; `false` at its end.
     fn read_rows(&mut self) -> Result<bool> {
         let id = self.session.id().to_owned();
+        let kv = self.session.inner.kv.as_ref();
         let end = self.session.head()?.next_seq;
         let hi = end.min(self.next_seq.saturating_add(CHUNK));
         for row in self.session.log_range(self.next_seq, hi) {
             let (seq, row) = row?;
-            self.rows.push_back(decode_row_stamped(&id, seq, row)?);
+            self.rows.push_back(decode_row_stamped(kv, &id, seq, row)?);
         }
         Ok(!self.rows.is_empty())
     }

@@ -181,7 +181,7 @@ impl Session {
 
     /// The record at `seq`.
     pub fn entry_at(&self, seq: u64) -> Result<Entry> {
-        decode_row(self.id(), seq, self.row(seq)?)
+        decode_row(self.inner.kv.as_ref(), self.id(), seq, self.row(seq)?)
     }
 
     /// The sequence number of the tree entry `id`; leaf-record ids are not entries.
@@ -507,33 +507,45 @@ pub(crate) fn decode_node(seq: u64, row: &[u8]) -> Result<NodeRecord> {
 /// later), else against its content hash ([`record::LogRow::check_line`]). Every line the
 /// engine hands out, or copies into another session, passes here. A line that does not match
 /// is `Corrupt`, naming the session, the entry and its seq; its bytes are not handed out.
-pub(crate) fn decode_row(session: &str, seq: u64, row: Vec<u8>) -> Result<Entry> {
-    decode(seq, row, Some(session))
+pub(crate) fn decode_row(
+    kv: &dyn crate::kv::Kv,
+    session: &str,
+    seq: u64,
+    row: Vec<u8>,
+) -> Result<Entry> {
+    decode(kv, seq, row, Some(session))
 }
 
 /// [`decode_row`] without the line check, for rows whose line is covered otherwise or not
 /// handed out: materialized view rows (copies of checked lines, under their chunk's
 /// checksum) and the last log value a session load completes index rows from.
-pub(crate) fn decode_row_unchecked(seq: u64, row: Vec<u8>) -> Result<Entry> {
-    decode(seq, row, None)
+pub(crate) fn decode_row_unchecked(
+    kv: &dyn crate::kv::Kv,
+    seq: u64,
+    row: Vec<u8>,
+) -> Result<Entry> {
+    decode(kv, seq, row, None)
 }
 
 /// [`decode_row`], with the operation stamp the record carries.
 pub(crate) fn decode_row_stamped(
+    kv: &dyn crate::kv::Kv,
     session: &str,
     seq: u64,
     row: Vec<u8>,
 ) -> Result<(Entry, Option<grove_codec::op::OpStamp>)> {
-    decode_stamped(seq, row, Some(session))
+    decode_stamped(kv, seq, row, Some(session))
 }
 
 /// Splits and decodes a log row; with `check`, the session whose line is checked.
-fn decode(seq: u64, row: Vec<u8>, check: Option<&str>) -> Result<Entry> {
-    decode_stamped(seq, row, check).map(|(entry, _)| entry)
+fn decode(kv: &dyn crate::kv::Kv, seq: u64, row: Vec<u8>, check: Option<&str>) -> Result<Entry> {
+    decode_stamped(kv, seq, row, check).map(|(entry, _)| entry)
 }
 
-/// [`decode`] with the record's operation stamp.
+/// [`decode`] with the record's operation stamp. A line stored cut (its large values in the
+/// payload store) is joined back ([`crate::payloads`]).
 fn decode_stamped(
+    kv: &dyn crate::kv::Kv,
     seq: u64,
     mut row: Vec<u8>,
     check: Option<&str>,
@@ -549,11 +561,25 @@ fn decode_stamped(
             )));
         }
     }
+    let not_utf8 = || GroveError::Corrupt(format!("line {seq} is not UTF-8"));
+    if grove_codec::splice::is_spliced(parts.line) {
+        let line = crate::payloads::expand(kv, parts.line).map_err(|e| {
+            GroveError::Corrupt(format!("entry {} (record {seq}): {e}", parts.node.id))
+        })?;
+        let line = String::from_utf8(line.into_owned()).map_err(|_| not_utf8())?;
+        return Ok((
+            Entry {
+                seq,
+                node: parts.node,
+                line,
+            },
+            parts.op,
+        ));
+    }
     // The line is the row's tail: keep the buffer, drop its head.
     let head = row.len() - parts.line.len();
     let (node, stamp) = (parts.node, parts.op);
     row.drain(..head);
-    let line = String::from_utf8(row)
-        .map_err(|_| GroveError::Corrupt(format!("line {seq} is not UTF-8")))?;
+    let line = String::from_utf8(row).map_err(|_| not_utf8())?;
     Ok((Entry { seq, node, line }, stamp))
 }

@@ -96,6 +96,10 @@ pub struct StoreConfig {
     /// [`kv::KvError::Stalled`] and the store refuses writes from then on; a close that takes
     /// longer is abandoned (docs/design.md, "A full disk"). Zero waits without a bound.
     pub flush_timeout: std::time::Duration,
+    /// String values of at least this many bytes (base64 images, large tool outputs) are
+    /// stored once as content-addressed payloads (default
+    /// [`crate::payloads::DEFAULT_PAYLOAD_THRESHOLD`]); `None` stores every line whole.
+    pub payload_threshold: Option<usize>,
 }
 
 /// The zstd level of compressed sled stores.
@@ -118,7 +122,14 @@ impl StoreConfig {
             disk_reserve: crate::space::DEFAULT_RESERVE,
             accept_lost_writes: false,
             flush_timeout: kv::DEFAULT_FLUSH_TIMEOUT,
+            payload_threshold: Some(crate::payloads::DEFAULT_PAYLOAD_THRESHOLD),
         }
+    }
+
+    /// Sets the payload threshold (see [`StoreConfig::payload_threshold`]).
+    pub fn payload_threshold(mut self, threshold: Option<usize>) -> StoreConfig {
+        self.payload_threshold = threshold;
+        self
     }
 
     /// Sets the longest wait for a flush or a close (see [`StoreConfig::flush_timeout`]).
@@ -227,6 +238,11 @@ pub(crate) struct Inner {
     pub(crate) views: Views,
     /// Bumped after every acknowledged write, for readers that follow a session.
     pub(crate) commits: crate::commits::Commits,
+    /// String values of at least this many bytes are stored as payloads (0: none).
+    pub(crate) payload_threshold: std::sync::atomic::AtomicUsize,
+    /// Held to read by writers of lines, from the payload check to the commit, and to write
+    /// by the payload collection ([`crate::payloads`]).
+    pub(crate) payload_gate: parking_lot::RwLock<()>,
     poisoned: Mutex<Option<String>>,
     group: GroupCommit,
     /// Where imports spool their lines: the store directory for on-disk stores (the same disk
@@ -509,7 +525,11 @@ impl Tip {
     }
 }
 
-const FORMAT_MARKER: &[u8] = b"grove\x00\x0a";
+const FORMAT_MARKER: &[u8] = b"grove\x00\x0b";
+/// Layout 10 is layout 11 without payloads: none of its lines is stored cut, and it has no
+/// payload table, so opening it only rewrites the marker (a layout-10 build cannot read a cut
+/// line, docs/format.md, "Payloads").
+const FORMAT_MARKER_10: &[u8] = b"grove\x00\x0a";
 /// Layout 9 is layout 10 without operation stamps: its log rows are read as they are (their
 /// records form one `legacy` operation, docs/design.md, "Operation log"), so opening it only
 /// rewrites the marker (a layout-9 build cannot decode the stamped rows).
@@ -671,6 +691,13 @@ impl Store {
 
     /// Opens a store as configured.
     pub fn open_with(config: StoreConfig) -> Result<Store> {
+        let threshold = config.payload_threshold;
+        let store = Store::open_configured(config)?;
+        store.set_payload_threshold(threshold);
+        Ok(store)
+    }
+
+    fn open_configured(config: StoreConfig) -> Result<Store> {
         let (dir, name) = match &config.backend {
             Backend::Sled(path) => (Some(path.clone()), "sled"),
             Backend::Redb(path) => (Some(path.clone()), "redb"),
@@ -838,6 +865,10 @@ impl Store {
             leases: Leases::default(),
             views: Views::default(),
             commits: crate::commits::Commits::default(),
+            payload_threshold: std::sync::atomic::AtomicUsize::new(
+                crate::payloads::DEFAULT_PAYLOAD_THRESHOLD,
+            ),
+            payload_gate: parking_lot::RwLock::new(()),
             poisoned: Mutex::new(None),
             group: GroupCommit::default(),
             space: writable_dir.map(|dir| Space::new(dir, disk_reserve, roomy)),
@@ -851,9 +882,10 @@ impl Store {
         let marker = inner.kv.get(&marker_key)?;
         if read_only {
             match marker {
-                // Layouts 7 to 9 are read as they are (a writer only rewrites their marker).
+                // Layouts 7 to 10 are read as they are (a writer only rewrites their marker).
                 Some(m)
                     if m == FORMAT_MARKER
+                        || m == FORMAT_MARKER_10
                         || m == FORMAT_MARKER_9
                         || m == FORMAT_MARKER_8
                         || m == FORMAT_MARKER_7 => {}
@@ -871,7 +903,12 @@ impl Store {
         }
         match marker {
             Some(m) if m == FORMAT_MARKER => {}
-            Some(m) if m == FORMAT_MARKER_9 || m == FORMAT_MARKER_8 || m == FORMAT_MARKER_7 => {
+            Some(m)
+                if m == FORMAT_MARKER_10
+                    || m == FORMAT_MARKER_9
+                    || m == FORMAT_MARKER_8
+                    || m == FORMAT_MARKER_7 =>
+            {
                 let mut batch = WriteBatch::new();
                 batch.put(marker_key, FORMAT_MARKER.to_vec());
                 inner.commit(batch, Durability::Sync)?;

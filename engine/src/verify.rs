@@ -282,6 +282,17 @@ fn verify_session(s: &Session, listed_as: &str, report: &mut VerifyReport) -> Re
                 return Ok(());
             }
         };
+        // The CRC-32 covers the line as stored; a line stored cut is joined with its payloads
+        // (each checked against its hash) before its content hash is.
+        let stored = lv;
+        let joined = match crate::payloads::expand(s.inner.kv.as_ref(), stored) {
+            Ok(joined) => joined,
+            Err(e) => {
+                c.fail(Some(&node.id), format!("line {seq}: {e}"));
+                std::borrow::Cow::Borrowed(stored)
+            }
+        };
+        let lv: &[u8] = &joined;
         let line = String::from_utf8_lossy(lv).into_owned();
         // Both checks: the content hash (the chain's input) and the CRC-32 that reads check.
         if digest::content_hash(lv) != node.content {
@@ -290,7 +301,7 @@ fn verify_session(s: &Session, listed_as: &str, report: &mut VerifyReport) -> Re
                 format!("line {seq} does not match its content hash"),
             );
         }
-        if line_crc.is_some_and(|crc| crc != record::line_crc(lv)) {
+        if line_crc.is_some_and(|crc| crc != record::line_crc(stored)) {
             c.fail(
                 Some(&node.id),
                 format!("line {seq} does not match its CRC-32"),

@@ -517,7 +517,7 @@ impl Session {
                 let rows = chunk
                     .rows
                     .into_iter()
-                    .map(|(seq, row)| decode_row_unchecked(seq, row).ok())
+                    .map(|(seq, row)| decode_row_unchecked(self.inner.kv.as_ref(), seq, row).ok())
                     .collect::<Option<Vec<Entry>>>()?;
                 Some((chunk.wanted, rows))
             });

@@ -84,7 +84,8 @@ impl<'a> Ancestors<'a> {
             match run.next() {
                 Some(row) => {
                     let (seq, row) = row?;
-                    let entry = decode_row(self.session.id(), seq, row)?;
+                    let entry =
+                        decode_row(self.session.inner.kv.as_ref(), self.session.id(), seq, row)?;
                     let seq = entry.seq;
                     if let Some(expected) = self.last_parent {
                         if expected != seq {

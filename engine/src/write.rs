@@ -51,6 +51,11 @@ pub(crate) struct Txn<'s> {
     tip: std::cell::RefCell<Tip>,
     /// The operation this transaction is: its first record carries the stamp.
     op: OpKind,
+    /// The payloads its lines reference that are not stored yet: written before the log.
+    payloads: WriteBatch,
+    staged: crate::payloads::Staged,
+    /// Held from the first payload check to the commit: the payload collection waits.
+    _gate: parking_lot::RwLockReadGuard<'s, ()>,
 }
 
 impl<'s> Txn<'s> {
@@ -77,6 +82,9 @@ impl<'s> Txn<'s> {
             ids: HashMap::new(),
             bytes: 0,
             op,
+            payloads: WriteBatch::new(),
+            staged: Default::default(),
+            _gate: session.inner.payload_gate.read_recursive(),
         })
     }
 
@@ -173,7 +181,14 @@ impl<'s> Txn<'s> {
                     util::now_ms(),
                 )
             });
-            pack.push_log_stamped(&node, line.as_bytes(), stamp.as_ref())
+            // Large string values go to the payload store; the row keeps the cut line.
+            let stored = self.session.inner.stage_line(
+                line.as_bytes(),
+                &mut self.payloads,
+                &mut self.staged,
+            )?;
+            let stored = stored.as_deref().unwrap_or(line.as_bytes());
+            pack.push_log_stamped(&node, stored, stamp.as_ref())
                 .map_err(|e| GroveError::InvalidArgument(format!("entry {}: {e}", node.id)))?;
             self.bytes += (pack.body_len() - before) as u64;
         }
@@ -403,6 +418,12 @@ impl<'s> Txn<'s> {
         }
         let sid = self.session.sid;
         let mut ops = WriteBatch::new();
+        // Payloads first: a row never lands before what it references.
+        for (key, value) in self.payloads.into_ops() {
+            if let Some(value) = value {
+                ops.put(key, value);
+            }
+        }
         let mut packs = self.packs;
         // Records that fit one log value commit by that value alone, as ordered single
         // writes: the value first, then the index rows (the head is a fold of the log; the

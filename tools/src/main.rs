@@ -87,6 +87,17 @@ struct Cli {
     #[arg(long, global = true, value_name = "BYTES", env = "GROVE_CACHE")]
     cache: Option<u64>,
 
+    /// String values of at least this many bytes (base64 images, large tool outputs) are
+    /// stored once, by their blake3, however many entries and sessions hold them; 0 stores
+    /// every line whole. Default 4096. Applies to what is written from then on.
+    #[arg(
+        long,
+        global = true,
+        value_name = "BYTES",
+        env = "GROVE_PAYLOAD_THRESHOLD"
+    )]
+    payload_threshold: Option<usize>,
+
     /// Open for writing a store that lost acknowledged writes (grove refuses it otherwise and
     /// says what was lost), taking what it holds now as its state. Copy what it holds first
     /// (`grove salvage`).
@@ -151,6 +162,7 @@ fn run(cli: Cli, json: bool) -> CmdResult {
         })?,
         disk_reserve: cli.disk_reserve,
         cache: cli.cache,
+        payload_threshold: cli.payload_threshold,
         accept_lost_writes: cli.accept_lost_writes,
         escape,
         out,

@@ -15,6 +15,7 @@ mod label;
 mod limits;
 mod navigate;
 mod oplog;
+mod payloads;
 mod read;
 mod read_checks;
 mod salvage;

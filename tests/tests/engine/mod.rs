@@ -23,6 +23,7 @@ mod navigate;
 mod openai;
 mod oplog;
 mod packs;
+mod payloads;
 mod proof;
 mod read_checks;
 mod redb;

@@ -14,6 +14,7 @@ pub mod context;
 pub mod demo;
 pub mod export;
 pub mod fork;
+pub mod gc;
 pub mod gen;
 pub mod goto;
 pub mod import;
@@ -60,6 +61,7 @@ pub enum Command {
     Label(label::Args),
     Name(name::Args),
     Fork(fork::Args),
+    Gc(gc::Args),
     Verify(verify::Args),
     Salvage(salvage::Args),
     Serve(crate::serve::Args),
@@ -118,6 +120,8 @@ pub struct Env<'a> {
     pub disk_reserve: Option<u64>,
     /// `--cache`: the backend's page cache in bytes (default by command kind).
     pub cache: Option<u64>,
+    /// `--payload-threshold` (`None`: the engine's default; 0: no payloads).
+    pub payload_threshold: Option<usize>,
     /// Open a store that lost acknowledged writes for writing anyway.
     pub accept_lost_writes: bool,
     /// Whether control characters of stored text are escaped in human output (`--escape`).
@@ -188,6 +192,9 @@ impl Env<'_> {
         if let Some(bytes) = self.disk_reserve {
             config = config.disk_reserve(bytes);
         }
+        if let Some(bytes) = self.payload_threshold {
+            config = config.payload_threshold((bytes > 0).then_some(bytes));
+        }
         config
     }
 
@@ -222,6 +229,7 @@ pub fn run(command: Command, env: &mut Env<'_>) -> CmdResult {
         Command::Label(a) => label::run(a, env),
         Command::Name(a) => name::run(a, env),
         Command::Fork(a) => fork::run(a, env),
+        Command::Gc(a) => gc::run(a, env),
         Command::Verify(a) => verify::run(a, env),
         Command::Salvage(a) => salvage::run(a, env),
         Command::Serve(a) => crate::serve::run(env, &a),

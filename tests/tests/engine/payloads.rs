@@ -1,0 +1,212 @@
+//! The payload store: large string values are stored once, by their blake3, within a session
+//! and across sessions; contexts, exports, verify and seals see the original bytes; a fork
+//! copies no payload bytes; deleting a session removes no payload; `gc` removes the ones no
+//! session references and reports each; a missing payload is reported, never made up.
+
+use grove::{CreateSession, Flavor, ForkMode, ForkOptions, NewEntry, Session, Store, StoreConfig};
+
+use super::user;
+
+/// A user message carrying a base64 "image" of `kb` KiB made from `seed`.
+fn image(seed: u8, kb: usize) -> NewEntry {
+    let data: String = (0..kb * 1024)
+        .map(|i| {
+            let n = (i as u32)
+                .wrapping_mul(2_654_435_761)
+                .wrapping_add(u32::from(seed) * 7919);
+            char::from(
+                b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+                    [(n >> 26) as usize],
+            )
+        })
+        .collect();
+    NewEntry::Message {
+        message: format!(
+            r#"{{"role":"user","content":[{{"type":"text","text":"look"}},{{"type":"image","data":"{data}","mimeType":"image/png"}}],"timestamp":1}}"#
+        ),
+    }
+}
+
+fn export(s: &Session) -> Vec<u8> {
+    let mut out = Vec::new();
+    s.export(Flavor::Harness, &mut out).unwrap();
+    out
+}
+
+/// The same session written with and without payloads: byte-for-byte the same reads.
+#[test]
+fn reads_give_the_original_bytes_back() {
+    let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+    let stores: Vec<Store> = dirs
+        .iter()
+        .zip([Some(4096), None])
+        .map(|(d, t)| Store::open_with(StoreConfig::new(d.path()).payload_threshold(t)).unwrap())
+        .collect();
+    let mut sessions = Vec::new();
+    for store in &stores {
+        let s = store
+            .create_session(CreateSession {
+                id: Some("img".into()),
+                ..CreateSession::default()
+            })
+            .unwrap();
+        let mut options = grove::AppendOptions::default();
+        for (i, e) in [
+            user("hi"),
+            image(1, 64),
+            user("again"),
+            image(1, 64),
+            image(2, 8),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            options.id = Some(format!("e{i}"));
+            options.timestamp = Some(format!("2026-01-01T00:00:0{i}.000Z"));
+            s.append_with(e, options.clone()).unwrap();
+        }
+        sessions.push(s);
+    }
+    let stats = stores[0].payload_stats().unwrap();
+    assert_eq!(stats.payloads, 2, "the same image twice is one payload");
+    assert!(
+        stats.bytes > 72 * 1024 && stats.bytes < 73 * 1024,
+        "{stats:?}"
+    );
+    assert_eq!(stores[1].payload_stats().unwrap().payloads, 0);
+    let (with, without) = (&sessions[0], &sessions[1]);
+    // The same entries (the headers differ only in when each session was created).
+    let body = |s: &Session| {
+        let e = export(s);
+        let at = e.iter().position(|&b| b == b'\n').unwrap();
+        e[at..].to_vec()
+    };
+    assert!(body(with) == body(without), "the exports differ");
+    assert_eq!(
+        with.build_context().unwrap().to_json(),
+        without.build_context().unwrap().to_json()
+    );
+    let lines: Vec<String> = with.log().map(|e| e.unwrap().line).collect();
+    let plain: Vec<String> = without.log().map(|e| e.unwrap().line).collect();
+    assert!(lines == plain, "the lines differ");
+    for (a, b) in with
+        .path_to_root(None)
+        .unwrap()
+        .iter()
+        .zip(without.path_to_root(None).unwrap())
+    {
+        assert_eq!(
+            a.node.content, b.node.content,
+            "the chain covers the original bytes"
+        );
+    }
+    assert!(stores[0].verify().unwrap().is_ok());
+    // Replay and the audit file see the original lines too.
+    let mut audit = Vec::new();
+    with.export_audit(&mut audit, None).unwrap();
+    let report = grove::verify_audit(&audit, None).unwrap();
+    assert_eq!(report.seal, with.seal().unwrap().digest);
+    // Reopened cold, the same.
+    let export_before = export(with);
+    drop(sessions);
+    let dir0 = dirs[0].path().to_owned();
+    drop(stores);
+    let store = Store::open_with(StoreConfig::new(&dir0)).unwrap();
+    assert!(export(&store.session("img").unwrap()) == export_before);
+}
+
+#[test]
+fn forks_and_imports_share_payloads_and_gc_removes_only_unreferenced_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_with(StoreConfig::new(dir.path())).unwrap();
+    let a = store.create_session(CreateSession::default()).unwrap();
+    a.append(image(3, 32)).unwrap();
+    a.append(user("between")).unwrap();
+    a.append(image(4, 32)).unwrap();
+    let one = store.payload_stats().unwrap();
+    assert_eq!(one.payloads, 2);
+    // Forks in every mode, and the export imported again: no new payload bytes.
+    for mode in [ForkMode::Path, ForkMode::Rechained, ForkMode::Copy] {
+        let f = store
+            .fork(
+                &a,
+                ForkOptions {
+                    mode,
+                    ..ForkOptions::default()
+                },
+            )
+            .unwrap();
+        assert_eq!(
+            f.build_context().unwrap().to_json(),
+            a.build_context().unwrap().to_json()
+        );
+    }
+    // The export imported again under another session id (its header's).
+    let text = String::from_utf8(export(&a)).unwrap();
+    let (header, rest) = text.split_once('\n').unwrap();
+    let file = format!("{}\n{rest}", header.replacen(a.id(), "copy", 1)).into_bytes();
+    let imported = store
+        .import_reader(
+            std::io::Cursor::new(file.clone()),
+            grove::ImportOptions::default(),
+        )
+        .unwrap();
+    let copy = store.session(&imported.session).unwrap();
+    assert!(
+        export(&copy) == file,
+        "an import gives its file back byte for byte"
+    );
+    assert_eq!(store.payload_stats().unwrap(), one, "nothing stored twice");
+    // A payload only `a` holds, then `a` deleted: the shared ones stay, the other goes, and
+    // only gc removes it, reporting it.
+    a.append(image(5, 16)).unwrap();
+    assert_eq!(store.payload_stats().unwrap().payloads, 3);
+    let id = a.id().to_owned();
+    drop(a);
+    store.delete_session(&id).unwrap();
+    assert_eq!(
+        store.payload_stats().unwrap().payloads,
+        3,
+        "delete removes no payload"
+    );
+    let report = store.gc().unwrap();
+    assert_eq!(report.payloads, 3);
+    assert_eq!(report.referenced, 2);
+    assert_eq!(report.removed.len(), 1);
+    assert!(report.removed_bytes() > 16 * 1024);
+    assert_eq!(store.payload_stats().unwrap(), one);
+    assert!(export(&copy) == file);
+    assert!(store.verify().unwrap().is_ok());
+    // A second collection finds nothing to remove.
+    assert!(store.gc().unwrap().removed.is_empty());
+}
+
+#[test]
+fn a_missing_payload_is_reported_not_made_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_with(StoreConfig::new(dir.path())).unwrap();
+    let s = store.create_session(CreateSession::default()).unwrap();
+    s.append(user("before")).unwrap();
+    let id = s.append(image(6, 8)).unwrap();
+    // Remove the payload behind grove's back.
+    let keys: Vec<Vec<u8>> = store
+        .kv()
+        .scan(&[0x20], &[0x21])
+        .map(|p| p.unwrap().0.to_vec())
+        .collect();
+    assert_eq!(keys.len(), 1);
+    let mut batch = grove::kv::WriteBatch::new();
+    batch.delete(keys[0].clone());
+    store.kv().apply(batch).unwrap();
+    let err = s.build_context().unwrap_err().to_string();
+    assert!(err.contains(&id) && err.contains("missing"), "{err}");
+    let report = store.verify().unwrap();
+    assert!(
+        report
+            .problems
+            .iter()
+            .any(|p| p.to_string().contains("missing")),
+        "{:?}",
+        report.problems
+    );
+}
