@@ -10,6 +10,12 @@ status=0
 echo "== Rust (cargo test --workspace)"
 cargo test --workspace || status=1
 
+# chromium for the browser tests: Debian's package when it is missing and apt-get can install it.
+if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1 \
+  && [ -z "${CHROMIUM_BIN:-}" ] && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  apt-get update -qq && apt-get install -y -qq chromium >/dev/null
+fi
+
 echo "== TypeScript client (tools/clients/typescript)"
 cargo build -q -p grove-tools
 export GROVE_BIN="$PWD/target/debug/grove"
