@@ -13,7 +13,7 @@ use std::io::Cursor;
 use grove::{ForkOptions, ImportOptions, Store, StoreConfig};
 use grove_benches::compare::measure::{dir_size, fmt_bytes, wait_for_release};
 
-type Res<T> = Result<T, Box<dyn std::error::Error>>;
+type Res<T> = grove_benches::Result<T>;
 
 /// Deterministic base64-alphabet bytes.
 fn blob(seed: u64, len: usize) -> String {

@@ -15,7 +15,7 @@ use grove_benches::compare::measure::fmt_duration as fmt;
 use grove_benches::gen::{generate, GenSpec};
 use grove_benches::load::import;
 
-type Res<T> = Result<T, Box<dyn std::error::Error>>;
+type Res<T> = grove_benches::Result<T>;
 
 struct Case {
     name: &'static str,
