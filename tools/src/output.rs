@@ -273,6 +273,23 @@ pub fn tree_node_value(n: &grove::TreeNode) -> Value {
     })
 }
 
+/// A payload collection as JSON: `{"payloads", "payloadBytes", "referenced", "removed":
+/// [{"hash", "bytes"}], "removedBytes"}` (`grove gc --json`, `POST /v1/gc`).
+pub fn gc_value(report: &grove::GcReport) -> Value {
+    let removed: Vec<Value> = report
+        .removed
+        .iter()
+        .map(|(hash, bytes)| serde_json::json!({ "hash": hash, "bytes": bytes }))
+        .collect();
+    serde_json::json!({
+        "payloads": report.payloads,
+        "payloadBytes": report.payload_bytes,
+        "referenced": report.referenced,
+        "removed": removed,
+        "removedBytes": report.removed_bytes(),
+    })
+}
+
 /// A seal as JSON: `{"digest", "records", "operations"}`.
 pub fn seal_value(seal: &grove::Seal) -> Value {
     serde_json::json!({

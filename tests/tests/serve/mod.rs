@@ -5,6 +5,7 @@
 mod bad_input;
 mod crash;
 mod oplog;
+mod payloads;
 mod replay;
 mod routes;
 mod turns;

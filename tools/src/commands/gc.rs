@@ -20,19 +20,7 @@ pub fn run(args: Args, env: &mut Env<'_>) -> CmdResult {
     let store = env.open_store()?;
     let report = store.gc()?;
     if args.json {
-        let removed: Vec<serde_json::Value> = report
-            .removed
-            .iter()
-            .map(|(hash, bytes)| serde_json::json!({ "hash": hash, "bytes": bytes }))
-            .collect();
-        let value = serde_json::json!({
-            "payloads": report.payloads,
-            "payloadBytes": report.payload_bytes,
-            "referenced": report.referenced,
-            "removed": removed,
-            "removedBytes": report.removed_bytes(),
-        });
-        writeln!(env.out, "{value}")?;
+        writeln!(env.out, "{}", crate::output::gc_value(&report))?;
         return Ok(());
     }
     for (hash, bytes) in &report.removed {

@@ -114,6 +114,7 @@ pub const DEFAULT_CLIENT: &str = "server";
 pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/v1/health"),
     ("POST", "/v1/verify"),
+    ("POST", "/v1/gc"),
     ("GET", "/v1/sessions"),
     ("POST", "/v1/sessions"),
     ("GET", "/v1/sessions/{sid}"),
@@ -164,6 +165,7 @@ fn handler(method: &str, route: &str) -> Option<MethodRouter<State>> {
     Some(match (method, route) {
         ("GET", "/v1/health") => get(health),
         ("POST", "/v1/verify") => post(verify),
+        ("POST", "/v1/gc") => post(gc),
         ("GET", "/v1/sessions") => get(list_sessions),
         ("POST", "/v1/sessions") => post(create_session),
         ("GET", "/v1/sessions/{sid}") => get(get_session),
@@ -371,6 +373,16 @@ async fn health(state: State) -> Response {
             "poisoned": store.poisoned(),
         }),
     )
+}
+
+/// `POST /v1/gc`: removes the payloads no session references, as `grove gc --json` reports.
+async fn gc(state: State) -> ApiResult<Response> {
+    let store = state.store();
+    let report = blocking(move || store.gc()).await?;
+    Ok(json_answer(
+        StatusCode::OK,
+        crate::output::gc_value(&report),
+    ))
 }
 
 async fn verify(state: State) -> ApiResult<Response> {

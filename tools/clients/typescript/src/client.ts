@@ -31,6 +31,7 @@ import type {
 	Cursor,
 	ExportFlavor,
 	ForkOptions,
+	GcReport,
 	Health,
 	ImportResult,
 	LeafHistoryItem,
@@ -172,6 +173,11 @@ export class GroveClient {
 
 	verify(): Promise<VerifyReport> {
 		return this.request("POST", `${V1}/verify`);
+	}
+
+	/** Removes the payloads no session references any more, and lists them (`grove gc`). */
+	gc(): Promise<GcReport> {
+		return this.request("POST", `${V1}/gc`);
 	}
 
 	// Sessions

@@ -15,6 +15,15 @@ export interface WireEntry {
 /** A new entry: an entry object with a `type` (id, parentId, timestamp set by grove) or a message with a `role`. */
 export type NewEntry = { type: string; [field: string]: unknown } | { role: string; [field: string]: unknown };
 
+/** What `POST /v1/gc` removed: payloads no session references, with their blake3 and size. */
+export interface GcReport {
+	payloads: number;
+	payloadBytes: number;
+	referenced: number;
+	removed: { hash: string; bytes: number }[];
+	removedBytes: number;
+}
+
 export interface Health {
 	/** False once a failed write made the store refuse writes. */
 	ok: boolean;

@@ -85,3 +85,22 @@ async function waitFor(done: () => boolean): Promise<void> {
 	for (let i = 0; i < 600 && !done(); i++) await new Promise((r) => setTimeout(r, 50));
 	expect(done()).toBe(true);
 }
+
+describe("gc", () => {
+	it("keeps what sessions reference and removes a deleted session's own payloads", async () => {
+		const keep = await session();
+		const drop = await session();
+		const shared = "K".repeat(9000);
+		const own = `${process.pid}-`.padEnd(12_000, "D");
+		await client.append(keep, user(shared));
+		await client.append(drop, user(shared));
+		await client.append(drop, user(own));
+		await client.deleteSession(drop);
+		// Other test files share this server: only what this test made is asserted.
+		const report = await client.gc();
+		expect(report.removed.some((r) => r.bytes === own.length + 2)).toBe(true);
+		expect(report.removedBytes).toBe(report.removed.reduce((n, r) => n + r.bytes, 0));
+		const context = await client.context(keep);
+		expect(context.messages).toEqual([user(shared)]);
+	});
+});
