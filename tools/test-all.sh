@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs every test of the repository: the Rust workspace, then the TypeScript client against the
-# real `grove serve` (its npm dev dependencies, pi's packages among them, come from the npm
+# Runs every test of the repository: the Rust workspace, then the TypeScript and the Python client
+# against the real `grove serve` (its npm dev dependencies, pi's packages among them, come from the npm
 # registry). Needs cargo, node 20 or later with npm, and chromium for the HTML view's browser
 # tests (test/view.test.ts; `apt-get install chromium` on Debian).
 set -euo pipefail
@@ -24,5 +24,17 @@ export GROVE_BIN="$PWD/target/debug/grove"
   npm ci --no-audit --no-fund
   npx tsc --noEmit -p .
   NO_COLOR=1 CI=1 npx vitest run
+) || status=1
+echo "== Python client (tools/clients/python)"
+(
+  cd tools/clients/python
+  # Its own virtual environment; Debian's python3 may need python3-venv for it.
+  if ! python3 -m venv .venv >/dev/null 2>&1; then
+    apt-get update -qq && apt-get install -y -qq python3-venv >/dev/null
+    python3 -m venv .venv
+  fi
+  .venv/bin/pip install -q --disable-pip-version-check -e '.[test]'
+  .venv/bin/python -m mypy --strict grove_client
+  .venv/bin/python -m pytest -q -p no:cacheprovider
 ) || status=1
 exit "$status"

@@ -1,0 +1,209 @@
+"""Writes grove_client/client.py and grove_client/aio.py from one list of methods, so the
+synchronous and the asyncio client have the same methods with the same signatures.
+
+Run `python generate.py` after changing METHODS; tests/test_generated.py checks the files
+are what this writes."""
+
+from __future__ import annotations
+
+import pathlib
+import sys
+
+HERE = pathlib.Path(__file__).parent
+
+# (name, parameters after self, call expression, return type, kind, doc); kind: "json" (one
+# value), "lines" (an iterator of values as they arrive).
+METHODS: list[tuple[str, str, str, str, str, str]] = [
+    ("health", "", "c.health()", "JsonObject", "json", "The server's health: `ok`, `backend`, `durability`, `version`, `poisoned`."),
+    ("verify", "", "c.verify()", "JsonObject", "json", "grove's verification of the whole store."),
+    ("gc", "", "c.gc()", "JsonObject", "json", "Removes the payloads no session references, and lists them (`grove gc`)."),
+    ("list_sessions", "after: Optional[str] = None, limit: Optional[int] = None", "c.list_sessions(after, limit)", "JsonObject", "json", "One page of sessions in id order: `sessions` and `next` (pass it as `after`)."),
+    ("create_session", "id: Optional[str] = None, cwd: Optional[str] = None, metadata: Optional[JsonObject] = None", "c.create_session({'id': id, 'cwd': cwd, 'metadata': metadata})", "JsonObject", "json", "Creates a session; its summary."),
+    ("get_session", "sid: str", "c.get_session(sid)", "JsonObject", "json", "A session's details."),
+    ("delete_session", "sid: str", "c.delete_session(sid)", "None", "json", "Deletes a session (its payloads stay until `gc`)."),
+    ("import_session", "jsonl: Union[str, bytes]", "c.import_session(jsonl.encode() if isinstance(jsonl, str) else jsonl)", "JsonObject", "json", "Imports a pi session JSONL file; its header names the session."),
+    ("export_session", "sid: str, flavor: Optional[str] = None", "c.export_session(sid, flavor)", "str", "json", "The session as a pi JSONL file."),
+    ("fork_session", "sid: str, entry: Optional[str] = None, position: Optional[str] = None, mode: Optional[str] = None, id: Optional[str] = None, cwd: Optional[str] = None", "c.fork_session(sid, {'entry': entry, 'position': position, 'mode': mode, 'id': id, 'cwd': cwd})", "JsonObject", "json", "Forks a session into a new one; the new one's summary."),
+    ("append", "sid: str, entry: JsonObject, id: Optional[str] = None, timestamp: Optional[str] = None", "c.append(sid, entry, id, timestamp)", "str", "json", "Appends a child of the leaf (an entry with a `type`, or a message with a `role`); its id."),
+    ("append_exact", "sid: str, entry: JsonObject", "c.append_exact(sid, entry)", "JsonObject", "json", "Appends the caller's exact entry (pi's `appendEntry`): `id` and `leaf`."),
+    ("append_if", "sid: str, expected_leaf: Optional[str], entry: JsonObject", "c.append_if(sid, expected_leaf, entry)", "JsonObject", "json", "Appends only if the leaf is still `expected_leaf`; a moved leaf is a result, not an error."),
+    ("append_many", "sid: str, entries: Sequence[JsonObject]", "c.append_many(sid, entries)", "list[str]", "json", "Appends a chain of entries atomically; their ids."),
+    ("append_batch", "items: Sequence[JsonObject]", "c.append_batch(items)", "list[JsonObject]", "json", "Appends to many sessions in one request (`{session, entry}` items); one result per item."),
+    ("fresh_ids", "sid: str, count: int", "c.fresh_ids(sid, count)", "list[str]", "json", "`count` entry ids unused in the session now."),
+    ("entries", "sid: str, after: Optional[str] = None, limit: Optional[int] = None", "c.entries(sid, after, limit)", "JsonObject", "lines", "The tree entries in log order."),
+    ("log", "sid: str, after: Optional[str] = None, limit: Optional[int] = None, type: Optional[str] = None", "c.log(sid, after, limit, type)", "JsonObject", "lines", "Entries and leaf records in log order."),
+    ("get_entry", "sid: str, eid: str, log: bool = False", "c.get_entry(sid, eid, log)", "JsonObject", "json", "One entry (with `log`, leaf records too)."),
+    ("proof", "sid: str, eid: str", "c.proof(sid, eid)", "JsonObject", "json", "An entry with its digest and path digest, checked by the server (`grove show`)."),
+    ("children", "sid: str, parent: Optional[str] = None", "c.children(sid, parent)", "JsonObject", "lines", "The children of `parent`, or the roots."),
+    ("branch", "sid: str, start: Optional[str] = None, at: Optional[At] = None", "c.branch(sid, start, at)", "JsonObject", "lines", "The branch from `start` (default the leaf) to the root or compaction, root first; `at`: as it stood then."),
+    ("path", "sid: str, start: Optional[str] = None, at: Optional[At] = None", "c.path(sid, start, at)", "JsonObject", "lines", "The full path from `start` (default the leaf) to the root, root first."),
+    ("context", "sid: str, leaf: Optional[str] = None, preset: Optional[str] = None, at: Optional[At] = None", "c.context(sid, leaf, preset, at)", "JsonObject", "json", "What the model sees: `messages`, `model`, `thinkingLevel`, `activeToolNames`."),
+    ("tree", "sid: str, at: Optional[At] = None", "c.tree(sid, at)", "JsonObject", "json", "The session's tree."),
+    ("labels", "sid: str", "c.labels(sid)", "JsonObject", "json", "Every label by its target id."),
+    ("label", "sid: str, eid: str", "c.label(sid, eid)", "Optional[str]", "json", "The label of an entry, or None."),
+    ("set_label", "sid: str, target_id: str, label: Optional[str]", "c.set_label(sid, target_id, label)", "str", "json", "Appends a label entry (None clears); its id."),
+    ("name", "sid: str", "c.name(sid)", "Optional[str]", "json", "The session's name, or None."),
+    ("set_name", "sid: str, name: str", "c.set_name(sid, name)", "str", "json", "Appends a session_info entry; its id."),
+    ("stats", "sid: str", "c.stats(sid)", "JsonObject", "json", "Counts of the session."),
+    ("leaf", "sid: str", "c.leaf(sid)", "Optional[str]", "json", "The active leaf, or None (the root position)."),
+    ("set_leaf", "sid: str, target: Optional[str], lease: Optional[str] = None", "c.set_leaf(sid, target, lease)", "JsonObject", "json", "Moves the leaf (None: the root position); `lease`: the holder's own move."),
+    ("leaf_history", "sid: str", "c.leaf_history(sid)", "list[JsonObject]", "json", "Every leaf record, in order."),
+    ("operations", "sid: str, limit: Optional[int] = None", "c.operations(sid, limit)", "list[JsonObject]", "json", "The session's operations, newest first."),
+    ("undo", "sid: str, to_op: Optional[int] = None", "c.undo(sid, to_op)", "JsonObject", "json", "Puts the leaf back before the last operation (or `to_op`); the undo operation."),
+    ("seal", "sid: str", "c.seal(sid)", "JsonObject", "json", "The session's seal: `digest`, `records`, `operations`."),
+    ("check_seal", "sid: str, digest: str", "c.check_seal(sid, digest)", "JsonObject", "json", "Whether the session still extends the seal `digest`."),
+    ("replay", "sid: str, from_op: Optional[int] = None, until_op: Optional[int] = None, follow: bool = False", "c.replay(sid, from_op, until_op, follow)", "JsonObject", "lines", "The history in order: `start`, then each `operation` and its `record`s with their context change; `follow` waits for new ones."),
+    ("begin_turn", "sid: str, ttl_ms: Optional[int] = None", "c.begin_turn(sid, ttl_ms)", "JsonObject", "json", "Takes the session's turn lease: `lease`, `ttlMs`."),
+    ("renew_turn", "sid: str, lease: str", "c.renew_turn(sid, lease)", "JsonObject", "json", "Renews a turn lease."),
+    ("end_turn", "sid: str, lease: str", "c.end_turn(sid, lease)", "None", "json", "Ends a turn lease."),
+    ("navigate", "sid: str, target: str, summarize: Optional[bool] = None, summary: Optional[str] = None, instructions: Optional[str] = None, replace_instructions: Optional[bool] = None, label: Optional[str] = None, preset: Optional[str] = None", "c.navigate(sid, target, {'summarize': summarize, 'summary': summary, 'instructions': instructions, 'replaceInstructions': replace_instructions, 'label': label, 'preset': preset})", "JsonObject", "json", "pi's navigation to `target`, with an optional branch summary."),
+    ("view", "", "c.view()", "str", "json", "The HTML view's page (it holds no data)."),
+]
+
+HEADER = '''"""{doc}
+
+Generated by generate.py from its METHODS; do not edit by hand."""
+
+from __future__ import annotations
+
+{imports}
+from typing import Any, Optional, Sequence, Union, cast
+
+import httpx
+
+from . import _calls as c
+from ._calls import At, Call
+from ._transport import client_args, decode, error_of, parse_line, request_args, transport_error
+
+#: A JSON object as the server answers it.
+JsonObject = dict[str, Any]
+'''
+
+
+def method(name: str, params: str, call: str, ret: str, kind: str, doc: str, aio: bool) -> str:
+    sig = f"self, {params}" if params else "self"
+    if kind == "lines":
+        it = "AsyncIterator" if aio else "Iterator"
+        head = f"    {'async ' if aio else ''}def {name}({sig}) -> {it}[{ret}]:\n"
+        body = f"        {'async ' if aio else ''}for value in self._lines({call}):\n            yield cast({ret}, value)\n"
+        return head + f'        """{doc}"""\n' + body
+    head = f"    {'async ' if aio else ''}def {name}({sig}) -> {ret}:\n"
+    run = f"{'await ' if aio else ''}self._run({call})"
+    body = f"        {run}\n" if ret == "None" else f"        return cast({ret}, {run})\n"
+    return head + f'        """{doc}"""\n' + body
+
+
+SYNC_CORE = '''
+
+class GroveClient:
+    """A synchronous client of `grove serve` (docs/api.md): `url` is `unix:/path/to/socket` or
+    `http://host:port` (default `GROVE_URL`), `token` the bearer token of a TCP listener (default
+    `GROVE_TOKEN`), `name` the `Grove-Client` the server stamps operations with. `timeout` (s)
+    bounds each wait for the server; None, the default, waits as long as it takes (a followed
+    replay waits for writes)."""
+
+    def __init__(self, url: Optional[str] = None, token: Optional[str] = None, name: Optional[str] = None, timeout: Optional[float] = None) -> None:
+        args = client_args(url, token, name, timeout)
+        socket = args.pop("socket")
+        transport = httpx.HTTPTransport(uds=socket) if socket else None
+        self._http = httpx.Client(transport=transport, **args)
+
+    def close(self) -> None:
+        """Closes the connections."""
+        self._http.close()
+
+    def __enter__(self) -> GroveClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _run(self, call: Call) -> Any:
+        try:
+            response = self._http.request(call.method, call.path, **request_args(call))
+        except httpx.HTTPError as e:
+            raise transport_error(call, e) from e
+        if response.status_code >= 400:
+            raise error_of(call, response.status_code, response.content)
+        return decode(call, response.content)
+
+    def _lines(self, call: Call) -> Iterator[Any]:
+        try:
+            with self._http.stream(call.method, call.path, **request_args(call)) as response:
+                if response.status_code >= 400:
+                    raise error_of(call, response.status_code, response.read())
+                for line in response.iter_lines():
+                    if line.strip():
+                        yield parse_line(call, line)
+        except httpx.HTTPError as e:
+            raise transport_error(call, e) from e
+
+'''
+
+AIO_CORE = '''
+
+class AsyncGroveClient:
+    """The asyncio client of `grove serve`: the methods of `GroveClient`, awaited (streams are
+    async iterators). `url`, `token`, `name` and `timeout` as for `GroveClient`."""
+
+    def __init__(self, url: Optional[str] = None, token: Optional[str] = None, name: Optional[str] = None, timeout: Optional[float] = None) -> None:
+        args = client_args(url, token, name, timeout)
+        socket = args.pop("socket")
+        transport = httpx.AsyncHTTPTransport(uds=socket) if socket else None
+        self._http = httpx.AsyncClient(transport=transport, **args)
+
+    async def close(self) -> None:
+        """Closes the connections."""
+        await self._http.aclose()
+
+    async def __aenter__(self) -> AsyncGroveClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def _run(self, call: Call) -> Any:
+        try:
+            response = await self._http.request(call.method, call.path, **request_args(call))
+        except httpx.HTTPError as e:
+            raise transport_error(call, e) from e
+        if response.status_code >= 400:
+            raise error_of(call, response.status_code, response.content)
+        return decode(call, response.content)
+
+    async def _lines(self, call: Call) -> AsyncIterator[Any]:
+        try:
+            async with self._http.stream(call.method, call.path, **request_args(call)) as response:
+                if response.status_code >= 400:
+                    raise error_of(call, response.status_code, await response.aread())
+                async for line in response.aiter_lines():
+                    if line.strip():
+                        yield parse_line(call, line)
+        except httpx.HTTPError as e:
+            raise transport_error(call, e) from e
+
+'''
+
+
+def render(aio: bool) -> str:
+    doc = "The asyncio client of `grove serve`." if aio else "The synchronous client of `grove serve`."
+    imports = "from collections.abc import AsyncIterator" if aio else "from collections.abc import Iterator"
+    out = HEADER.format(doc=doc, imports=imports)
+    out += AIO_CORE if aio else SYNC_CORE
+    out += "\n".join(method(*m, aio=aio) for m in METHODS)
+    return out
+
+
+def main() -> None:
+    for name, aio in [("client.py", False), ("aio.py", True)]:
+        target = HERE / "grove_client" / name
+        text = render(aio)
+        if "--check" in sys.argv:
+            if target.read_text() != text:
+                sys.exit(f"{target} is not what generate.py writes: run python generate.py")
+        else:
+            target.write_text(text)
+
+
+if __name__ == "__main__":
+    main()
