@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-from langgraph.checkpoint.conformance import checkpointer_test, validate
+from langgraph.checkpoint.conformance import checkpointer_test, validate  # type: ignore[import-untyped]
 
 from grove_client.langgraph import AsyncGroveSaver
 
@@ -13,7 +13,7 @@ from .conftest import Server
 
 
 async def test_the_conformance_suite_passes(server: Server) -> None:
-    @checkpointer_test(name="grove")
+    @checkpointer_test(name="grove")  # type: ignore[untyped-decorator]
     async def saver() -> AsyncIterator[AsyncGroveSaver]:
         yield AsyncGroveSaver(server.socket_url)
 
