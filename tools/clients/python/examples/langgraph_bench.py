@@ -189,9 +189,11 @@ async def grove_backend(args: argparse.Namespace, work: pathlib.Path) -> AsyncIt
     if not line.startswith("listening on unix:"):
         proc.kill()
         raise RuntimeError(f"grove serve did not start: {line!r}")
+    saver = AsyncGroveSaver(f"unix:{socket}")
     try:
-        yield Backend("grove", AsyncGroveSaver(f"unix:{socket}"), lambda: dir_bytes(store))
+        yield Backend("grove", saver, lambda: dir_bytes(store))
     finally:
+        await saver.aclose()
         proc.terminate()
         proc.wait(timeout=120)
 

@@ -2,16 +2,19 @@
 AsyncGroveSaver against the real server: the same turns on LangGraph's InMemorySaver give the
 same state at every turn and the same history; `aupdate_state` from an earlier checkpoint
 branches the thread; and the thread's session is a normal grove session (verify, tree, entries,
-operations, the HTML view)."""
+operations, the HTML view). Last, the race between the checkpoint and the writes LangGraph saves
+at the same time, on the saver alone."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import os
 from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage
 from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import create_checkpoint, empty_checkpoint
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph.state import CompiledStateGraph
 
@@ -22,6 +25,7 @@ from grove_client.langgraph import AsyncGroveSaver
 from .conftest import Server
 
 TURNS = 12
+THREADS = 4
 FORK = 6
 _threads = itertools.count()
 
@@ -45,12 +49,24 @@ async def messages(graph: Graph, config: RunnableConfig) -> list[AnyMessage]:
 
 
 async def test_the_graph_on_grove_matches_the_in_memory_saver_turn_by_turn(server: Server) -> None:
-    grove, memory = build_graph(AsyncGroveSaver(server.socket_url)), build_graph(InMemorySaver())
+    # Several threads at once, each on its own saver and graph: more interleaving of the
+    # checkpoints and writes that LangGraph saves in the background while a run goes on.
+    savers = [AsyncGroveSaver(server.socket_url) for _ in range(THREADS)]
+    try:
+        await asyncio.gather(*(_the_same_turn_by_turn(build_graph(s), build_graph(InMemorySaver())) for s in savers))
+    finally:
+        for saver in savers:
+            await saver.aclose()
+
+
+async def _the_same_turn_by_turn(grove: Graph, memory: Graph) -> None:
     config, _ = thread()
     for turn in range(1, TURNS + 1):
         for graph in (grove, memory):
             await graph.ainvoke({"messages": [question(str(turn))]}, config)
-        assert summary(await messages(grove, config)) == summary(await messages(memory, config)), f"turn {turn}"
+        on_grove, in_memory = await grove.aget_state(config), await memory.aget_state(config)
+        assert summary(on_grove.values["messages"]) == summary(in_memory.values["messages"]), f"turn {turn}"
+        assert on_grove.next == in_memory.next == () and on_grove.metadata == in_memory.metadata, f"turn {turn}"
         assert len(await history(grove, config)) == len(await history(memory, config)), f"turn {turn}"
     state = summary(await messages(grove, config))
     assert len(state) == 2 * TURNS + 2 * (TURNS // TOOL_EVERY)
@@ -63,7 +79,14 @@ async def test_the_graph_on_grove_matches_the_in_memory_saver_turn_by_turn(serve
 
 
 async def test_update_state_from_an_earlier_checkpoint_branches_a_normal_grove_session(server: Server) -> None:
-    grove, memory = build_graph(AsyncGroveSaver(server.socket_url)), build_graph(InMemorySaver())
+    saver = AsyncGroveSaver(server.socket_url)
+    try:
+        await _branch(server, build_graph(saver), build_graph(InMemorySaver()))
+    finally:
+        await saver.aclose()
+
+
+async def _branch(server: Server, grove: Graph, memory: Graph) -> None:
     config, sid = thread()
     fork: dict[str, RunnableConfig] = {}
     for turn in range(1, TURNS + 1):
@@ -119,3 +142,28 @@ async def test_update_state_from_an_earlier_checkpoint_branches_a_normal_grove_s
         assert len(operations) >= len(after)
         assert [o["op"] for o in operations] == sorted((o["op"] for o in operations), reverse=True)
         assert "<html" in (await g.view()).lower()
+
+
+async def test_a_checkpoint_and_the_writes_saved_at_the_same_time_leave_the_newest_latest(server: Server) -> None:
+    # LangGraph's async loop saves a step's writes and the next checkpoint concurrently (both
+    # submitted in the background); whatever order their requests land in, the thread's latest
+    # checkpoint must be the newest one. (What the graph tests above hit now and then.)
+    saver = AsyncGroveSaver(server.socket_url)
+    lost = []
+    try:
+        for round in range(20):
+            config: RunnableConfig = {"configurable": {"thread_id": f"race-{os.getpid()}-{next(_threads)}", "checkpoint_ns": ""}}
+            first = empty_checkpoint()
+            first_config = await saver.aput(config, first, {"step": 0}, {})
+            second = create_checkpoint(first, None, 1)
+            await asyncio.gather(
+                saver.aput(first_config, second, {"step": 1}, {}),
+                saver.aput_writes(first_config, [("messages", "x")], "task"),
+            )
+            latest = await saver.aget_tuple(config)
+            assert latest is not None
+            if latest.config["configurable"]["checkpoint_id"] != second["id"]:
+                lost.append(round)
+    finally:
+        await saver.aclose()
+    assert not lost, f"the latest checkpoint went back to its parent in rounds {lost}"
