@@ -11,11 +11,14 @@ After the last turn it travels in time: `aget_state_history` of the whole thread
 `aupdate_state` from the checkpoint at `--fork` (the last answer of that turn rewritten), and
 `--branch-turns` more turns from there, which branch the thread; it checks that the latest state
 follows the branch and that the old branch is still in the history. Then it stops the server and
-runs `grove verify`, `grove tree`, `grove log` and `grove export --html` on the thread's session.
+runs `grove verify`, `grove tree --all` (a checkpoint is a custom entry, which `grove tree`
+hides by default), `grove log` and `grove export --html` on the thread's session.
 
     cd tools/clients/python && .venv/bin/python -m examples.langgraph_bench --out /tmp/lg.md
 
-prints a markdown report (and `--json PATH` writes the measurements)."""
+prints a markdown report (and `--json PATH` writes the measurements). Each turn checks that it
+started from the latest state; `--lock` runs grove's writes one at a time (`OneWriteAtATime`),
+for a saver that loses its latest checkpoint when a checkpoint and writes are saved at once."""
 
 from __future__ import annotations
 
@@ -30,20 +33,20 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any, Optional
 
 from langchain_core.messages import AIMessage, AnyMessage
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.base import BaseCheckpointSaver, ChannelVersions, Checkpoint, CheckpointMetadata
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from grove_client.langgraph import AsyncGroveSaver
 
-from .langgraph_graph import build_graph, question, summary
+from .langgraph_graph import TOOL_EVERY, build_graph, question, summary
 
 ROOT = pathlib.Path(__file__).resolve().parents[4]
 THREAD = "bench"
@@ -85,6 +88,26 @@ class Run:
     cli: dict[str, str] = field(default_factory=dict)
 
 
+class OneWriteAtATime(AsyncGroveSaver):
+    """`--lock`: AsyncGroveSaver with its `aput` and `aput_writes` run one at a time (as
+    AsyncSqliteSaver's own lock does), for a saver that loses the latest checkpoint when
+    LangGraph saves a step's writes and the next checkpoint at the same time."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
+        self.lock = asyncio.Lock()
+
+    async def aput(
+        self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, new_versions: ChannelVersions
+    ) -> RunnableConfig:
+        async with self.lock:
+            return await super().aput(config, checkpoint, metadata, new_versions)
+
+    async def aput_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = "") -> None:
+        async with self.lock:
+            await super().aput_writes(config, writes, task_id, task_path)
+
+
 @dataclass
 class Backend:
     name: str
@@ -121,8 +144,11 @@ async def run(backend: Backend, args: argparse.Namespace) -> Run:
 
     for turn in range(1, args.turns + 1):
         start = time.perf_counter()
-        await graph.ainvoke({"messages": [question(str(turn))]}, config)
+        out = await graph.ainvoke({"messages": [question(str(turn))]}, config)
         turn_times.append(time.perf_counter() - start)
+        if len(out["messages"]) != 2 * turn + 2 * (turn // TOOL_EVERY):
+            hint = " (the latest checkpoint lost? try --lock)" if backend.name == "grove" and not args.lock else ""
+            raise SystemExit(f"{backend.name}: turn {turn} started from a stale state{hint}")
         if turn == args.fork:
             snapshot = await graph.aget_state(config)
             fork_config, fork_messages = snapshot.config, snapshot.values["messages"]
@@ -189,7 +215,7 @@ async def grove_backend(args: argparse.Namespace, work: pathlib.Path) -> AsyncIt
     if not line.startswith("listening on unix:"):
         proc.kill()
         raise RuntimeError(f"grove serve did not start: {line!r}")
-    saver = AsyncGroveSaver(f"unix:{socket}")
+    saver = OneWriteAtATime(f"unix:{socket}") if args.lock else AsyncGroveSaver(f"unix:{socket}")
     try:
         yield Backend("grove", saver, lambda: dir_bytes(store))
     finally:
@@ -217,7 +243,7 @@ def grove_cli(args: argparse.Namespace, store: pathlib.Path, work: pathlib.Path)
     out: dict[str, str] = {}
     for name, extra in [
         ("verify", ["verify"]),
-        ("tree", ["tree", sid]),
+        ("tree --all", ["tree", "--all", sid]),
         ("log", ["log", sid]),
         ("export --html", ["export", sid, "--html", "-o", str(html)]),
     ]:
@@ -296,9 +322,12 @@ async def main(args: argparse.Namespace) -> None:
             sqlite_size = backend.size
         runs["sqlite"].bytes_closed = sqlite_size()
         runs["memory"] = await run(Backend("memory", InMemorySaver(), lambda: None), args)
+    want = [(m.turn, m.checkpoints, m.messages) for m in runs["memory"].marks]
     for name in ("grove", "sqlite"):
-        want = [(m.turn, m.checkpoints, m.messages) for m in runs["memory"].marks]
-        assert [(m.turn, m.checkpoints, m.messages) for m in runs[name].marks] == want, f"{name} differs from memory"
+        got = [(m.turn, m.checkpoints, m.messages) for m in runs[name].marks]
+        if got != want:
+            hint = " (a lost checkpoint? try --lock)" if name == "grove" and not args.lock else ""
+            raise SystemExit(f"{name}'s thread differs from the in-memory one{hint}: (turn, checkpoints, messages) {got} != {want}")
     text = report(runs, args)
     print(text)
     if args.out:
@@ -316,6 +345,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--samples", type=int, default=20, help="aget_state calls per measurement")
     parser.add_argument("--fork", type=int, default=100, help="the turn whose checkpoint is updated (the branch point)")
     parser.add_argument("--branch-turns", type=int, default=5)
+    parser.add_argument("--lock", action="store_true", help="run grove's aput and aput_writes one at a time (see OneWriteAtATime)")
     parser.add_argument("--out", help="also write the markdown report here")
     parser.add_argument("--json", help="write the measurements as JSON here")
     args = parser.parse_args()
