@@ -251,8 +251,8 @@ def grove_cli(args: argparse.Namespace, store: pathlib.Path, work: pathlib.Path)
         if proc.returncode != 0:
             raise RuntimeError(f"grove {name} failed ({proc.returncode}): {proc.stderr.strip()}")
         lines = proc.stdout.splitlines()
-        out[name] = f"{len(lines)} lines" + (f", first: {lines[0][:80]}" if lines else "")
-    out["export --html"] = f"{html.stat().st_size} bytes"
+        out[name] = lines[0] if name == "verify" and lines else f"{len(lines):,} lines"
+    out["export --html"] = f"a page of {size(html.stat().st_size)}"
     return out
 
 
@@ -266,6 +266,10 @@ def ms(s: float) -> str:
     return f"{s * 1000:,.2f} ms" if s < 1 else f"{s:,.2f} s"
 
 
+def ms_min(s: float, low: float) -> str:
+    return f"{ms(s)} ({low * 1000:,.2f})"
+
+
 def ratio(a: Optional[float], b: Optional[float]) -> str:
     return f"{a / b:.2f}×" if a is not None and b else "—"
 
@@ -273,9 +277,9 @@ def ratio(a: Optional[float], b: Optional[float]) -> str:
 def report(runs: dict[str, Run], args: argparse.Namespace) -> str:
     grove, sqlite, memory = runs["grove"], runs["sqlite"], runs["memory"]
     lines = [
-        f"LangGraph {args.turns} turns on one thread, `aget_state` median of {args.samples} calls; "
-        f"grove durability `{args.durability}`; {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}, "
-        f"Python {platform.python_version()}, {os.cpu_count()} cores.",
+        f"LangGraph {args.turns} turns on one thread, `aget_state` median (min) of {args.samples} calls; "
+        f"grove durability `{args.durability}`{', --lock' if args.lock else ''}; {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}, "
+        f"Python {platform.python_version()}, {os.cpu_count()} cores, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end.",
         "",
         "| turn | checkpoints | messages | grove bytes | SQLite bytes | grove / SQLite | grove `aget_state` | SQLite `aget_state` | in memory `aget_state` | grove / SQLite | grove turn | SQLite turn | in memory turn |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
@@ -283,7 +287,7 @@ def report(runs: dict[str, Run], args: argparse.Namespace) -> str:
     for g, s, m in zip(grove.marks, sqlite.marks, memory.marks):
         lines.append(
             f"| {g.turn} | {g.checkpoints} | {g.messages} | {size(g.bytes)} | {size(s.bytes)} | {ratio(g.bytes, s.bytes)} "
-            f"| {ms(g.get_state_s)} | {ms(s.get_state_s)} | {ms(m.get_state_s)} | {ratio(g.get_state_s, s.get_state_s)} "
+            f"| {ms_min(g.get_state_s, g.get_state_min_s)} | {ms_min(s.get_state_s, s.get_state_min_s)} | {ms_min(m.get_state_s, m.get_state_min_s)} | {ratio(g.get_state_s, s.get_state_s)} "
             f"| {ms(g.turn_s)} | {ms(s.turn_s)} | {ms(m.turn_s)} |"
         )
     lines += [
@@ -342,7 +346,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--durability", default="sync", choices=["none", "group", "sync"], help="grove serve's durability (default: grove's own, sync)")
     parser.add_argument("--turns", type=int, default=200)
     parser.add_argument("--marks", type=lambda s: [int(x) for x in s.split(",")], default=[10, 100, 200], help="turns to measure at, comma-separated")
-    parser.add_argument("--samples", type=int, default=20, help="aget_state calls per measurement")
+    parser.add_argument("--samples", type=int, default=50, help="aget_state calls per measurement")
     parser.add_argument("--fork", type=int, default=100, help="the turn whose checkpoint is updated (the branch point)")
     parser.add_argument("--branch-turns", type=int, default=5)
     parser.add_argument("--lock", action="store_true", help="run grove's aput and aput_writes one at a time (see OneWriteAtATime)")
