@@ -11,6 +11,7 @@ mod bounded;
 mod buffered;
 mod guarded;
 mod memory;
+mod postgres_kv;
 mod redb_kv;
 mod sled_kv;
 
@@ -21,6 +22,7 @@ pub use buffered::{BufferedKv, BUFFER_BYTES, BUFFER_INTERVAL, BUFFER_OPS};
 pub(crate) use guarded::guarded;
 pub use guarded::{quiet_backend_panics, Guarded};
 pub use memory::MemoryKv;
+pub use postgres_kv::{valid_table, PostgresKv, DEFAULT_TABLE, PAGE_ROWS};
 pub use redb_kv::{RedbKv, REDB_FILE};
 pub use sled_kv::{stored_compression, SledKv};
 
@@ -66,6 +68,9 @@ pub enum KvError {
         /// The backend's name.
         backend: &'static str,
     },
+    /// PostgreSQL refused a statement, or could not be reached.
+    #[error("postgres: {0}")]
+    Postgres(String),
     /// The backend was opened only to read.
     #[error("the backend was opened read-only")]
     ReadOnly,
@@ -96,6 +101,17 @@ pub enum KvError {
         #[source]
         source: std::io::Error,
     },
+}
+
+impl From<postgres::Error> for KvError {
+    fn from(e: postgres::Error) -> KvError {
+        // The top error says what failed ("db error", "error connecting to server"), its
+        // source why.
+        match std::error::Error::source(&e) {
+            Some(source) => KvError::Postgres(format!("{e}: {source}")),
+            None => KvError::Postgres(e.to_string()),
+        }
+    }
 }
 
 /// A key-value pair read from a scan.
