@@ -229,6 +229,27 @@ pub trait Kv: Send + Sync {
             self.apply(batch)
         }
     }
+    /// Applies `batch` atomically if, at that moment, `guard` holds `expected` (`None`: the
+    /// key is absent), and says whether it did: a conditional batch. A writer that finds the
+    /// guard changed (by a writer in another process sharing the backend) re-reads what it
+    /// cached and tries again; nothing of a refused batch is applied.
+    ///
+    /// The default checks, then applies: right for a backend one process holds (sled and
+    /// redb, behind the directory lock), whose writers of what a guard protects are
+    /// serialized by the engine (a session's lock). A backend that processes share checks
+    /// inside the write ([`PostgresKv`]).
+    fn apply_if(
+        &self,
+        guard: &[u8],
+        expected: Option<&[u8]>,
+        batch: WriteBatch,
+    ) -> Result<bool, KvError> {
+        if self.get(guard)?.as_deref() != expected {
+            return Ok(false);
+        }
+        self.apply(batch)?;
+        Ok(true)
+    }
     /// Makes every applied batch durable.
     fn flush(&self) -> Result<(), KvError>;
     /// A short name for reports ("sled", "redb", "memory").

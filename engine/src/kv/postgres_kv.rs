@@ -14,6 +14,12 @@
 //! - Each commit is durable when PostgreSQL answers it (`synchronous_commit` is the server's
 //!   to set; its default waits for the WAL flush), so [`Kv::flush`] has nothing to do.
 //! - Connections are pooled (at most [`POOL`] kept); each prepares its statements once.
+//! - **Conditional batches** ([`Kv::apply_if`]) fence writers in different processes: one
+//!   statement checks the guard key and applies the batch only if it holds, on connections
+//!   whose transactions are `SERIALIZABLE`, so of two writers that read the same guard one
+//!   commits and the other is refused (its statement finds the guard changed, or PostgreSQL
+//!   aborts it with a serialization failure, 40001): it re-reads and retries. Reads and
+//!   plain batches use their own pool at the server's default isolation.
 
 use std::collections::HashMap;
 
@@ -37,6 +43,7 @@ struct Conn {
     page: Statement,
     page_rev: Statement,
     apply: Statement,
+    apply_if: Statement,
 }
 
 impl Conn {
@@ -59,7 +66,20 @@ impl Conn {
              INSERT INTO {table} (k, v) SELECT * FROM unnest($2::bytea[], $3::bytea[]) \
              ON CONFLICT (k) DO UPDATE SET v = excluded.v"
         ))?;
+        // The guard holds when the key has the expected value, or is absent and None was
+        // expected; the batch's statements run only then, and the answer says which.
+        let apply_if = client.prepare(&format!(
+            "WITH ok AS (SELECT CASE WHEN $5::bytea IS NULL \
+                 THEN NOT EXISTS (SELECT 1 FROM {table} WHERE k = $4) \
+                 ELSE EXISTS (SELECT 1 FROM {table} WHERE k = $4 AND v = $5) END AS yes), \
+             gone AS (DELETE FROM {table} WHERE (SELECT yes FROM ok) AND k = ANY($1::bytea[])), \
+             put AS (INSERT INTO {table} (k, v) \
+                 SELECT * FROM unnest($2::bytea[], $3::bytea[]) WHERE (SELECT yes FROM ok) \
+                 ON CONFLICT (k) DO UPDATE SET v = excluded.v) \
+             SELECT yes FROM ok"
+        ))?;
         Ok(Conn {
+            apply_if,
             client,
             get,
             last,
@@ -73,8 +93,12 @@ impl Conn {
 /// The PostgreSQL backend.
 pub struct PostgresKv {
     config: postgres::Config,
+    /// The same, with transactions `SERIALIZABLE` by default: the connections of
+    /// conditional batches.
+    fenced: postgres::Config,
     table: String,
     pool: Mutex<Vec<Conn>>,
+    fenced_pool: Mutex<Vec<Conn>>,
 }
 
 /// Whether `name` may name grove's table: a plain lowercase SQL identifier, so it needs no
@@ -103,10 +127,15 @@ impl PostgresKv {
             "CREATE TABLE IF NOT EXISTS {table} (k BYTEA PRIMARY KEY, v BYTEA NOT NULL)"
         ))?;
         drop(client);
+        let mut fenced = config.clone();
+        let options = config.get_options().unwrap_or("");
+        fenced.options(format!("{options} -c default_transaction_isolation=serializable").trim());
         let kv = PostgresKv {
             config,
+            fenced,
             table: table.to_owned(),
             pool: Mutex::new(Vec::new()),
+            fenced_pool: Mutex::new(Vec::new()),
         };
         let first = Conn::open(&kv.config, &kv.table)?;
         kv.pool.lock().push(first);
@@ -119,19 +148,30 @@ impl PostgresKv {
         &self,
         work: impl FnOnce(&mut Conn) -> Result<T, postgres::Error>,
     ) -> Result<T, KvError> {
-        let taken = self.pool.lock().pop();
+        Ok(self.pooled(&self.pool, &self.config, work)??)
+    }
+
+    /// Runs `work` on a connection of `pool` (opened with `config` when none is free); the
+    /// outer error is the connection's, the inner one the work's.
+    fn pooled<T>(
+        &self,
+        pool: &Mutex<Vec<Conn>>,
+        config: &postgres::Config,
+        work: impl FnOnce(&mut Conn) -> Result<T, postgres::Error>,
+    ) -> Result<Result<T, postgres::Error>, KvError> {
+        let taken = pool.lock().pop();
         let mut conn = match taken {
             Some(conn) if !conn.client.is_closed() => conn,
-            _ => Conn::open(&self.config, &self.table)?,
+            _ => Conn::open(config, &self.table)?,
         };
         let result = work(&mut conn);
         if !conn.client.is_closed() && result.is_ok() {
-            let mut pool = self.pool.lock();
+            let mut pool = pool.lock();
             if pool.len() < POOL {
                 pool.push(conn);
             }
         }
-        Ok(result?)
+        Ok(result)
     }
 
     fn page(&self, start: &[u8], end: &[u8], rev: bool) -> Result<Vec<Pair>, KvError> {
@@ -240,27 +280,36 @@ impl Kv for PostgresKv {
         if batch.is_empty() {
             return Ok(());
         }
-        // The last operation on a key wins.
-        let mut last: HashMap<Vec<u8>, Option<Vec<u8>>> = HashMap::with_capacity(batch.len());
-        for (key, value) in batch.into_ops() {
-            last.insert(key, value);
-        }
-        let mut deletes: Vec<Vec<u8>> = Vec::new();
-        let (mut keys, mut values): (Vec<Vec<u8>>, Vec<Vec<u8>>) = (Vec::new(), Vec::new());
-        for (key, value) in last {
-            match value {
-                Some(value) => {
-                    keys.push(key);
-                    values.push(value);
-                }
-                None => deletes.push(key),
-            }
-        }
+        let (deletes, keys, values) = resolve(batch);
         self.with(|conn| {
             conn.client
                 .execute(&conn.apply, &[&deletes, &keys, &values])
                 .map(drop)
         })
+    }
+
+    fn apply_if(
+        &self,
+        guard: &[u8],
+        expected: Option<&[u8]>,
+        batch: WriteBatch,
+    ) -> Result<bool, KvError> {
+        let (deletes, keys, values) = resolve(batch);
+        let done = self.pooled(&self.fenced_pool, &self.fenced, |conn| {
+            let row = conn.client.query_one(
+                &conn.apply_if,
+                &[&deletes, &keys, &values, &guard, &expected],
+            )?;
+            Ok(row.get::<_, bool>(0))
+        })?;
+        match done {
+            Ok(applied) => Ok(applied),
+            // Another writer committed first: the same answer as a guard found changed.
+            Err(e) if e.code() == Some(&postgres::error::SqlState::T_R_SERIALIZATION_FAILURE) => {
+                Ok(false)
+            }
+            Err(e) => Err(e.into()),
+        }
     }
 
     fn flush(&self) -> Result<(), KvError> {
@@ -270,4 +319,26 @@ impl Kv for PostgresKv {
     fn name(&self) -> &'static str {
         "postgres"
     }
+}
+
+/// The arrays of a batch's statement: the keys to delete, the keys to put and their values.
+type Arrays = (Vec<Vec<u8>>, Vec<Vec<u8>>, Vec<Vec<u8>>);
+
+/// A batch as the arrays of its statement, the last operation on a key winning.
+fn resolve(batch: WriteBatch) -> Arrays {
+    let mut last: HashMap<Vec<u8>, Option<Vec<u8>>> = HashMap::with_capacity(batch.len());
+    for (key, value) in batch.into_ops() {
+        last.insert(key, value);
+    }
+    let mut arrays: Arrays = Default::default();
+    for (key, value) in last {
+        match value {
+            Some(value) => {
+                arrays.1.push(key);
+                arrays.2.push(value);
+            }
+            None => arrays.0.push(key),
+        }
+    }
+    arrays
 }
