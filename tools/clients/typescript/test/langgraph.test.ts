@@ -3,7 +3,7 @@
  * checkpointer validation suite (`@langchain/langgraph-checkpoint-validation`, every test, plus
  * its opt-in `getDeltaChannelHistory` tests), then what docs/langgraph.md promises on the grove
  * side: a thread is a normal session (verify, tree), time travel branches it, the leaf is the
- * latest checkpoint, and a read costs a handful of requests.
+ * latest checkpoint, and a read costs a handful of requests; last, a real LangGraph graph on it.
  */
 import {
 	type Checkpoint,
@@ -17,6 +17,7 @@ import {
 	deltaChannelHistoryTests,
 	validate,
 } from "@langchain/langgraph-checkpoint-validation";
+import { Annotation, END, START, StateGraph } from "@langchain/langgraph";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { GroveClient } from "../src/client.js";
 import { GroveSaver, sessionIdOf, threadOfSessionId } from "../src/langgraph.js";
@@ -285,5 +286,44 @@ describe("GroveSaver on grove", () => {
 		expect((await grove().allSessions()).map((session) => session.id).sort()).toEqual(
 			[sessionIdOf("t10", ""), sessionIdOf("t2", ""), "not-langgraph"].sort(),
 		);
+	});
+
+	it("runs a LangGraph graph, whose time travel is a branch of the session", async () => {
+		const State = Annotation.Root({
+			log: Annotation<string[]>({ reducer: (a, b) => a.concat(b), default: () => [] }),
+			turns: Annotation<number>({ reducer: (a, b) => a + b, default: () => 0 }),
+		});
+		const graph = new StateGraph(State)
+			.addNode("echo", (state: typeof State.State) => ({ log: [`echo ${state.log.at(-1)}`], turns: 1 }))
+			.addEdge(START, "echo")
+			.addEdge("echo", END)
+			.compile({ checkpointer: saver });
+		const config = { configurable: { thread_id: "graph" } };
+		await graph.invoke({ log: ["hi"] }, config);
+		await graph.invoke({ log: ["again"] }, config);
+		expect((await graph.getState(config)).values).toEqual({ log: ["hi", "echo hi", "again", "echo again"], turns: 2 });
+
+		const history = [];
+		for await (const snapshot of graph.getStateHistory(config)) history.push(snapshot);
+		expect(history.map((snapshot) => snapshot.metadata?.step)).toEqual([4, 3, 2, 1, 0, -1]);
+		const afterFirst = history.find((snapshot) => snapshot.values.turns === 1 && snapshot.next.length === 0)!;
+		const afterFirstId = afterFirst.config.configurable?.checkpoint_id as string;
+		await graph.invoke({ log: ["other"] }, afterFirst.config);
+		expect((await graph.getState(config)).values).toEqual({ log: ["hi", "echo hi", "other", "echo other"], turns: 2 });
+
+		const sid = sessionIdOf("graph", "");
+		const tree = await grove().tree(sid);
+		const node = tree.nodes.find((candidate) => candidate.id === afterFirstId)!;
+		const branches = node.children.map((index) => tree.nodes[index]!).filter((child) => !child.id.includes("~w"));
+		expect(branches).toHaveLength(2);
+		const active = branches.filter((child) => child.onActivePath);
+		expect(active).toHaveLength(1);
+		const latest = await saver.getTuple(config);
+		expect(latest?.checkpoint.channel_values).toMatchObject({ log: ["hi", "echo hi", "other", "echo other"], turns: 2 });
+		// The leaf is on the new branch: walking up from the latest checkpoint reaches the fork point.
+		const path = await grove().path(sid, latest!.checkpoint.id);
+		expect(path.map((entry) => entry.id)).toContain(active[0]!.id);
+		expect(path.map((entry) => entry.id)).toContain(afterFirstId);
+		expect((await grove().verify()).ok).toBe(true);
 	});
 });
