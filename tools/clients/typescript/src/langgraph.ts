@@ -21,6 +21,9 @@
  *   stored is kept as it is. `putWrites` is one read and one append; writes written twice are
  *   deduplicated when read (`(task_id, idx)`: the first wins for `idx >= 0`, the last for the
  *   special channels), and come back in `writesSortKey` order.
+ * - One saver writes a session in the order of its calls, awaited or not, and writes that come
+ *   before their checkpoint's `put` wait for it (langgraph-order.ts); reads wait for the writes
+ *   called before them.
  * - The session's leaf is its latest checkpoint (the greatest id) or a writes entry under it:
  *   appending an older checkpoint, or writes under one, moves the leaf back.
  * - Nothing is retried; a failed request is the `GroveError` of the client.
@@ -48,6 +51,7 @@ import {
 } from "@langchain/langgraph-checkpoint";
 import { GroveClient } from "./client.js";
 import { isGroveError } from "./errors.js";
+import { WriteOrder } from "./langgraph-order.js";
 import type { WireEntry } from "./types.js";
 
 /** The `customType` of a checkpoint entry. */
@@ -204,6 +208,8 @@ export class GroveSaver extends BaseCheckpointSaver<number> {
 	readonly client: GroveClient;
 	private readonly ownsClient: boolean;
 	private readonly cacheSize: number;
+	/** Each session's writes in call order, and writes waiting for their checkpoint. */
+	private readonly order = new WriteOrder();
 	/** `SID\nCHECKPOINT_ID` → the checkpoint's channel index, for the checkpoints known to be in SID. */
 	private readonly indexes = new Map<string, ChannelIndex>();
 
@@ -233,6 +239,7 @@ export class GroveSaver extends BaseCheckpointSaver<number> {
 		const given: unknown = config.configurable?.thread_id;
 		if (given === undefined || given === null || given === "") return undefined;
 		const thread = threadOf(given, config.configurable?.checkpoint_ns);
+		await this.order.settled(thread.sid);
 		const wanted = getCheckpointId(config);
 		if (wanted) {
 			const entry = await this.entry(thread.sid, wanted);
@@ -265,6 +272,7 @@ export class GroveSaver extends BaseCheckpointSaver<number> {
 		const wanted: string | undefined = configurable.checkpoint_id || undefined;
 		const beforeId: string | undefined = before?.configurable?.checkpoint_id || undefined;
 		for await (const thread of this.threads(threadId, ns)) {
+			await this.order.settled(thread.sid);
 			const known = await this.sessionEntries(thread.sid);
 			for (const entry of checkpointsNewestFirst(known)) {
 				if (wanted !== undefined && entry.id !== wanted) continue;
@@ -356,41 +364,42 @@ export class GroveSaver extends BaseCheckpointSaver<number> {
 		const { sid } = thread;
 		const parent: string | undefined = config.configurable?.checkpoint_id || undefined;
 		const { channel_values: values, ...rest } = checkpoint;
-		const [session, [type, bytes], [metadataType, metadataBytes], blobs] = await Promise.all([
-			this.session(thread),
-			this.serde.dumpsTyped(rest),
-			this.serde.dumpsTyped(metadata),
-			this.blobs(values, newVersions),
-		]);
-		const parentIndex = parent === undefined || session.created ? undefined : await this.indexOf(sid, parent);
-		const channels: ChannelIndex = {};
-		for (const [channel, version] of Object.entries(checkpoint.channel_versions)) {
-			const v = String(version);
-			const inherited = parentIndex?.[channel];
-			if (blobs[channel]?.version === v) channels[channel] = [v, checkpoint.id];
-			else if (inherited?.[0] === v) channels[channel] = inherited;
-		}
-		const data: CheckpointData = {
-			type,
-			checkpoint: b64(bytes),
-			metadata_type: metadataType,
-			metadata: b64(metadataBytes),
-			parent: parent ?? null,
-			blobs,
-			channels,
-		};
-		const entry = {
-			type: "custom",
-			customType: CHECKPOINT_TYPE,
-			id: checkpoint.id,
-			parentId: parentIndex === undefined ? null : (parent ?? null),
-			timestamp: now(),
-			data,
-		};
-		if (await this.appendOnce(sid, entry)) {
-			this.remember(sid, checkpoint.id, channels);
-			await this.keepLatest(sid, session.leaf, checkpoint.id);
-		}
+		// Serialized now, as the caller gave them; written in call order.
+		const serialized = Promise.all([this.serde.dumpsTyped(rest), this.serde.dumpsTyped(metadata), this.blobs(values, newVersions)]);
+		serialized.catch(() => undefined);
+		await this.order.run(sid, async () => {
+			const [session, [[type, bytes], [metadataType, metadataBytes], blobs]] = await Promise.all([this.session(thread), serialized]);
+			const parentIndex = parent === undefined || session.created ? undefined : await this.indexOf(sid, parent);
+			const channels: ChannelIndex = {};
+			for (const [channel, version] of Object.entries(checkpoint.channel_versions)) {
+				const v = String(version);
+				const inherited = parentIndex?.[channel];
+				if (blobs[channel]?.version === v) channels[channel] = [v, checkpoint.id];
+				else if (inherited?.[0] === v) channels[channel] = inherited;
+			}
+			const data: CheckpointData = {
+				type,
+				checkpoint: b64(bytes),
+				metadata_type: metadataType,
+				metadata: b64(metadataBytes),
+				parent: parent ?? null,
+				blobs,
+				channels,
+			};
+			const entry = {
+				type: "custom",
+				customType: CHECKPOINT_TYPE,
+				id: checkpoint.id,
+				parentId: parentIndex === undefined ? null : (parent ?? null),
+				timestamp: now(),
+				data,
+			};
+			if (await this.appendOnce(sid, entry)) {
+				this.remember(sid, checkpoint.id, channels);
+				await this.keepLatest(sid, session.leaf, checkpoint.id);
+			}
+			await this.order.release(sid, checkpoint.id);
+		});
 		return configOf(thread, checkpoint.id);
 	}
 
@@ -402,39 +411,54 @@ export class GroveSaver extends BaseCheckpointSaver<number> {
 		}
 		if (writes.length === 0) return;
 		const { sid } = thread;
-		const [session, items] = await Promise.all([
-			this.session(thread),
-			Promise.all(
-				writes.map(async ([channel, value], idx): Promise<WriteItem> => {
-					const [type, bytes] = await this.serde.dumpsTyped(value);
-					const special = Object.hasOwn(WRITES_IDX_MAP, channel) ? WRITES_IDX_MAP[channel] : undefined;
-					return { idx: special ?? idx, channel, type, data: b64(bytes) };
-				}),
-			),
-		]);
-		const underCheckpoint = !session.created && (await this.indexOf(sid, checkpointId)) !== undefined;
-		const data: WritesData = { checkpoint_id: checkpointId, task_id: taskId, task_path: taskPath, writes: items };
-		await this.client.appendExact(sid, {
-			type: "custom",
-			customType: WRITES_TYPE,
-			id: `${checkpointId}~w${randomBytes(6).toString("hex")}`,
-			parentId: underCheckpoint ? checkpointId : null,
-			timestamp: now(),
-			data,
+		const serialized = Promise.all(
+			writes.map(async ([channel, value], idx): Promise<WriteItem> => {
+				const [type, bytes] = await this.serde.dumpsTyped(value);
+				const special = Object.hasOwn(WRITES_IDX_MAP, channel) ? WRITES_IDX_MAP[channel] : undefined;
+				return { idx: special ?? idx, channel, type, data: b64(bytes) };
+			}),
+		);
+		serialized.catch(() => undefined);
+		/** Appends the writes under their checkpoint, or without a parent; `leafBefore` is read when not known. */
+		const append = async (underCheckpoint: boolean, leafBefore?: string | null): Promise<void> => {
+			const leaf = leafBefore === undefined ? await this.client.leaf(sid) : leafBefore;
+			const data: WritesData = { checkpoint_id: checkpointId, task_id: taskId, task_path: taskPath, writes: await serialized };
+			await this.client.appendExact(sid, {
+				type: "custom",
+				customType: WRITES_TYPE,
+				id: `${checkpointId}~w${randomBytes(6).toString("hex")}`,
+				parentId: underCheckpoint ? checkpointId : null,
+				timestamp: now(),
+				data,
+			});
+			// Writes under no checkpoint leave the latest checkpoint where it was.
+			if (underCheckpoint) await this.keepLatest(sid, leaf, checkpointId);
+			else await this.client.setLeaf(sid, leaf);
+		};
+		const waiting = await this.order.run(sid, async () => {
+			const session = await this.session(thread);
+			if (!session.created && (await this.indexOf(sid, checkpointId)) !== undefined) {
+				await append(true, session.leaf);
+				return undefined;
+			}
+			// The checkpoint's put has not been stored yet (LangGraph runs them side by side).
+			return { appended: this.order.park(sid, checkpointId, (under) => append(under)) };
 		});
-		await this.keepLatest(sid, session.leaf, checkpointId);
+		await waiting?.appended;
 	}
 
 	override async deleteThread(threadId: string): Promise<void> {
 		const doomed: string[] = [];
 		for await (const sid of this.sessionIds(threadPrefix(String(threadId)))) doomed.push(sid);
 		for (const sid of doomed) {
-			try {
-				await this.client.deleteSession(sid);
-			} catch (error) {
-				if (!isGroveError(error, "not_found")) throw error;
-			}
-			this.forget(sid);
+			await this.order.run(sid, async () => {
+				try {
+					await this.client.deleteSession(sid);
+				} catch (error) {
+					if (!isGroveError(error, "not_found")) throw error;
+				}
+				this.forget(sid);
+			});
 		}
 	}
 

@@ -288,6 +288,41 @@ describe("GroveSaver on grove", () => {
 		);
 	});
 
+	it("orders calls LangGraph does not wait for: writes before their checkpoint's put wait for it", async () => {
+		const threadId = "unawaited";
+		const sid = sessionIdOf(threadId, "");
+		const [first, second] = [uuid6(-1), uuid6(-1)];
+		const firstConfig = configOf(threadId, first);
+		// As LangGraph's `async` durability does: the task's writes come before the put of their checkpoint.
+		const early = saver.putWrites(firstConfig, [["x", "early"]], "task-1");
+		const putFirst = saver.put(configOf(threadId), checkpoint(first, { x: 0 }, { x: 1 }), metadata, { x: 1 });
+		const putSecond = saver.put(firstConfig, checkpoint(second, { x: 1 }, { x: 2 }), metadata, { x: 2 });
+		const late = saver.putWrites(firstConfig, [["x", "late"]], "task-2");
+		await Promise.all([early, putFirst, putSecond, late]);
+		const entries = await grove().entries(sid);
+		expect(entries.map((entry) => [entry.id.replace(/~w[0-9a-f]{12}$/, "~w"), entry.parentId])).toEqual([
+			[first, null],
+			[`${first}~w`, first],
+			[second, first],
+			[`${first}~w`, first],
+		]);
+		expect(await grove().leaf(sid)).toBe(second);
+		expect((await saver.getTuple(firstConfig))?.pendingWrites).toEqual([
+			["task-1", "x", "early"],
+			["task-2", "x", "late"],
+		]);
+		expect((await saver.getTuple({ configurable: { thread_id: threadId } }))?.checkpoint.id).toBe(second);
+
+		// Writes for a checkpoint that never comes are appended without a parent once the session is idle.
+		const never = uuid6(-1);
+		await saver.putWrites(configOf(threadId, never), [["x", "lost"]], "task-3");
+		const orphan = (await grove().entries(sid)).at(-1);
+		expect(orphan?.id).toMatch(new RegExp(`^${never}~w[0-9a-f]{12}$`));
+		expect(orphan?.parentId).toBeNull();
+		expect(await grove().leaf(sid)).toBe(second);
+		expect((await grove().verify()).ok).toBe(true);
+	});
+
 	it("runs a LangGraph graph, whose time travel is a branch of the session", async () => {
 		const State = Annotation.Root({
 			log: Annotation<string[]>({ reducer: (a, b) => a.concat(b), default: () => [] }),
