@@ -323,7 +323,19 @@ describe("GroveSaver on grove", () => {
 		expect((await grove().verify()).ok).toBe(true);
 	});
 
-	it("runs a LangGraph graph, whose time travel is a branch of the session", async () => {
+	/** A client whose answers come after a random delay of up to 15 ms: LangGraph's unawaited calls interleave. */
+	class SlowClient extends GroveClient {
+		override async request<T>(method: string, path: string, options: { query?: Record<string, unknown>; body?: unknown } = {}): Promise<T> {
+			await new Promise((done) => setTimeout(done, Math.random() * 15));
+			return super.request<T>(method, path, options as Parameters<GroveClient["request"]>[2]);
+		}
+	}
+
+	it.each([
+		["", () => saver],
+		[" on a slow server", () => new GroveSaver({ client: new SlowClient({ url: url() }) })],
+	])("runs a LangGraph graph%s, whose time travel is a branch of the session", async (_, make) => {
+		const saver = make();
 		const State = Annotation.Root({
 			log: Annotation<string[]>({ reducer: (a, b) => a.concat(b), default: () => [] }),
 			turns: Annotation<number>({ reducer: (a, b) => a + b, default: () => 0 }),
@@ -360,5 +372,6 @@ describe("GroveSaver on grove", () => {
 		expect(path.map((entry) => entry.id)).toContain(active[0]!.id);
 		expect(path.map((entry) => entry.id)).toContain(afterFirstId);
 		expect((await grove().verify()).ok).toBe(true);
+		if (saver.client instanceof SlowClient) saver.client.close();
 	});
 });
