@@ -89,6 +89,16 @@ describe("GroveSaver on grove", () => {
 		await initializer.destroyCheckpointer?.(saver);
 	});
 
+	it("takes the server's address as the client does, GROVE_URL and GROVE_TOKEN by default", () => {
+		vi.stubEnv("GROVE_URL", "");
+		expect(() => new GroveSaver()).toThrow(/GROVE_URL/);
+		vi.stubEnv("GROVE_URL", "unix:/tmp/grove-test.sock");
+		expect(new GroveSaver().client.endpoint).toEqual({ socketPath: "/tmp/grove-test.sock" });
+		vi.unstubAllEnvs();
+		expect(new GroveSaver({ url: "http://127.0.0.1:7070", token: "t" }).client.endpoint).toEqual({ host: "127.0.0.1", port: 7070 });
+		expect(() => new GroveSaver({ url: "https://example.com" })).toThrow(TypeError);
+	});
+
 	/** Three checkpoints in a chain, `count` changing on each, `doc` only on the first; writes on the last. */
 	async function chain(threadId: string): Promise<string[]> {
 		const ids = [uuid6(-1), uuid6(-1), uuid6(-1)];
