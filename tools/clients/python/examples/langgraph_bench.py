@@ -17,8 +17,8 @@ hides by default), `grove log` and `grove export --html` on the thread's session
     cd tools/clients/python && .venv/bin/python -m examples.langgraph_bench --out /tmp/lg.md
 
 prints a markdown report (and `--json PATH` writes the measurements). Each turn checks that it
-started from the latest state; `--lock` runs grove's writes one at a time (`OneWriteAtATime`),
-for a saver that loses its latest checkpoint when a checkpoint and writes are saved at once."""
+started from the latest state, and the three threads must agree on their checkpoints and messages
+at every mark."""
 
 from __future__ import annotations
 
@@ -33,14 +33,14 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any, Optional
 
 from langchain_core.messages import AIMessage, AnyMessage
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import BaseCheckpointSaver, ChannelVersions, Checkpoint, CheckpointMetadata
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
@@ -88,26 +88,6 @@ class Run:
     cli: dict[str, str] = field(default_factory=dict)
 
 
-class OneWriteAtATime(AsyncGroveSaver):
-    """`--lock`: AsyncGroveSaver with its `aput` and `aput_writes` run one at a time (as
-    AsyncSqliteSaver's own lock does), for a saver that loses the latest checkpoint when
-    LangGraph saves a step's writes and the next checkpoint at the same time."""
-
-    def __init__(self, url: str) -> None:
-        super().__init__(url)
-        self.lock = asyncio.Lock()
-
-    async def aput(
-        self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, new_versions: ChannelVersions
-    ) -> RunnableConfig:
-        async with self.lock:
-            return await super().aput(config, checkpoint, metadata, new_versions)
-
-    async def aput_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = "") -> None:
-        async with self.lock:
-            await super().aput_writes(config, writes, task_id, task_path)
-
-
 @dataclass
 class Backend:
     name: str
@@ -147,8 +127,7 @@ async def run(backend: Backend, args: argparse.Namespace) -> Run:
         out = await graph.ainvoke({"messages": [question(str(turn))]}, config)
         turn_times.append(time.perf_counter() - start)
         if len(out["messages"]) != 2 * turn + 2 * (turn // TOOL_EVERY):
-            hint = " (the latest checkpoint lost? try --lock)" if backend.name == "grove" and not args.lock else ""
-            raise SystemExit(f"{backend.name}: turn {turn} started from a stale state{hint}")
+            raise SystemExit(f"{backend.name}: turn {turn} started from a stale state")
         if turn == args.fork:
             snapshot = await graph.aget_state(config)
             fork_config, fork_messages = snapshot.config, snapshot.values["messages"]
@@ -215,7 +194,7 @@ async def grove_backend(args: argparse.Namespace, work: pathlib.Path) -> AsyncIt
     if not line.startswith("listening on unix:"):
         proc.kill()
         raise RuntimeError(f"grove serve did not start: {line!r}")
-    saver = OneWriteAtATime(f"unix:{socket}") if args.lock else AsyncGroveSaver(f"unix:{socket}")
+    saver = AsyncGroveSaver(f"unix:{socket}")
     try:
         yield Backend("grove", saver, lambda: dir_bytes(store))
     finally:
@@ -278,7 +257,7 @@ def report(runs: dict[str, Run], args: argparse.Namespace) -> str:
     grove, sqlite, memory = runs["grove"], runs["sqlite"], runs["memory"]
     lines = [
         f"LangGraph {args.turns} turns on one thread, `aget_state` median (min) of {args.samples} calls; "
-        f"grove durability `{args.durability}`{', --lock' if args.lock else ''}; {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}, "
+        f"grove durability `{args.durability}`; {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}, "
         f"Python {platform.python_version()}, {os.cpu_count()} cores, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end.",
         "",
         "| turn | checkpoints | messages | grove bytes | SQLite bytes | grove / SQLite | grove `aget_state` | SQLite `aget_state` | in memory `aget_state` | grove / SQLite | grove turn | SQLite turn | in memory turn |",
@@ -330,8 +309,7 @@ async def main(args: argparse.Namespace) -> None:
     for name in ("grove", "sqlite"):
         got = [(m.turn, m.checkpoints, m.messages) for m in runs[name].marks]
         if got != want:
-            hint = " (a lost checkpoint? try --lock)" if name == "grove" and not args.lock else ""
-            raise SystemExit(f"{name}'s thread differs from the in-memory one{hint}: (turn, checkpoints, messages) {got} != {want}")
+            raise SystemExit(f"{name}'s thread differs from the in-memory one: (turn, checkpoints, messages) {got} != {want}")
     text = report(runs, args)
     print(text)
     if args.out:
@@ -349,7 +327,6 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--samples", type=int, default=50, help="aget_state calls per measurement")
     parser.add_argument("--fork", type=int, default=100, help="the turn whose checkpoint is updated (the branch point)")
     parser.add_argument("--branch-turns", type=int, default=5)
-    parser.add_argument("--lock", action="store_true", help="run grove's aput and aput_writes one at a time (see OneWriteAtATime)")
     parser.add_argument("--out", help="also write the markdown report here")
     parser.add_argument("--json", help="write the measurements as JSON here")
     args = parser.parse_args()

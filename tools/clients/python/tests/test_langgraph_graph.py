@@ -1,20 +1,26 @@
 """A real LangGraph graph (examples/langgraph_graph.py: a deterministic fake model and a tool) on
 AsyncGroveSaver against the real server: the same turns on LangGraph's InMemorySaver give the
 same state at every turn and the same history; `aupdate_state` from an earlier checkpoint
-branches the thread; and the thread's session is a normal grove session (verify, tree, entries,
-operations, the HTML view). Last, the race between the checkpoint and the writes LangGraph saves
-at the same time, on the saver alone."""
+branches the thread; and the thread's session is a normal grove session, through the server's
+routes (verify, tree, entries, operations, the HTML view) and through grove's CLI once the
+server has stopped (`grove verify`, `grove tree`, `grove log`, `grove export --html`). The race
+of a checkpoint and its parent's writes saved at once is tested on the saver alone in
+tests/test_langgraph.py."""
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import os
+import pathlib
+import subprocess
+import tempfile
+from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import create_checkpoint, empty_checkpoint
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph.state import CompiledStateGraph
 
@@ -22,7 +28,7 @@ from examples.langgraph_graph import TOOL_EVERY, build_graph, question, summary
 from grove_client import AsyncGroveClient
 from grove_client.langgraph import AsyncGroveSaver
 
-from .conftest import Server
+from .conftest import Server, grove_bin, serve
 
 TURNS = 12
 THREADS = 4
@@ -78,15 +84,33 @@ async def _the_same_turn_by_turn(grove: Graph, memory: Graph) -> None:
     assert ids[0] == (await grove.aget_state(config)).config["configurable"]["checkpoint_id"]
 
 
-async def test_update_state_from_an_earlier_checkpoint_branches_a_normal_grove_session(server: Server) -> None:
-    saver = AsyncGroveSaver(server.socket_url)
-    try:
-        await _branch(server, build_graph(saver), build_graph(InMemorySaver()))
-    finally:
-        await saver.aclose()
+async def test_update_state_from_an_earlier_checkpoint_branches_a_normal_grove_session() -> None:
+    # A server of its own: once the thread is written and read through the routes, the server
+    # stops and grove's CLI opens its store (sled holds a store for one process at a time).
+    with tempfile.TemporaryDirectory(prefix="lg-graph-") as tmp:
+        directory = pathlib.Path(tmp)
+        with serve(directory) as server:
+            saver = AsyncGroveSaver(server.socket_url)
+            try:
+                branch = await _branch(server, build_graph(saver), build_graph(InMemorySaver()))
+            finally:
+                await saver.aclose()
+        _the_cli_sees_the_branch(directory / "store", branch, directory / "thread.html")
 
 
-async def _branch(server: Server, grove: Graph, memory: Graph) -> None:
+@dataclass
+class Branch:
+    """What `_branch` made: the thread's session, the checkpoint `aupdate_state` started from,
+    the one it wrote, the latest checkpoint before it, and the history after it (newest first)."""
+
+    sid: str
+    fork: str
+    update: str
+    old_latest: str
+    history: list[str]
+
+
+async def _branch(server: Server, grove: Graph, memory: Graph) -> Branch:
     config, sid = thread()
     fork: dict[str, RunnableConfig] = {}
     for turn in range(1, TURNS + 1):
@@ -137,33 +161,58 @@ async def _branch(server: Server, grove: Graph, memory: Graph) -> None:
         old_child = next(c for c in branch_children if c != update_id)
         assert by_id[update_id]["onActivePath"] is True and by_id[old_child]["onActivePath"] is False
         assert by_id[after[0]]["onActivePath"] is True and by_id[before[0]]["onActivePath"] is False
-        assert await g.leaf(sid) in {after[0]} | {i for i in kinds if i.startswith(after[0] + "~w")}
+        assert await g.leaf(sid) == after[0], "the leaf is the latest checkpoint (writes keep the leaf)"
         operations = await g.operations(sid)
         assert len(operations) >= len(after)
         assert [o["op"] for o in operations] == sorted((o["op"] for o in operations), reverse=True)
         assert "<html" in (await g.view()).lower()
+    return Branch(sid, fork_id, update_id, before[0], after)
 
 
-async def test_a_checkpoint_and_the_writes_saved_at_the_same_time_leave_the_newest_latest(server: Server) -> None:
-    # LangGraph's async loop saves a step's writes and the next checkpoint concurrently (both
-    # submitted in the background); whatever order their requests land in, the thread's latest
-    # checkpoint must be the newest one. (What the graph tests above hit now and then.)
-    saver = AsyncGroveSaver(server.socket_url)
-    lost = []
-    try:
-        for round in range(20):
-            config: RunnableConfig = {"configurable": {"thread_id": f"race-{os.getpid()}-{next(_threads)}", "checkpoint_ns": ""}}
-            first = empty_checkpoint()
-            first_config = await saver.aput(config, first, {"step": 0}, {})
-            second = create_checkpoint(first, None, 1)
-            await asyncio.gather(
-                saver.aput(first_config, second, {"step": 1}, {}),
-                saver.aput_writes(first_config, [("messages", "x")], "task"),
-            )
-            latest = await saver.aget_tuple(config)
-            assert latest is not None
-            if latest.config["configurable"]["checkpoint_id"] != second["id"]:
-                lost.append(round)
-    finally:
-        await saver.aclose()
-    assert not lost, f"the latest checkpoint went back to its parent in rounds {lost}"
+def _grove(store: pathlib.Path, *args: str) -> str:
+    done = subprocess.run([grove_bin(), "--store", str(store), *args], capture_output=True, text=True)
+    assert done.returncode == 0, f"grove {' '.join(args)} failed ({done.returncode}): {done.stderr}"
+    return done.stdout
+
+
+def _the_cli_sees_the_branch(store: pathlib.Path, branch: Branch, html: pathlib.Path) -> None:
+    """grove's own CLI on the store the server wrote: `verify`, `tree`, `log` and the HTML view
+    of the thread's session, as of any session."""
+    report = json.loads(_grove(store, "verify", "--json"))
+    assert report["problems"] == [] and report["sessions"] >= 1, report
+    assert json.loads(_grove(store, "verify", branch.sid, "--json"))["problems"] == []
+
+    # The tree: the checkpoint `aupdate_state` started from has two checkpoint children, the old
+    # branch's and the update's; the latest checkpoint is at the end of the update's branch.
+    roots = json.loads(_grove(store, "tree", branch.sid, "--json"))
+    children: dict[str, list[str]] = {}
+    stack = list(roots)
+    while stack:
+        node = stack.pop()
+        children[node["id"]] = [c["id"] for c in node["children"]]
+        stack.extend(node["children"])
+    assert set(branch.history) <= set(children)
+    checkpoints = set(branch.history)
+    at_fork = [c for c in children[branch.fork] if c in checkpoints]
+    assert len(at_fork) == 2 and branch.update in at_fork
+    drawing = _grove(store, "tree", "--all", "--ascii", branch.sid).splitlines()
+    assert len(drawing) >= len(children), "one line per entry, and a line per branch point"
+    leaf_lines = [line.lstrip("| ").split() for line in drawing if line.lstrip("| ").startswith("@")]
+    assert len(leaf_lines) == 1, leaf_lines
+    [(_, short, kind, custom_type)] = leaf_lines
+    assert branch.history[0].startswith(short) and (kind, custom_type) == ("custom:", "langgraph.checkpoint")
+    assert "bookkeeping" in _grove(store, "tree", branch.sid), "without --all, custom entries are hidden"
+
+    # The log: one operation per checkpoint and per writes entry at least, newest first, the
+    # newest leaving the leaf on the latest checkpoint.
+    operations = [json.loads(line) for line in _grove(store, "log", branch.sid, "--json").splitlines()]
+    assert len(operations) >= len(branch.history)
+    assert [o["op"] for o in operations] == list(range(len(operations) - 1, -1, -1))
+    assert operations[0]["leafAfter"] == branch.history[0]
+    assert any(o["leafAfter"] == branch.old_latest for o in operations)
+
+    # The HTML view of the session: one page holding every checkpoint.
+    _grove(store, "export", branch.sid, "--html", "-o", str(html))
+    page = html.read_text()
+    assert page.lstrip().lower().startswith("<!doctype html")
+    assert all(c in page for c in branch.history)
