@@ -5,8 +5,10 @@ on `AsyncSqliteSaver` (`langgraph-checkpoint-sqlite`, a fresh database file), an
 `InMemorySaver` as the floor of the graph's own work.
 
 At the marked turns it measures the bytes on disk (grove: the sum of the file sizes of the store
-directory while the server runs, at the durability given, grove's default `sync`; SQLite: the
-database file and its WAL) and the latency of `aget_state` (median of `--samples` calls).
+directory while the server runs, at the durability given, grove's default `sync`, on sled unless
+`--backend redb`, `--compress` for sled's zstd page compression; SQLite: the database file and
+its WAL) and the latency of `aget_state` (median and minimum of `--samples` calls after two
+warm-up calls).
 After the last turn it travels in time: `aget_state_history` of the whole thread, then
 `aupdate_state` from the checkpoint at `--fork` (the last answer of that turn rewritten), and
 `--branch-turns` more turns from there, which branch the thread; it checks that the latest state
@@ -184,7 +186,7 @@ async def run(backend: Backend, args: argparse.Namespace) -> Run:
 async def grove_backend(args: argparse.Namespace, work: pathlib.Path) -> AsyncIterator[Backend]:
     store, socket = work / "store", work / "grove.sock"
     proc = subprocess.Popen(
-        [args.grove_bin, "--store", str(store), "--durability", args.durability, "serve", "--socket", str(socket)],
+        [args.grove_bin, *grove_options(args), "--store", str(store), "--durability", args.durability, "serve", "--socket", str(socket)],
         stdout=subprocess.PIPE,
         text=True,
         env={k: v for k, v in os.environ.items() if not k.startswith("GROVE_")},
@@ -214,10 +216,15 @@ async def sqlite_backend(work: pathlib.Path) -> AsyncIterator[Backend]:
         yield Backend("sqlite", saver, size)
 
 
+def grove_options(args: argparse.Namespace) -> list[str]:
+    """The global options of every grove command of the run."""
+    return ["--backend", args.backend, *(["--compress"] if args.compress else [])]
+
+
 def grove_cli(args: argparse.Namespace, store: pathlib.Path, work: pathlib.Path) -> dict[str, str]:
     """`grove verify`, `tree`, `log` and `export --html` on the stopped server's store."""
     sid = session_of(THREAD)
-    base = [args.grove_bin, "--store", str(store)]
+    base = [args.grove_bin, *grove_options(args), "--store", str(store)]
     html = work / "thread.html"
     out: dict[str, str] = {}
     for name, extra in [
@@ -257,7 +264,7 @@ def report(runs: dict[str, Run], args: argparse.Namespace) -> str:
     grove, sqlite, memory = runs["grove"], runs["sqlite"], runs["memory"]
     lines = [
         f"LangGraph {args.turns} turns on one thread, `aget_state` median (min) of {args.samples} calls; "
-        f"grove durability `{args.durability}`; {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}, "
+        f"grove on {args.backend}{' with --compress' if args.compress else ''}, durability `{args.durability}`; {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}, "
         f"Python {platform.python_version()}, {os.cpu_count()} cores, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end.",
         "",
         "| turn | checkpoints | messages | grove bytes | SQLite bytes | grove / SQLite | grove `aget_state` | SQLite `aget_state` | in memory `aget_state` | grove / SQLite | grove turn | SQLite turn | in memory turn |",
@@ -322,6 +329,8 @@ def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--grove-bin", default=str(ROOT / "target" / "release" / "grove"), help="the grove binary")
     parser.add_argument("--durability", default="sync", choices=["none", "group", "sync"], help="grove serve's durability (default: grove's own, sync)")
+    parser.add_argument("--backend", default="sled", choices=["sled", "redb"], help="grove's backend (default sled)")
+    parser.add_argument("--compress", action="store_true", help="sled's zstd page compression (grove --compress)")
     parser.add_argument("--turns", type=int, default=200)
     parser.add_argument("--marks", type=lambda s: [int(x) for x in s.split(",")], default=[10, 100, 200], help="turns to measure at, comma-separated")
     parser.add_argument("--samples", type=int, default=50, help="aget_state calls per measurement")
@@ -334,6 +343,8 @@ def parse_args() -> argparse.Namespace:
         parser.error(f"no grove binary at {args.grove_bin}: cargo build --release -p grove-tools")
     if not 0 < args.fork <= args.turns:
         parser.error("--fork must be a turn of the run")
+    if args.compress and args.backend != "sled":
+        parser.error("--compress is sled's")
     return args
 
 
