@@ -9,7 +9,8 @@
 #                               [--modes "direct batch"] [--clients "python typescript"] [--out FILE]
 #
 # Needs the Python client's virtual environment (tools/clients/python/.venv, see its README) and
-# the TypeScript client's node_modules (npm ci). --out FILE keeps the harnesses' JSON lines.
+# the TypeScript client's node_modules (npm ci). --out FILE keeps the harnesses' JSON lines (written
+# as each run ends).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -37,7 +38,8 @@ work=$(mktemp -d /tmp/grove-harness.XXXXXX)
 pid=""
 cleanup() { [ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null; rm -rf "$work"; }
 trap cleanup EXIT
-results="$work/results.jsonl"
+results=${out:-$work/results.jsonl}
+: > "$results"
 tick=$(getconf CLK_TCK)
 cpu() { awk -v t="$tick" '{ print ($14 + $15) / t }' "/proc/$1/stat"; }
 echo "$(date -u +%FT%TZ) $(git -C "$root" rev-parse --short HEAD) $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
@@ -61,10 +63,9 @@ for d in $durabilities; do
       client_cpu=$(awk '{ print $1 + $2 }' "$work/time")
       python3 -c 'import json, sys
 r = json.load(open(sys.argv[1]))
-r.update(serverCpuSeconds=float(sys.argv[2]), clientCpuSeconds=float(sys.argv[3]), storeBytes=int(sys.argv[4]))
-print(json.dumps(r))' "$work/report.json" "$server_cpu" "$client_cpu" "$store_bytes" | tee -a "$results" >&2
+r.update(serverCpuSeconds=float(sys.argv[2]), clientCpuSeconds=float(sys.argv[3]), storeBytes=int(sys.argv[4]), load=sys.argv[5])
+print(json.dumps(r))' "$work/report.json" "$server_cpu" "$client_cpu" "$store_bytes" "$(cut -d' ' -f1 /proc/loadavg)" | tee -a "$results" >&2
     done
   done
 done
-[ -n "$out" ] && cp "$results" "$out"
 python3 "$here/table.py" "$results"

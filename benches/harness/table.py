@@ -7,14 +7,14 @@ import sys
 
 def main() -> None:
     rows = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
-    print("| durability | client | mode | entries | seconds | entries/s | sessions/s | append p50 | append p99 | server CPU / entry | client CPU / entry |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| durability | client | mode | entries | seconds | entries/s | sessions/s | append p50 | append p99 | server CPU / entry | client CPU / entry | load at the end |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         n = r["entries"]
         print(
             f"| {r['durability']} | {r['client']} | {r['mode']} | {n:,} | {r['seconds']:.1f} | {r['entriesPerSecond']:,.0f} "
             f"| {r['sessionsPerSecond']:.2f} | {r['appendP50Ms']:.2f} ms | {r['appendP99Ms']:.2f} ms "
-            f"| {r['serverCpuSeconds'] / n * 1e6:.0f} µs | {r['clientCpuSeconds'] / n * 1e6:.0f} µs |"
+            f"| {r['serverCpuSeconds'] / n * 1e6:.0f} µs | {r['clientCpuSeconds'] / n * 1e6:.0f} µs | {r.get('load', '?')} |"
         )
     rate = {(r["durability"], r["client"], r["mode"]): r["entriesPerSecond"] for r in rows}
     print()

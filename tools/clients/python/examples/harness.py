@@ -200,6 +200,8 @@ class AppendGatherer:
                 del self._queue[: self._max]
                 try:
                     results = await self._client.append_batch([item for item, _ in batch])
+                    if len(results) != len(batch):
+                        raise GroveError("invalid_response", 200, f"{len(batch)} appends sent, {len(results)} results")
                 except GroveError as e:
                     for _, future in batch:
                         future.set_exception(e)
