@@ -92,15 +92,26 @@ def session_seed(seed: int, index: int) -> int:
     return (seed ^ imul(index + 1, 0x9E3779B1)) & MASK
 
 
-def text(r: Rand, length: int) -> str:
-    """Words up to exactly `length` characters."""
+def corpus(size: int) -> str:
+    """`size` characters of words, the same for every run (the texts are cut from it)."""
+    r = Rand(CORPUS_SEED)
     out: list[str] = []
-    size = 0
-    while size < length:
+    total = 0
+    while total < size:
         word = WORDS[r.below(len(WORDS))]
         out.append(word)
-        size += len(word) + 1
-    return " ".join(out)[:length]
+        total += len(word) + 1
+    return " ".join(out)[:size]
+
+
+CORPUS_SEED = 0x5EED
+CORPUS = corpus(1 << 16)
+
+
+def text(r: Rand, length: int) -> str:
+    """`length` characters of the corpus from a random place: one draw, however long."""
+    start = r.below(len(CORPUS) - length)
+    return CORPUS[start : start + length]
 
 
 def usage(r: Rand) -> JsonObject:

@@ -85,6 +85,6 @@ def test_generated_run_is_deterministic_and_shaped() -> None:
     # Features of one generated run, pinned on both sides (test/harness.test.ts), so that the two
     # generators stay equal.
     pinned = harness.agent_run(3, 5, 2)
-    assert sum(len(m["content"][0]["text"]) for m in pinned) == 3068
-    assert [m["toolCallId"] for m in pinned if m["role"] == "toolResult"] == ["toolu_5ed24671d5e9c3ce", "toolu_d5d194e59fdf913c"]
-    assert pinned[7]["usage"]["cost"]["total"] == 0.034098
+    assert sum(len(m["content"][0]["text"]) for m in pinned) == 5689
+    assert [m["toolCallId"] for m in pinned if m["role"] == "toolResult"] == ["toolu_5ed24671d5e9c3ce", "toolu_eacfeba3928eb68b"]
+    assert pinned[7]["usage"]["cost"]["total"] == 0.0674256

@@ -46,16 +46,25 @@ export function sessionSeed(seed: number, index: number): number {
 	return (seed ^ Math.imul(index + 1, 0x9e3779b1)) >>> 0;
 }
 
-/** Words up to exactly `length` characters. */
-function text(r: Rand, length: number): string {
+/** `size` characters of words, the same for every run (the texts are cut from it). */
+function corpus(size: number): string {
+	const r = new Rand(0x5eed);
 	const out: string[] = [];
 	let total = 0;
-	while (total < length) {
+	while (total < size) {
 		const word = WORDS[r.int(WORDS.length)]!;
 		out.push(word);
 		total += word.length + 1;
 	}
-	return out.join(" ").slice(0, length);
+	return out.join(" ").slice(0, size);
+}
+
+const CORPUS = corpus(1 << 16);
+
+/** `length` characters of the corpus from a random place: one draw, however long. */
+function text(r: Rand, length: number): string {
+	const start = r.int(CORPUS.length - length);
+	return CORPUS.slice(start, start + length);
 }
 
 function usage(r: Rand): Part {

@@ -76,8 +76,8 @@ describe("example harness", () => {
 		expect([r.int(1 << 30), r.int(1 << 30), r.int(1 << 30)]).toEqual([673315516, 2937458, 566341946]);
 		// Features of one generated run, pinned on both sides, so that the two generators stay equal.
 		const pinned = agentRun(3, 5, 2) as Array<Record<string, any>>;
-		expect(pinned.reduce((n, m) => n + m.content[0].text.length, 0)).toBe(3068);
-		expect(pinned.filter((m) => m.role === "toolResult").map((m) => m.toolCallId)).toEqual(["toolu_5ed24671d5e9c3ce", "toolu_d5d194e59fdf913c"]);
-		expect(pinned[7]!.usage.cost.total).toBe(0.034098);
+		expect(pinned.reduce((n, m) => n + m.content[0].text.length, 0)).toBe(5689);
+		expect(pinned.filter((m) => m.role === "toolResult").map((m) => m.toolCallId)).toEqual(["toolu_5ed24671d5e9c3ce", "toolu_eacfeba3928eb68b"]);
+		expect(pinned[7]!.usage.cost.total).toBe(0.0674256);
 	});
 });
