@@ -11,7 +11,7 @@ TypeScript harness (tools/clients/typescript/bench/agent-run.ts), so both write 
 messages.
 
 `--mode direct` (the default) sends each append as its own request (`POST
-/v1/sessions/{sid}/entries`); `--mode batch` hands them to a small gatherer that sends the
+/v1/sessions/{sid}/entries`), at most `--in-flight` (32) at once; `--mode batch` hands them to a small gatherer that sends the
 appends pending at the same time as one `POST /v1/appends`, as the TypeScript client's
 `AppendBatcher` does (one request and one flush for many sessions' appends).
 
@@ -226,18 +226,38 @@ class AppendGatherer:
             self._sender = None
 
 
+class Requests:
+    """Sends the requests of `direct` mode, at most `in_flight` at once: httpx's pool (httpcore
+    1.0) spends CPU in proportion to the requests queued in it times its connections on every
+    request it starts or ends, so a thousand requests handed to it at once cost far more than the
+    same requests queued here (encode/httpcore#1035)."""
+
+    def __init__(self, client: AsyncGroveClient, in_flight: int) -> None:
+        self._client = client
+        self._gate = asyncio.Semaphore(in_flight)
+
+    async def create(self, sid: str) -> None:
+        async with self._gate:
+            await self._client.create_session(id=sid, cwd=f"/work/{sid}")
+
+    async def append(self, sid: str, entry: JsonObject) -> str:
+        async with self._gate:
+            return await self._client.append(sid, entry)
+
+
 async def write_session(
-    client: AsyncGroveClient,
+    requests: Requests,
     gatherer: Optional[AppendGatherer],
     sid: str,
     messages: Sequence[JsonObject],
     latencies: list[float],
 ) -> None:
-    """Creates the session and appends its messages one after the other, timing each."""
-    await client.create_session(id=sid, cwd=f"/work/{sid}")
+    """Creates the session and appends its messages one after the other, timing each (the wait
+    its session sees, from the call to the answer)."""
+    await requests.create(sid)
     for message in messages:
         start = time.perf_counter()
-        pending: Awaitable[str] = gatherer.append(sid, message) if gatherer else client.append(sid, message)
+        pending: Awaitable[str] = gatherer.append(sid, message) if gatherer else requests.append(sid, message)
         await pending
         latencies.append(time.perf_counter() - start)
 
@@ -288,6 +308,7 @@ async def run(
     mode: str,
     prefix: str,
     verify_count: int,
+    in_flight: int = 32,
 ) -> tuple[JsonObject, list[str]]:
     """Runs the load and the self-check: the report and the problems found (none: passed)."""
     runs = [agent_run(seed, i, turns) for i in range(sessions)]
@@ -296,10 +317,11 @@ async def run(
     async with AsyncGroveClient(url, name="python-harness") as client:
         durability = (await client.health())["durability"]
         gatherer = AppendGatherer(client) if mode == "batch" else None
+        requests = Requests(client, in_flight)
 
         async def one(index: int) -> None:
             async with limit:
-                await write_session(client, gatherer, session_id(prefix, index), runs[index], latencies)
+                await write_session(requests, gatherer, session_id(prefix, index), runs[index], latencies)
 
         start = time.perf_counter()
         await asyncio.gather(*(one(i) for i in range(sessions)))
@@ -320,6 +342,7 @@ async def run(
         "sessionsPerSecond": round(sessions / seconds, 2),
         "appendP50Ms": round(quantile(latencies, 0.5) * 1000, 3),
         "appendP99Ms": round(quantile(latencies, 0.99) * 1000, 3),
+        "inFlight": in_flight if mode == "direct" else 1,
         "verified": len(indexes),
     }
     return report, problems
@@ -335,6 +358,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--mode", choices=("direct", "batch"), default="direct")
     parser.add_argument("--prefix", default=None, help="session ids are PREFIX + a 6-digit index (default: h{seed}-)")
     parser.add_argument("--verify", type=int, default=20, help="sessions read back and checked at the end")
+    parser.add_argument("--in-flight", type=int, default=32, help="direct mode: requests in flight at once")
     args = parser.parse_args(argv)
     if args.sessions < 0 or args.turns < 0 or args.concurrency < 0:
         parser.error("--sessions, --turns and --concurrency take a number >= 0")
@@ -348,6 +372,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             args.mode,
             args.prefix if args.prefix is not None else f"h{args.seed}-",
             args.verify,
+            max(1, args.in_flight),
         )
     )
     print(json.dumps(report))

@@ -184,8 +184,12 @@ export interface HarnessOptions {
 	prefix: string;
 	/** Sessions read back and checked at the end. */
 	verify: number;
-	/** Connections of the client's pool (httpx's default in the Python harness is 100). */
-	connections: number;
+	/**
+	 * `direct` mode: requests in flight at once (queued here beyond that), as in the Python
+	 * harness, whose httpx pool costs CPU in proportion to the requests queued in it; also the
+	 * connections of the client's pool.
+	 */
+	inFlight: number;
 }
 
 /** The harness's JSON report, as the Python harness prints it. */
@@ -201,32 +205,53 @@ export interface HarnessReport {
 	sessionsPerSecond: number;
 	appendP50Ms: number;
 	appendP99Ms: number;
+	inFlight: number;
 	verified: number;
 }
 
 const round = (value: number, digits: number): number => Number(value.toFixed(digits));
+
+/** At most `limit` calls of `run` at once; the others wait their turn in order. */
+class Gate {
+	private running = 0;
+	private readonly waiting: Array<() => void> = [];
+
+	constructor(private readonly limit: number) {}
+
+	async run<T>(call: () => Promise<T>): Promise<T> {
+		if (this.running >= this.limit) await new Promise<void>((go) => this.waiting.push(go));
+		else this.running++;
+		try {
+			return await call();
+		} finally {
+			const next = this.waiting.shift();
+			if (next) next();
+			else this.running--;
+		}
+	}
+}
 
 /** Runs the load and the self-check: the report and the problems found (none: passed). */
 export async function runHarness(options: HarnessOptions): Promise<{ report: HarnessReport; problems: string[] }> {
 	const { sessions, turns, seed, prefix } = options;
 	const runs = Array.from({ length: sessions }, (_, i) => agentRun(seed, i, turns));
 	const endpoint = parseEndpoint(options.url);
-	// The client's own pool, with a bound on its connections as httpx has.
 	const pool =
 		"socketPath" in endpoint
-			? new Pool("http://localhost", { socketPath: endpoint.socketPath, connections: options.connections })
-			: new Pool(options.url, { connections: options.connections });
+			? new Pool("http://localhost", { socketPath: endpoint.socketPath, connections: options.inFlight })
+			: new Pool(options.url, { connections: options.inFlight });
 	const client = new GroveClient({ url: options.url, token: options.token, name: "typescript-harness", dispatcher: pool });
 	try {
 		const durability = (await client.health()).durability;
 		const batcher = options.mode === "batch" ? new AppendBatcher(client) : undefined;
+		const gate = new Gate(options.inFlight);
 		const latencies: number[] = [];
 		const writeSession = async (index: number): Promise<void> => {
 			const sid = sessionId(prefix, index);
-			await client.createSession({ id: sid, cwd: `/work/${sid}` });
+			await gate.run(() => client.createSession({ id: sid, cwd: `/work/${sid}` }));
 			for (const message of runs[index]!) {
 				const start = performance.now();
-				await (batcher ? batcher.append(sid, message) : client.append(sid, message));
+				await (batcher ? batcher.append(sid, message) : gate.run(() => client.append(sid, message)));
 				latencies.push(performance.now() - start);
 			}
 		};
@@ -252,6 +277,7 @@ export async function runHarness(options: HarnessOptions): Promise<{ report: Har
 			sessionsPerSecond: round(sessions / seconds, 2),
 			appendP50Ms: round(quantile(latencies, 0.5), 3),
 			appendP99Ms: round(quantile(latencies, 0.99), 3),
+			inFlight: options.mode === "direct" ? options.inFlight : 1,
 			verified: indexes.length,
 		};
 		return { report, problems };

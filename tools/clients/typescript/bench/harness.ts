@@ -7,9 +7,9 @@
  *
  * Options as the Python harness (tools/clients/python/examples/harness.py): `--url` (default
  * `GROVE_URL`; `GROVE_TOKEN` for TCP), `--sessions`, `--turns`, `--concurrency` (default all),
- * `--seed`, `--mode direct|batch`, `--prefix`, `--verify`, and `--connections` (the pool's, default
- * 100 as httpx's). Prints the same JSON report; a mismatch in the read-back goes to stderr and the
- * exit status is 1. It starts no server.
+ * `--seed`, `--mode direct|batch`, `--prefix`, `--verify`, and `--in-flight` (direct mode: requests
+ * in flight at once, and the pool's connections; default 32). Prints the same JSON report; a
+ * mismatch in the read-back goes to stderr and the exit status is 1. It starts no server.
  */
 import { parseArgs } from "node:util";
 import { runHarness } from "./agent-run.js";
@@ -24,7 +24,7 @@ const { values } = parseArgs({
 		mode: { type: "string", default: "direct" },
 		prefix: { type: "string" },
 		verify: { type: "string", default: "20" },
-		connections: { type: "string", default: "100" },
+		"in-flight": { type: "string", default: "32" },
 	},
 });
 
@@ -50,7 +50,7 @@ const { report, problems } = await runHarness({
 	mode,
 	prefix: values.prefix ?? `h${seed}-`,
 	verify: count("verify", values.verify),
-	connections: Math.max(1, count("connections", values.connections)),
+	inFlight: Math.max(1, count("in-flight", values["in-flight"])),
 });
 process.stdout.write(`${JSON.stringify(report)}\n`);
 for (const problem of problems) process.stderr.write(`harness: ${problem}\n`);

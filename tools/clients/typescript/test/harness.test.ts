@@ -43,7 +43,7 @@ describe("example harness", () => {
 			mode,
 			prefix: pre,
 			verify: 5,
-			connections: 4,
+			inFlight: 4,
 		});
 		expect(problems).toEqual([]);
 		expect(report).toMatchObject({ client: "typescript", mode, sessions: 20, turns: 3, entries: 240, verified: 5 });
@@ -54,7 +54,7 @@ describe("example harness", () => {
 
 	it("its self-check finds a session that differs", async () => {
 		const pre = prefix();
-		const { problems } = await runHarness({ url, sessions: 3, turns: 2, seed: 7, concurrency: 3, mode: "direct", prefix: pre, verify: 3, connections: 2 });
+		const { problems } = await runHarness({ url, sessions: 3, turns: 2, seed: 7, concurrency: 3, mode: "direct", prefix: pre, verify: 3, inFlight: 2 });
 		expect(problems).toEqual([]);
 		await client.append(sessionId(pre, 1), { role: "user", content: "one more", timestamp: 1 });
 		expect(await verify(client, pre, 7, 2, [0, 1, 2])).toEqual([
