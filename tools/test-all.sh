@@ -1,12 +1,22 @@
 #!/usr/bin/env bash
 # Runs every test of the repository: the Rust workspace, then the TypeScript and the Python client
 # against the real `grove serve` (its npm dev dependencies, pi's packages among them, come from the npm
-# registry). Needs cargo, node 20 or later with npm, and chromium for the HTML view's browser
+# registry). Needs cargo, node 20 or later with npm, PostgreSQL (installed and started by
+# tools/pg-setup.sh when GROVE_TEST_PG is not set), and chromium for the HTML view's browser
 # tests (test/view.test.ts; `apt-get install chromium` on Debian).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 status=0
+# PostgreSQL for the postgres backend's tests (tools/pg-setup.sh: Debian's package, a cluster of its
+# own on 127.0.0.1:55432, started as the postgres user). Under CI its tests fail without it.
+if [ -z "${GROVE_TEST_PG:-}" ]; then
+  if pg_env="$(bash tools/pg-setup.sh)"; then
+    eval "$pg_env"
+  else
+    echo "PostgreSQL could not be started: the postgres backend's tests skip (and fail under CI)"
+  fi
+fi
 echo "== Rust (cargo test --workspace)"
 cargo test --workspace || status=1
 

@@ -14,7 +14,9 @@ use parking_lot::Mutex;
 use crate::dir::{DirLock, LockMode};
 use crate::error::{GroveError, Result};
 use crate::keys;
-use crate::kv::{self, Bounded, BufferedKv, Guarded, Kv, MemoryKv, RedbKv, SledKv, WriteBatch};
+use crate::kv::{
+    self, Bounded, BufferedKv, Guarded, Kv, MemoryKv, PostgresKv, RedbKv, SledKv, WriteBatch,
+};
 use crate::lease::Leases;
 use crate::session::Session;
 use crate::space::Space;
@@ -54,6 +56,15 @@ pub enum Backend {
     SledTemporary,
     /// Memory only (tests).
     Memory,
+    /// A table in a PostgreSQL database (docs/design.md, "Backends"): `url` as libpq takes
+    /// it (`postgres://user@host:port/db`), `table` a plain lowercase identifier
+    /// ([`kv::DEFAULT_TABLE`] by default), made when missing.
+    Postgres {
+        /// The database's URL.
+        url: String,
+        /// The table holding the store.
+        table: String,
+    },
 }
 
 /// How to open a store.
@@ -703,6 +714,7 @@ impl Store {
             Backend::Redb(path) => (Some(path.clone()), "redb"),
             Backend::SledTemporary => (None, "sled"),
             Backend::Memory => (None, "memory"),
+            Backend::Postgres { .. } => (None, "postgres"),
         };
         if config.compress && name != "sled" {
             return Err(GroveError::InvalidArgument(
@@ -791,6 +803,7 @@ impl Store {
                 }
                 Backend::SledTemporary => Ok(Box::new(Guarded::new(SledKv::temporary()?))),
                 Backend::Memory => Ok(Box::new(MemoryKv::new())),
+                Backend::Postgres { url, table } => Ok(Box::new(PostgresKv::open(url, table)?)),
             }
         })?;
         // Commits that need not be durable yet wait in a write buffer unless it is turned off

@@ -252,3 +252,62 @@ pub mod json {
         }
     }
 }
+
+pub mod pg {
+    //! The PostgreSQL server of the tests: `GROVE_TEST_PG` names it (`tools/pg-setup.sh` starts
+    //! one and prints the variable; `tools/test-all.sh` does both). Without it a test of the
+    //! postgres backend says so and passes on a developer's machine, and fails under CI
+    //! (`CI` set), where the server must be there.
+
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// The server's URL, or None (outside CI) when there is none.
+    pub fn url() -> Option<String> {
+        match std::env::var("GROVE_TEST_PG") {
+            Ok(url) if !url.is_empty() => Some(url),
+            _ if std::env::var_os("CI").is_some() => {
+                panic!("GROVE_TEST_PG is not set: CI must start PostgreSQL (tools/pg-setup.sh)")
+            }
+            _ => {
+                eprintln!("GROVE_TEST_PG is not set: skipping a PostgreSQL test (tools/pg-setup.sh starts one)");
+                None
+            }
+        }
+    }
+
+    /// A table of its own for one test, dropped when the value is.
+    pub struct Table {
+        /// The database's URL.
+        pub url: String,
+        /// The table's name.
+        pub name: String,
+    }
+
+    impl Table {
+        /// A new table name (the table is made by the backend when it opens), or None without
+        /// a server (see [`url`]).
+        pub fn new(label: &str) -> Option<Table> {
+            static NEXT: AtomicUsize = AtomicUsize::new(0);
+            let url = url()?;
+            let n = NEXT.fetch_add(1, Ordering::Relaxed);
+            let name = format!("t_{label}_{}_{n}", std::process::id());
+            Some(Table { url, name })
+        }
+
+        /// The backend of a store in this table.
+        pub fn backend(&self) -> grove::Backend {
+            grove::Backend::Postgres {
+                url: self.url.clone(),
+                table: self.name.clone(),
+            }
+        }
+    }
+
+    impl Drop for Table {
+        fn drop(&mut self) {
+            if let Ok(mut client) = postgres::Client::connect(&self.url, postgres::NoTls) {
+                let _ = client.batch_execute(&format!("DROP TABLE IF EXISTS {}", self.name));
+            }
+        }
+    }
+}

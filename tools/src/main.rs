@@ -48,6 +48,22 @@ struct Cli {
     )]
     backend: BackendArg,
 
+    /// The PostgreSQL database of `--backend postgres`: a URL as libpq takes it
+    /// (`postgres://USER@HOST:PORT/DB`). Each grove process keeps a few connections.
+    #[arg(long, global = true, value_name = "URL", env = "GROVE_PG")]
+    pg: Option<String>,
+
+    /// The table holding the store in that database (made when missing): a plain lowercase
+    /// SQL identifier, so several stores can share one database.
+    #[arg(
+        long,
+        global = true,
+        value_name = "NAME",
+        default_value = grove::kv::DEFAULT_TABLE,
+        env = "GROVE_PG_TABLE"
+    )]
+    pg_table: String,
+
     /// How durable each write is when it returns: `sync` flushes it to disk; `none` leaves it
     /// to the backend and to the close at the end of the command (a crash may lose it).
     #[arg(
@@ -152,6 +168,8 @@ fn run(cli: Cli, json: bool) -> CmdResult {
     let mut env = Env {
         store_dir,
         backend: cli.backend,
+        pg: cli.pg,
+        pg_table: cli.pg_table,
         durability: cli.durability,
         compress: cli.compress,
         lock_wait: std::time::Duration::try_from_secs_f64(cli.lock_wait).map_err(|_| {

@@ -143,6 +143,15 @@ impl<K: Kv + 'static> Kv for Bounded<K> {
         self.kv()?.apply_buffered(batch, ordered)
     }
 
+    fn apply_if(
+        &self,
+        guard: &[u8],
+        expected: Option<&[u8]>,
+        batch: WriteBatch,
+    ) -> Result<bool, KvError> {
+        self.kv()?.apply_if(guard, expected, batch)
+    }
+
     fn flush(&self) -> Result<(), KvError> {
         if self.stalled.load(Ordering::Relaxed) {
             return Err(self.stalled("flush"));

@@ -522,6 +522,18 @@ impl Kv for BufferedKv {
         self.shared.base.apply_ordered(batch)
     }
 
+    fn apply_if(
+        &self,
+        guard: &[u8],
+        expected: Option<&[u8]>,
+        batch: WriteBatch,
+    ) -> Result<bool, KvError> {
+        // Buffered writes go first, so the guard is checked against everything written.
+        let _order = self.shared.order.lock();
+        self.shared.hand_over()?;
+        self.shared.base.apply_if(guard, expected, batch)
+    }
+
     fn apply_buffered(&self, batch: WriteBatch, ordered: bool) -> Result<(), KvError> {
         self.shared.check()?;
         if batch.size() >= BUFFER_BYTES {

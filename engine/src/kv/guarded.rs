@@ -198,6 +198,15 @@ impl<K: Kv> Kv for Guarded<K> {
         guarded(self.kv.name(), || self.kv.apply_buffered(batch, ordered))
     }
 
+    fn apply_if(
+        &self,
+        guard: &[u8],
+        expected: Option<&[u8]>,
+        batch: WriteBatch,
+    ) -> Result<bool, KvError> {
+        guarded(self.kv.name(), || self.kv.apply_if(guard, expected, batch))
+    }
+
     fn flush(&self) -> Result<(), KvError> {
         guarded(self.kv.name(), || self.kv.flush())
     }

@@ -71,6 +71,29 @@ impl Kv for MemoryKv {
         Ok(())
     }
 
+    fn apply_if(
+        &self,
+        guard: &[u8],
+        expected: Option<&[u8]>,
+        batch: WriteBatch,
+    ) -> Result<bool, KvError> {
+        let mut map = self.map.write();
+        if map.get(guard).map(Vec::as_slice) != expected {
+            return Ok(false);
+        }
+        for (k, v) in batch.into_ops() {
+            match v {
+                Some(v) => {
+                    map.insert(k, v);
+                }
+                None => {
+                    map.remove(&k);
+                }
+            }
+        }
+        Ok(true)
+    }
+
     fn flush(&self) -> Result<(), KvError> {
         Ok(())
     }

@@ -11,6 +11,7 @@ mod bounded;
 mod buffered;
 mod guarded;
 mod memory;
+mod postgres_kv;
 mod redb_kv;
 mod sled_kv;
 
@@ -21,6 +22,7 @@ pub use buffered::{BufferedKv, BUFFER_BYTES, BUFFER_INTERVAL, BUFFER_OPS};
 pub(crate) use guarded::guarded;
 pub use guarded::{quiet_backend_panics, Guarded};
 pub use memory::MemoryKv;
+pub use postgres_kv::{valid_table, PostgresKv, DEFAULT_TABLE, PAGE_ROWS};
 pub use redb_kv::{RedbKv, REDB_FILE};
 pub use sled_kv::{stored_compression, SledKv};
 
@@ -66,6 +68,9 @@ pub enum KvError {
         /// The backend's name.
         backend: &'static str,
     },
+    /// PostgreSQL refused a statement, or could not be reached.
+    #[error("postgres: {0}")]
+    Postgres(String),
     /// The backend was opened only to read.
     #[error("the backend was opened read-only")]
     ReadOnly,
@@ -96,6 +101,17 @@ pub enum KvError {
         #[source]
         source: std::io::Error,
     },
+}
+
+impl From<postgres::Error> for KvError {
+    fn from(e: postgres::Error) -> KvError {
+        // The top error says what failed ("db error", "error connecting to server"), its
+        // source why.
+        match std::error::Error::source(&e) {
+            Some(source) => KvError::Postgres(format!("{e}: {source}")),
+            None => KvError::Postgres(e.to_string()),
+        }
+    }
 }
 
 /// A key-value pair read from a scan.
@@ -212,6 +228,27 @@ pub trait Kv: Send + Sync {
         } else {
             self.apply(batch)
         }
+    }
+    /// Applies `batch` atomically if, at that moment, `guard` holds `expected` (`None`: the
+    /// key is absent), and says whether it did: a conditional batch. A writer that finds the
+    /// guard changed (by a writer in another process sharing the backend) re-reads what it
+    /// cached and tries again; nothing of a refused batch is applied.
+    ///
+    /// The default checks, then applies: right for a backend one process holds (sled and
+    /// redb, behind the directory lock), whose writers of what a guard protects are
+    /// serialized by the engine (a session's lock). A backend that processes share checks
+    /// inside the write ([`PostgresKv`]).
+    fn apply_if(
+        &self,
+        guard: &[u8],
+        expected: Option<&[u8]>,
+        batch: WriteBatch,
+    ) -> Result<bool, KvError> {
+        if self.get(guard)?.as_deref() != expected {
+            return Ok(false);
+        }
+        self.apply(batch)?;
+        Ok(true)
     }
     /// Makes every applied batch durable.
     fn flush(&self) -> Result<(), KvError>;

@@ -142,3 +142,40 @@ fn imports_spool_in_the_store_directory_not_the_system_temp_dir() {
         assert!(names.is_empty(), "{names:?}");
     }
 }
+
+#[test]
+fn the_postgres_backend_takes_the_same_commands() {
+    let Some(table) = grove_tests::pg::Table::new("cli") else {
+        return;
+    };
+    let g = Grove::new();
+    let pg = [
+        "--backend",
+        "postgres",
+        "--pg",
+        &table.url,
+        "--pg-table",
+        &table.name,
+    ];
+    g.ok(&[&pg[..], &["demo"]].concat());
+    let file = fixture("r000-harness.jsonl");
+    let file = file.to_str().unwrap();
+    let imported = g.json(&[&pg[..], &["import", "--json", file]].concat());
+    let id = imported["session"].as_str().unwrap().to_owned();
+    let exported = g.ok(&[&pg[..], &["export", &id]].concat());
+    assert_eq!(exported.as_bytes(), std::fs::read(file).unwrap());
+    let listed = g.json(&[&pg[..], &["ls", "--json"]].concat());
+    assert_eq!(listed.as_array().unwrap().len(), 2, "{listed}");
+    g.ok(&[&pg[..], &["verify"]].concat());
+    // Nothing went to the store directory.
+    assert!(!g.store_dir().exists() || std::fs::read_dir(g.store_dir()).unwrap().next().is_none());
+    // The library reads what the tool wrote.
+    let store = Store::open_with(StoreConfig::new("").backend(table.backend())).unwrap();
+    assert_eq!(store.backend_name(), "postgres");
+    assert_eq!(store.sessions().unwrap().len(), 2);
+    drop(store);
+    // No URL: an error naming the option.
+    let (code, stderr) = g.fail(&["--backend", "postgres", "ls"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("--pg"), "{stderr}");
+}

@@ -24,6 +24,7 @@ mod openai;
 mod oplog;
 mod packs;
 mod payloads;
+mod postgres;
 mod proof;
 mod read_checks;
 mod redb;

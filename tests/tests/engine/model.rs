@@ -86,7 +86,7 @@ impl Model {
 }
 
 #[derive(Debug, Clone)]
-enum Op {
+pub(super) enum Op {
     Append(bool),
     /// `append_many` of 1 ..= 6 messages (2 or more are stored as one batch).
     AppendMany(u8),
@@ -98,7 +98,7 @@ enum Op {
     Restart,
 }
 
-fn op() -> impl Strategy<Value = Op> {
+pub(super) fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         8 => any::<bool>().prop_map(Op::Append),
         2 => (1u8..=6).prop_map(Op::AppendMany),
@@ -195,9 +195,14 @@ impl NavigateHook for Hook {
 
 fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
     let dir = tempfile::tempdir().unwrap();
-    let open = || {
-        Store::open_with(StoreConfig::new(dir.path()).durability(grove::Durability::None)).unwrap()
-    };
+    run_on(ops, || {
+        StoreConfig::new(dir.path()).durability(grove::Durability::None)
+    })
+}
+
+/// The model test on the store `config` opens (it is reopened along the way).
+pub(super) fn run_on(ops: Vec<Op>, config: impl Fn() -> StoreConfig) -> Result<(), TestCaseError> {
+    let open = || Store::open_with(config()).unwrap();
     let mut store = open();
     let mut sessions: Vec<(String, Model)> = vec![(
         store

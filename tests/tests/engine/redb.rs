@@ -246,17 +246,17 @@ fn redb_nondurable_writes_survive_flush_and_clean_close() {
 // The `Kv` contract, checked operation by operation against the in-memory reference.
 
 /// A deterministic pseudo-random sequence (xorshift), so failures reproduce.
-struct Rng(u64);
+pub(super) struct Rng(pub(super) u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub(super) fn next(&mut self) -> u64 {
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;
         self.0
     }
 
-    fn key(&mut self) -> Vec<u8> {
+    pub(super) fn key(&mut self) -> Vec<u8> {
         // Short keys over a small alphabet, including the empty key and 0x00/0xff bytes, so
         // that prefixes and bytewise order are exercised.
         let len = (self.next() % 4) as usize;
@@ -266,7 +266,7 @@ impl Rng {
     }
 }
 
-fn all(kv: &dyn Kv, start: &[u8], end: &[u8], rev: bool) -> Vec<(Vec<u8>, Vec<u8>)> {
+pub(super) fn all(kv: &dyn Kv, start: &[u8], end: &[u8], rev: bool) -> Vec<(Vec<u8>, Vec<u8>)> {
     let scan = if rev {
         kv.scan_rev(start, end)
     } else {
@@ -275,7 +275,9 @@ fn all(kv: &dyn Kv, start: &[u8], end: &[u8], rev: bool) -> Vec<(Vec<u8>, Vec<u8
     scan.map(Result::unwrap).collect()
 }
 
-fn check_against_memory(kv: &dyn Kv) {
+/// Random batches applied to `kv` and to the in-memory reference; gets and scans both ways
+/// must agree after each.
+pub(super) fn check_against_memory(kv: &dyn Kv) {
     let reference = MemoryKv::new();
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
     for round in 0..300 {

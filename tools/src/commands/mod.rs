@@ -76,6 +76,9 @@ pub enum BackendArg {
     Sled,
     /// redb (the database file `grove.redb` in the store directory).
     Redb,
+    /// A table in a PostgreSQL database (`--pg URL`, `--pg-table NAME`); `--store` is not
+    /// used.
+    Postgres,
 }
 
 /// The durability of every write (`--durability`).
@@ -110,6 +113,10 @@ pub struct Env<'a> {
     pub store_dir: PathBuf,
     /// The backend the store is opened with.
     pub backend: BackendArg,
+    /// `--pg`: the PostgreSQL database of the postgres backend.
+    pub pg: Option<String>,
+    /// `--pg-table`: the table holding the store in that database.
+    pub pg_table: String,
     /// The durability of every write.
     pub durability: DurabilityArg,
     /// Whether a new sled store compresses its pages.
@@ -137,7 +144,7 @@ impl Env<'_> {
     /// durability.
     /// Its operations are stamped with the actor `cli`.
     pub fn open_store(&self) -> CmdResult<Store> {
-        Ok(Store::open_with(self.config(false))?.with_actor("cli"))
+        Ok(Store::open_with(self.config(false)?)?.with_actor("cli"))
     }
 
     /// Opens the existing store only to read it: a missing store is an error, nothing is
@@ -158,7 +165,7 @@ impl Env<'_> {
     /// Opens the existing store only to read it, as it is: a store that lost acknowledged
     /// writes opens too (`Store::lost_writes` says what), for `verify` and `salvage`.
     pub fn inspect_store(&self) -> CmdResult<Store> {
-        Ok(Store::open_with(self.config(true))?)
+        Ok(Store::open_with(self.config(true)?)?)
     }
 
     /// Opens the store to read and the session named by `spec`.
@@ -171,11 +178,20 @@ impl Env<'_> {
     /// The store's configuration; a command that only reads opens it with a small page cache
     /// ([`READ_CACHE_BYTES`]): it reads what it prints once, so a cache the size of the
     /// output would only add to its memory.
-    fn config(&self, read_only: bool) -> StoreConfig {
+    fn config(&self, read_only: bool) -> CmdResult<StoreConfig> {
         let dir = self.store_dir.clone();
         let backend = match self.backend {
             BackendArg::Sled => Backend::Sled(dir),
             BackendArg::Redb => Backend::Redb(dir),
+            BackendArg::Postgres => Backend::Postgres {
+                url: self.pg.clone().ok_or_else(|| {
+                    CommandError::invalid(
+                        "--backend postgres needs the database's URL",
+                        "give --pg postgres://USER@HOST:PORT/DB (or set GROVE_PG)",
+                    )
+                })?,
+                table: self.pg_table.clone(),
+            },
         };
         let mut config = StoreConfig::new(&self.store_dir)
             .backend(backend)
@@ -195,7 +211,7 @@ impl Env<'_> {
         if let Some(bytes) = self.payload_threshold {
             config = config.payload_threshold((bytes > 0).then_some(bytes));
         }
-        config
+        Ok(config)
     }
 
     /// Opens the store and the session named by `spec` (an id or a unique id prefix).

@@ -40,10 +40,15 @@ pub struct Args {
     json: bool,
 }
 
-fn backend(arg: BackendArg, dir: &Path) -> Backend {
+fn backend(arg: BackendArg, dir: &Path) -> CmdResult<Backend> {
     match arg {
-        BackendArg::Sled => Backend::Sled(dir.to_owned()),
-        BackendArg::Redb => Backend::Redb(dir.to_owned()),
+        BackendArg::Sled => Ok(Backend::Sled(dir.to_owned())),
+        BackendArg::Redb => Ok(Backend::Redb(dir.to_owned())),
+        BackendArg::Postgres => Err(CommandError::invalid(
+            "salvage copies store directories (sled, redb); a PostgreSQL store is not one",
+            "salvage a damaged sled or redb store into a new sled or redb store; \
+             PostgreSQL's own tools restore its databases",
+        )),
     }
 }
 
@@ -60,13 +65,13 @@ pub fn run(args: Args, env: &mut Env<'_>) -> CmdResult {
     // A store that lost acknowledged writes opens read-only; salvage reports the loss.
     let src = Store::open_with(
         StoreConfig::new(&args.src)
-            .backend(backend(env.backend, &args.src))
+            .backend(backend(env.backend, &args.src)?)
             .read_only(true)
             .lock_wait(env.lock_wait),
     )?;
     let dest_backend = args.dest_backend.unwrap_or(env.backend);
     let mut dest_config = StoreConfig::new(&args.dest)
-        .backend(backend(dest_backend, &args.dest))
+        .backend(backend(dest_backend, &args.dest)?)
         .durability(env.durability.durability())
         .compress(env.compress)
         .lock_wait(env.lock_wait);

@@ -1,6 +1,7 @@
 /**
  * The grove client: `GroveClient` for every route of `grove serve`, and `GroveError`.
- * The pi adapter lives in `./pi.js` (it needs `@earendil-works/pi-agent-core`).
+ * The pi adapter lives in `./pi.js` (it needs `@earendil-works/pi-agent-core`), the LangGraph
+ * checkpointer in `./langgraph.js` (it needs `@langchain/langgraph-checkpoint`).
  */
 export { AppendBatcher, type AppendBatcherOptions } from "./batcher.js";
 export { applyContextChange, GroveClient, type GroveClientOptions } from "./client.js";

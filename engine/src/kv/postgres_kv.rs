@@ -1,0 +1,344 @@
+//! PostgreSQL as a grove backend: one table of ordered byte keys and values.
+//!
+//! Owns the table (`CREATE TABLE IF NOT EXISTS TABLE (k BYTEA PRIMARY KEY, v BYTEA NOT NULL)`)
+//! and the connections to the database; calls only the `postgres` crate. The SQL is what
+//! CockroachDB and YugabyteDB run as well: no advisory locks, no extensions, no stored
+//! procedures.
+//!
+//! - `bytea` compares bytewise, as grove's keys must sort.
+//! - A [`WriteBatch`] is one statement (a delete of one array of keys and an upsert of two
+//!   more, `unnest`ed), so it is atomic and costs one round trip; the last operation on a key
+//!   wins, resolved here before it is sent.
+//! - A scan reads pages of [`PAGE_ROWS`] rows, one query each, from a connection it takes for
+//!   that page only, so a reader holds no connection while its caller works.
+//! - Each commit is durable when PostgreSQL answers it (`synchronous_commit` is the server's
+//!   to set; its default waits for the WAL flush), so [`Kv::flush`] has nothing to do.
+//! - Connections are pooled (at most [`POOL`] kept); each prepares its statements once.
+//! - **Conditional batches** ([`Kv::apply_if`]) fence writers in different processes: one
+//!   statement checks the guard key and applies the batch only if it holds, on connections
+//!   whose transactions are `SERIALIZABLE`, so of two writers that read the same guard one
+//!   commits and the other is refused (its statement finds the guard changed, or PostgreSQL
+//!   aborts it with a serialization failure, 40001): it re-reads and retries. Reads and
+//!   plain batches use their own pool at the server's default isolation.
+
+use std::collections::HashMap;
+
+use parking_lot::Mutex;
+use postgres::{Client, NoTls, Statement};
+
+use super::{Kv, KvError, Pair, Scan, WriteBatch};
+
+/// Rows a scan reads per query.
+pub const PAGE_ROWS: i64 = 512;
+/// Connections kept open between calls.
+pub const POOL: usize = 8;
+/// The table of a store when none is named.
+pub const DEFAULT_TABLE: &str = "grove_kv";
+
+/// The statements of one connection.
+struct Conn {
+    client: Client,
+    get: Statement,
+    last: Statement,
+    page: Statement,
+    page_rev: Statement,
+    apply: Statement,
+    apply_if: Statement,
+}
+
+impl Conn {
+    fn open(config: &postgres::Config, table: &str) -> Result<Conn, KvError> {
+        let mut client = config.connect(NoTls)?;
+        let get = client.prepare(&format!("SELECT v FROM {table} WHERE k = $1"))?;
+        let last = client.prepare(&format!(
+            "SELECT k, v FROM {table} WHERE k >= $1 AND k < $2 ORDER BY k DESC LIMIT 1"
+        ))?;
+        let page = client.prepare(&format!(
+            "SELECT k, v FROM {table} WHERE k >= $1 AND k < $2 ORDER BY k LIMIT $3"
+        ))?;
+        let page_rev = client.prepare(&format!(
+            "SELECT k, v FROM {table} WHERE k >= $1 AND k < $2 ORDER BY k DESC LIMIT $3"
+        ))?;
+        // One statement: atomic, one round trip. The CTE's delete and the insert touch
+        // disjoint keys (the batch is resolved to one operation per key first).
+        let apply = client.prepare(&format!(
+            "WITH gone AS (DELETE FROM {table} WHERE k = ANY($1::bytea[])) \
+             INSERT INTO {table} (k, v) SELECT * FROM unnest($2::bytea[], $3::bytea[]) \
+             ON CONFLICT (k) DO UPDATE SET v = excluded.v"
+        ))?;
+        // The guard holds when the key has the expected value, or is absent and None was
+        // expected; the batch's statements run only then, and the answer says which.
+        let apply_if = client.prepare(&format!(
+            "WITH ok AS (SELECT CASE WHEN $5::bytea IS NULL \
+                 THEN NOT EXISTS (SELECT 1 FROM {table} WHERE k = $4) \
+                 ELSE EXISTS (SELECT 1 FROM {table} WHERE k = $4 AND v = $5) END AS yes), \
+             gone AS (DELETE FROM {table} WHERE (SELECT yes FROM ok) AND k = ANY($1::bytea[])), \
+             put AS (INSERT INTO {table} (k, v) \
+                 SELECT * FROM unnest($2::bytea[], $3::bytea[]) WHERE (SELECT yes FROM ok) \
+                 ON CONFLICT (k) DO UPDATE SET v = excluded.v) \
+             SELECT yes FROM ok"
+        ))?;
+        Ok(Conn {
+            apply_if,
+            client,
+            get,
+            last,
+            page,
+            page_rev,
+            apply,
+        })
+    }
+}
+
+/// The PostgreSQL backend.
+pub struct PostgresKv {
+    config: postgres::Config,
+    /// The same, with transactions `SERIALIZABLE` by default: the connections of
+    /// conditional batches.
+    fenced: postgres::Config,
+    table: String,
+    pool: Mutex<Vec<Conn>>,
+    fenced_pool: Mutex<Vec<Conn>>,
+}
+
+/// Whether `name` may name grove's table: a plain lowercase SQL identifier, so it needs no
+/// quoting and cannot carry SQL.
+pub fn valid_table(name: &str) -> bool {
+    let mut chars = name.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_lowercase() || c == '_')
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        && name.len() <= 63
+}
+
+impl PostgresKv {
+    /// Connects to the database at `url` (`postgres://user@host:port/db`, or the key=value
+    /// form) and makes `table` when it does not exist.
+    pub fn open(url: &str, table: &str) -> Result<PostgresKv, KvError> {
+        if !valid_table(table) {
+            return Err(KvError::Postgres(format!(
+                "table name {table:?} is not a plain lowercase SQL identifier"
+            )));
+        }
+        let config: postgres::Config = url
+            .parse()
+            .map_err(|e| KvError::Postgres(format!("database url: {e}")))?;
+        let mut client = config.connect(NoTls)?;
+        client.batch_execute(&format!(
+            "CREATE TABLE IF NOT EXISTS {table} (k BYTEA PRIMARY KEY, v BYTEA NOT NULL)"
+        ))?;
+        drop(client);
+        let mut fenced = config.clone();
+        let options = config.get_options().unwrap_or("");
+        fenced.options(format!("{options} -c default_transaction_isolation=serializable").trim());
+        let kv = PostgresKv {
+            config,
+            fenced,
+            table: table.to_owned(),
+            pool: Mutex::new(Vec::new()),
+            fenced_pool: Mutex::new(Vec::new()),
+        };
+        let first = Conn::open(&kv.config, &kv.table)?;
+        kv.pool.lock().push(first);
+        Ok(kv)
+    }
+
+    /// Runs `work` on a pooled connection (a new one when all are in use). A connection that
+    /// failed is closed rather than returned, so the next call reconnects.
+    fn with<T>(
+        &self,
+        work: impl FnOnce(&mut Conn) -> Result<T, postgres::Error>,
+    ) -> Result<T, KvError> {
+        Ok(self.pooled(&self.pool, &self.config, work)??)
+    }
+
+    /// Runs `work` on a connection of `pool` (opened with `config` when none is free); the
+    /// outer error is the connection's, the inner one the work's.
+    fn pooled<T>(
+        &self,
+        pool: &Mutex<Vec<Conn>>,
+        config: &postgres::Config,
+        work: impl FnOnce(&mut Conn) -> Result<T, postgres::Error>,
+    ) -> Result<Result<T, postgres::Error>, KvError> {
+        let taken = pool.lock().pop();
+        let mut conn = match taken {
+            Some(conn) if !conn.client.is_closed() => conn,
+            _ => Conn::open(config, &self.table)?,
+        };
+        let result = work(&mut conn);
+        if !conn.client.is_closed() && result.is_ok() {
+            let mut pool = pool.lock();
+            if pool.len() < POOL {
+                pool.push(conn);
+            }
+        }
+        Ok(result)
+    }
+
+    fn page(&self, start: &[u8], end: &[u8], rev: bool) -> Result<Vec<Pair>, KvError> {
+        self.with(|conn| {
+            let statement = if rev { &conn.page_rev } else { &conn.page };
+            let rows = conn.client.query(statement, &[&start, &end, &PAGE_ROWS])?;
+            Ok(rows
+                .into_iter()
+                .map(|row| (row.get::<_, Vec<u8>>(0), row.get::<_, Vec<u8>>(1)))
+                .collect())
+        })
+    }
+
+    fn pages(&self, start: &[u8], end: &[u8], rev: bool) -> Scan<'_> {
+        if start >= end {
+            return Box::new(std::iter::empty());
+        }
+        Box::new(Pages {
+            kv: self,
+            start: start.to_vec(),
+            end: end.to_vec(),
+            rev,
+            buffered: Vec::new().into_iter(),
+            done: false,
+        })
+    }
+}
+
+/// A scan, one page at a time.
+struct Pages<'a> {
+    kv: &'a PostgresKv,
+    start: Vec<u8>,
+    end: Vec<u8>,
+    rev: bool,
+    buffered: std::vec::IntoIter<Pair>,
+    done: bool,
+}
+
+impl Iterator for Pages<'_> {
+    type Item = Result<Pair, KvError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if let Some(pair) = self.buffered.next() {
+            return Some(Ok(pair));
+        }
+        if self.done {
+            return None;
+        }
+        let page = match self.kv.page(&self.start, &self.end, self.rev) {
+            Ok(page) => page,
+            Err(e) => {
+                self.done = true;
+                return Some(Err(e));
+            }
+        };
+        self.done = (page.len() as i64) < PAGE_ROWS;
+        if let Some((last, _)) = page.last() {
+            if self.rev {
+                // The next page ends (exclusively) at the smallest key read.
+                self.end = last.clone();
+            } else {
+                // The next page starts just after the greatest key read.
+                let mut next = last.clone();
+                next.push(0);
+                self.start = next;
+            }
+        }
+        self.buffered = page.into_iter();
+        self.buffered.next().map(Ok)
+    }
+}
+
+impl Kv for PostgresKv {
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, KvError> {
+        self.with(|conn| {
+            let row = conn.client.query_opt(&conn.get, &[&key])?;
+            Ok(row.map(|row| row.get::<_, Vec<u8>>(0)))
+        })
+    }
+
+    fn read_last(
+        &self,
+        start: &[u8],
+        end: &[u8],
+        read: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> Result<bool, KvError> {
+        if start >= end {
+            return Ok(false);
+        }
+        let found = self.with(|conn| {
+            let row = conn.client.query_opt(&conn.last, &[&start, &end])?;
+            Ok(row.map(|row| (row.get::<_, Vec<u8>>(0), row.get::<_, Vec<u8>>(1))))
+        })?;
+        Ok(super::deliver(found, read))
+    }
+
+    fn scan(&self, start: &[u8], end: &[u8]) -> Scan<'_> {
+        self.pages(start, end, false)
+    }
+
+    fn scan_rev(&self, start: &[u8], end: &[u8]) -> Scan<'_> {
+        self.pages(start, end, true)
+    }
+
+    fn apply(&self, batch: WriteBatch) -> Result<(), KvError> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let (deletes, keys, values) = resolve(batch);
+        self.with(|conn| {
+            conn.client
+                .execute(&conn.apply, &[&deletes, &keys, &values])
+                .map(drop)
+        })
+    }
+
+    fn apply_if(
+        &self,
+        guard: &[u8],
+        expected: Option<&[u8]>,
+        batch: WriteBatch,
+    ) -> Result<bool, KvError> {
+        let (deletes, keys, values) = resolve(batch);
+        let done = self.pooled(&self.fenced_pool, &self.fenced, |conn| {
+            let row = conn.client.query_one(
+                &conn.apply_if,
+                &[&deletes, &keys, &values, &guard, &expected],
+            )?;
+            Ok(row.get::<_, bool>(0))
+        })?;
+        match done {
+            Ok(applied) => Ok(applied),
+            // Another writer committed first: the same answer as a guard found changed.
+            Err(e) if e.code() == Some(&postgres::error::SqlState::T_R_SERIALIZATION_FAILURE) => {
+                Ok(false)
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    fn flush(&self) -> Result<(), KvError> {
+        Ok(())
+    }
+
+    fn name(&self) -> &'static str {
+        "postgres"
+    }
+}
+
+/// The arrays of a batch's statement: the keys to delete, the keys to put and their values.
+type Arrays = (Vec<Vec<u8>>, Vec<Vec<u8>>, Vec<Vec<u8>>);
+
+/// A batch as the arrays of its statement, the last operation on a key winning.
+fn resolve(batch: WriteBatch) -> Arrays {
+    let mut last: HashMap<Vec<u8>, Option<Vec<u8>>> = HashMap::with_capacity(batch.len());
+    for (key, value) in batch.into_ops() {
+        last.insert(key, value);
+    }
+    let mut arrays: Arrays = Default::default();
+    for (key, value) in last {
+        match value {
+            Some(value) => {
+                arrays.1.push(key);
+                arrays.2.push(value);
+            }
+            None => arrays.0.push(key),
+        }
+    }
+    arrays
+}
