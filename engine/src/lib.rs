@@ -72,7 +72,7 @@ pub use proof::EntryProof;
 pub use replay::{
     ContextChange, OperationStart, Poll, Replay, ReplayEvent, ReplayOptions, ReplayRecord,
 };
-pub use session::{AppendOptions, AppendOutcome, Entry, Session};
+pub use session::{AppendOptions, AppendOutcome, Entry, ExactOptions, Session};
 pub use store::{Backend, CreateSession, Durability, SessionSummary, Store, StoreConfig};
 pub use tree::{Tree, TreeNode};
 pub use verify::{Problem, VerifyReport};

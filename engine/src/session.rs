@@ -85,6 +85,19 @@ pub struct AppendOptions {
     pub durability: Option<Durability>,
 }
 
+/// Per-call options of [`Session::append_exact_with`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ExactOptions {
+    /// Override the store's durability for this call.
+    pub durability: Option<Durability>,
+    /// Leave the leaf where it was instead of moving it to the new entry: the operation also
+    /// writes a leaf record moving it back, so that the log read as pi reads it (its last
+    /// record says where the leaf is) agrees. An entry saved beside the conversation (a
+    /// LangGraph checkpoint's pending writes) keeps the leaf of a writer that moved on
+    /// meanwhile. Refused for a `leaf` line, whose whole point is moving the leaf.
+    pub keep_leaf: bool,
+}
+
 /// A handle on one session. Cheap to clone; handles of the same store share writer locks.
 #[derive(Clone)]
 pub struct Session {
@@ -376,11 +389,38 @@ impl Session {
     /// Returns the id. A forked session's first entry, whose parent lies in the source
     /// session, is carried by [`crate::Store::fork`] and import, not by this call.
     pub fn append_exact(&self, entry: &str, durability: Option<Durability>) -> Result<String> {
+        self.append_exact_with(
+            entry,
+            ExactOptions {
+                durability,
+                ..ExactOptions::default()
+            },
+        )
+    }
+
+    /// [`Session::append_exact`] with per-call options.
+    pub fn append_exact_with(&self, entry: &str, options: ExactOptions) -> Result<String> {
         let lock = self.inner.session_lock(self.sid);
         let mut tip = lock.lock();
         let mut txn = Txn::begin(self, &mut tip, OpKind::Append)?;
+        let before = txn.head.leaf;
+        let seq = txn.head.next_seq;
         let id = txn.append_exact(entry.trim().to_owned())?;
-        txn.commit(durability.unwrap_or(self.inner.durability), &mut tip)?;
+        if options.keep_leaf {
+            if txn.node(seq)?.kind == EntryKind::Leaf.tag() {
+                return Err(GroveError::RejectedEntry {
+                    session: self.id().to_owned(),
+                    reason: format!(
+                        "{id} is a leaf record: it moves the leaf, which keepLeaf forbids"
+                    ),
+                });
+            }
+            txn.move_leaf(before)?;
+        }
+        txn.commit(
+            options.durability.unwrap_or(self.inner.durability),
+            &mut tip,
+        )?;
         Ok(id)
     }
 

@@ -466,3 +466,91 @@ fn sigterm_finishes_the_requests_in_flight() {
     assert_eq!(whole.matches(marker).count(), 400);
     assert!(answer.contains("b0399"));
 }
+
+#[test]
+fn an_exact_append_can_keep_the_leaf() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(dir.path(), &[]);
+    s.ok(201, "POST", "/v1/sessions", Some(r#"{"id":"k1"}"#));
+    let exact = "/v1/sessions/k1/entries/exact";
+    s.ok(201, "POST", exact, Some(&user_line("a", None, "first")));
+    s.ok(
+        201,
+        "POST",
+        exact,
+        Some(&user_line("b", Some("a"), "second")),
+    );
+    // An entry beside the conversation, under the older entry: the leaf stays on b.
+    let beside = user_line("w", Some("a"), "beside");
+    let r = s.ok(
+        201,
+        "POST",
+        &format!("{exact}?keepLeaf=true"),
+        Some(&beside),
+    );
+    assert_eq!(r, json!({"id": "w", "leaf": "b"}));
+    assert_eq!(s.ok(200, "GET", "/v1/sessions/k1/leaf", None)["leaf"], "b");
+    let ops = s.ok(200, "GET", "/v1/sessions/k1/operations", None);
+    let last = &ops["operations"][0];
+    assert_eq!(
+        (last["leafBefore"].as_str(), last["leafAfter"].as_str()),
+        (Some("b"), Some("b")),
+        "{last}"
+    );
+    assert_eq!(
+        last["records"], 2,
+        "the entry and the leaf record, one operation"
+    );
+    // Without the flag the leaf moves, as pi's appendEntry moves it.
+    let moved = s.ok(
+        201,
+        "POST",
+        exact,
+        Some(&user_line("v", Some("a"), "moved")),
+    );
+    assert_eq!(moved["leaf"], "v");
+
+    // The log read as pi reads it ends on the same leaf: its export, imported, has leaf b.
+    s.ok(
+        201,
+        "POST",
+        &format!("{exact}?keepLeaf=true"),
+        Some(&user_line("u", Some("a"), "x")),
+    );
+    let (code, exported) = s.call("GET", "/v1/sessions/k1/export", None);
+    assert_eq!(code, 200);
+    let last_line: Value = serde_json::from_str(exported.lines().last().unwrap()).unwrap();
+    assert_eq!(
+        (last_line["type"].as_str(), last_line["targetId"].as_str()),
+        (Some("leaf"), Some("v"))
+    );
+    let other = tempfile::tempdir().unwrap();
+    let elsewhere = Server::start(other.path(), &[]);
+    let imported = elsewhere.ok(201, "POST", "/v1/import", Some(&exported));
+    assert_eq!(imported["leaf"], "v");
+
+    // A leaf line cannot keep the leaf; nothing is written.
+    let count = s.lines("/v1/sessions/k1/log").len();
+    let leaf_line = r#"{"type":"leaf","id":"l9","parentId":"v","timestamp":"2025-03-01T00:00:00.000Z","targetId":"a"}"#;
+    assert_eq!(
+        s.err(
+            400,
+            "POST",
+            &format!("{exact}?keepLeaf=true"),
+            Some(leaf_line)
+        ),
+        "invalid_entry"
+    );
+    assert_eq!(s.lines("/v1/sessions/k1/log").len(), count);
+    assert_eq!(s.ok(200, "GET", "/v1/sessions/k1/leaf", None)["leaf"], "v");
+    assert_eq!(
+        s.err(
+            400,
+            "POST",
+            &format!("{exact}?keep=true"),
+            Some(&user_line("t", None, "x"))
+        ),
+        "invalid_argument",
+        "an unknown query parameter"
+    );
+}

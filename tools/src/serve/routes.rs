@@ -670,9 +670,17 @@ async fn append(
     Ok(json_answer(StatusCode::CREATED, json!({ "id": id })))
 }
 
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct ExactQuery {
+    #[serde(default)]
+    keep_leaf: bool,
+}
+
 async fn append_exact(
     state: State,
     Path(sid): Path<String>,
+    Query(q): Query<ExactQuery>,
     Raw(bytes): Raw,
 ) -> ApiResult<Response> {
     let text = String::from_utf8(bytes.to_vec())
@@ -680,7 +688,11 @@ async fn append_exact(
     let store = state.store();
     let (id, leaf) = blocking(move || {
         let session = store.session(&sid)?;
-        let id = session.append_exact(&text, None)?;
+        let options = grove::ExactOptions {
+            keep_leaf: q.keep_leaf,
+            ..Default::default()
+        };
+        let id = session.append_exact_with(&text, options)?;
         Ok((id, session.leaf()?))
     })
     .await?;

@@ -110,8 +110,9 @@ def append(sid: str, entry: Mapping[str, Any], id: Optional[str], timestamp: Opt
     return Call("POST", session(sid, "/entries"), body=body, pick=field("id"))
 
 
-def append_exact(sid: str, entry: Mapping[str, Any]) -> Call:
-    return Call("POST", session(sid, "/entries/exact"), body=entry)
+def append_exact(sid: str, entry: Mapping[str, Any], keep_leaf: bool = False) -> Call:
+    query = {"keepLeaf": "true" if keep_leaf else None}
+    return Call("POST", session(sid, "/entries/exact"), query=query, body=entry)
 
 
 def append_if(sid: str, expected_leaf: Optional[str], entry: Mapping[str, Any]) -> Call:

@@ -104,9 +104,10 @@ class GroveClient:
         """Appends a child of the leaf (an entry with a `type`, or a message with a `role`); its id."""
         return cast(str, self._run(c.append(sid, entry, id, timestamp)))
 
-    def append_exact(self, sid: str, entry: JsonObject) -> JsonObject:
-        """Appends the caller's exact entry (pi's `appendEntry`): `id` and `leaf`."""
-        return cast(JsonObject, self._run(c.append_exact(sid, entry)))
+    def append_exact(self, sid: str, entry: JsonObject, *, keep_leaf: bool = False) -> JsonObject:
+        """Appends the caller's exact entry (pi's `appendEntry`): `id` and `leaf`. `keep_leaf`:
+        the leaf stays where it is (one operation, atomically)."""
+        return cast(JsonObject, self._run(c.append_exact(sid, entry, keep_leaf)))
 
     def append_if(self, sid: str, expected_leaf: Optional[str], entry: JsonObject) -> JsonObject:
         """Appends only if the leaf is still `expected_leaf`; a moved leaf is a result, not an error."""

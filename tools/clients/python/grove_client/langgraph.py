@@ -10,20 +10,24 @@ disagree.
 
 A thread and checkpoint namespace is one session; a checkpoint is a `custom` entry whose id is
 the checkpoint's and whose parent is its parent checkpoint, so time travel and `update_state`
-branch the session like an edited question; pending writes are entries under their checkpoint.
+branch the session like an edited question; pending writes are entries under their checkpoint,
+appended without moving the leaf.
 A checkpoint stores only the channels it changed, and an index naming the entry that holds
 each of its channel versions, so reading a checkpoint costs a few requests whatever the
 thread's length. The session's leaf is the latest checkpoint."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import datetime
 import json
 import random
 import secrets
+import time
 from collections.abc import AsyncIterator, Generator, Iterator, Sequence
-from typing import Any, Optional, TypeVar
+from dataclasses import dataclass
+from typing import Any, Optional, TypeVar, Union
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -53,10 +57,25 @@ WRITES_MARK = "~w"
 REWRITE = ".rewrite"
 #: Entries whose blobs or index a saver keeps in memory (they never change).
 CACHE_ENTRIES = 4096
+#: How long writes wait for this saver's put of their checkpoint (LangGraph submits a step's
+#: checkpoint and the next step's writes side by side), in seconds.
+PUT_WAIT = 30.0
+#: Writes whose checkpoint is not in the session (another process's put still on its way) are
+#: tried again this many times, PAUSE apart, before they are stored under no parent.
+ORPHAN_TRIES = 20
+PAUSE = 0.025
+
+
+@dataclass(frozen=True)
+class _Pause:
+    """A step's request to wait `seconds` before it goes on (its answer is None)."""
+
+    seconds: float
+
 
 T = TypeVar("T")
-#: One saver operation: yields requests, receives their answers, returns its result.
-Step = Generator[Call, Any, T]
+#: One saver operation: yields requests (or pauses), receives their answers, returns its result.
+Step = Generator[Union[Call, _Pause], Any, T]
 Entry = dict[str, Any]
 
 
@@ -119,6 +138,8 @@ class _Saver:
     def _init_caches(self) -> None:
         self._blobs: dict[tuple[str, str], dict[str, Any]] = {}
         self._index: dict[tuple[str, str], dict[str, list[str]]] = {}
+        #: Checkpoints (session, id) whose put is under way in this saver, with their count.
+        self._putting: dict[tuple[str, str], int] = {}
 
     def _remember(self, cache: dict[tuple[str, str], Any], key: tuple[str, str], value: Any) -> None:
         if len(cache) >= CACHE_ENTRIES:
@@ -387,8 +408,8 @@ class _Saver:
         return index
 
     def _append(self, sid: str, entry: Entry, old_leaf: Optional[str]) -> Step[None]:
-        """Appends `entry` exactly (its parent dropped when not in the session) and keeps the
-        leaf on the latest checkpoint."""
+        """Appends a checkpoint's `entry` exactly (its parent dropped when not in the session)
+        and keeps the leaf on the latest checkpoint."""
         try:
             yield c.append_exact(sid, entry)
         except GroveError as e:
@@ -402,6 +423,25 @@ class _Saver:
             yield c.set_leaf(sid, old_leaf, None)
 
     def _put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> Step[RunnableConfig]:
+        thread_id, ns = _thread(config)
+        key = (session_id(thread_id, ns), str(checkpoint["id"]))
+        self._putting[key] = self._putting.get(key, 0) + 1
+        try:
+            result = yield from self._put_now(config, checkpoint, metadata, new_versions)
+        finally:
+            if self._putting[key] == 1:
+                del self._putting[key]
+            else:
+                self._putting[key] -= 1
+        return result
+
+    def _put_now(
         self,
         config: RunnableConfig,
         checkpoint: Checkpoint,
@@ -462,7 +502,11 @@ class _Saver:
             return
         thread_id, ns = _thread(config)
         cid = str(config["configurable"]["checkpoint_id"])
-        sid, leaf = yield from self._ensure(thread_id, ns)
+        waited = 0.0
+        while (session_id(thread_id, ns), cid) in self._putting and waited < PUT_WAIT:
+            yield _Pause(PAUSE / 10)
+            waited += PAUSE / 10
+        sid, _ = yield from self._ensure(thread_id, ns)
         items = []
         for idx, (channel, value) in enumerate(writes):
             kind, data = self.serde.dumps_typed(value)
@@ -475,7 +519,16 @@ class _Saver:
             "timestamp": _now(),
             "data": {"checkpoint_id": cid, "task_id": task_id, "task_path": task_path, "writes": items},
         }
-        yield from self._append(sid, entry, leaf)
+        # Beside the conversation: the leaf stays on the latest checkpoint, even one put meanwhile.
+        for _ in range(ORPHAN_TRIES):
+            try:
+                yield c.append_exact(sid, entry, keep_leaf=True)
+                return
+            except GroveError as e:
+                if e.code != "invalid_entry":
+                    raise
+            yield _Pause(PAUSE)
+        yield c.append_exact(sid, {**entry, "parentId": None}, keep_leaf=True)
 
     def _delete_thread(self, thread_id: str) -> Step[None]:
         sids = yield from self._sessions(thread_prefix(thread_id))
@@ -614,6 +667,10 @@ class GroveSaver(_Saver, BaseCheckpointSaver[str]):
             while True:
                 call = step.throw(error) if error is not None else step.send(answer)
                 error = None
+                if isinstance(call, _Pause):
+                    time.sleep(call.seconds)
+                    answer = None
+                    continue
                 try:
                     answer = self.client._run(call)
                 except GroveError as e:
@@ -675,6 +732,10 @@ class AsyncGroveSaver(_Saver, BaseCheckpointSaver[str]):
             while True:
                 call = step.throw(error) if error is not None else step.send(answer)
                 error = None
+                if isinstance(call, _Pause):
+                    await asyncio.sleep(call.seconds)
+                    answer = None
+                    continue
                 try:
                     answer = await self.client._run(call)
                 except GroveError as e:

@@ -117,9 +117,9 @@ def test_a_thread_is_a_normal_session(server: Server) -> None:
         assert list(entries[2]["data"]["blobs"]) == ["a"], "an unchanged channel is not stored again"
         assert entries[2]["data"]["channels"] == {"a": ["3", ids[2]], "b": ["1", ids[0]]}
         assert entries[3]["parentId"] == ids[2] and entries[3]["customType"] == "langgraph.writes"
-        assert client.leaf(sid) == entries[3]["id"]
+        assert client.leaf(sid) == ids[2], "writes are appended beside the conversation"
         tree = client.tree(sid)
-        assert [n["id"] for n in tree["nodes"] if n["onActivePath"]] == [*ids, entries[3]["id"]]
+        assert [n["id"] for n in tree["nodes"] if n["onActivePath"]] == ids
     latest = saver.get_tuple(root)
     assert latest is not None and latest.config["configurable"]["checkpoint_id"] == ids[2]
     assert latest.checkpoint["channel_values"] == {"a": "a2", "b": "b0"}
@@ -153,6 +153,62 @@ def test_an_older_checkpoint_does_not_take_the_leaf(server: Server) -> None:
     assert latest is not None and latest.checkpoint["id"] == new["id"]
     assert latest.checkpoint["channel_values"] == {"a": "new"}
     saver.close()
+
+
+async def test_writes_saved_beside_the_next_checkpoint_leave_it_the_latest(server: Server) -> None:
+    """LangGraph saves a step's writes and the next checkpoint side by side: whichever lands
+    first, in one saver or two (two processes), the next checkpoint stays the latest and the
+    writes stay under theirs."""
+    one, other = AsyncGroveSaver(server.socket_url), AsyncGroveSaver(server.socket_url)
+    try:
+        for round, (put_by, write_by) in enumerate([(one, one)] * 10 + [(one, other)] * 10):
+            config: RunnableConfig = {"configurable": {"thread_id": f"beside {round}", "checkpoint_ns": ""}}
+            first = _checkpoint({"a": "1"}, {"a": "first"})
+            first_config = await one.aput(config, first, {"step": 0}, {"a": "1"})
+            second = _checkpoint({"a": "2"}, {"a": "second"})
+            if round % 2:
+                # The writes land last, as a slow request would.
+                await put_by.aput(first_config, second, {"step": 1}, {"a": "2"})
+                await write_by.aput_writes(first_config, [("a", "w")], "task")
+            else:
+                await asyncio.gather(
+                    put_by.aput(first_config, second, {"step": 1}, {"a": "2"}),
+                    write_by.aput_writes(first_config, [("a", "w")], "task"),
+                )
+            latest = await other.aget_tuple(config)
+            assert latest is not None and latest.checkpoint["id"] == second["id"], round
+            earlier = await other.aget_tuple(first_config)
+            assert earlier is not None and earlier.pending_writes == [("task", "a", "w")], round
+    finally:
+        await one.aclose()
+        await other.aclose()
+
+
+async def test_writes_that_arrive_before_their_checkpoint_end_up_under_it(server: Server) -> None:
+    """Writes for a checkpoint whose put is still on its way: in the same saver they wait for
+    the put; from another saver (another process) they are tried again until it lands."""
+    one, other = AsyncGroveSaver(server.socket_url), AsyncGroveSaver(server.socket_url)
+    try:
+        for round, writer in enumerate([one] * 5 + [other] * 5):
+            config: RunnableConfig = {"configurable": {"thread_id": f"early {round}", "checkpoint_ns": ""}}
+            first_config = await one.aput(config, _checkpoint({"a": "1"}, {"a": "first"}), {}, {"a": "1"})
+            second = _checkpoint({"a": "2"}, {"a": "second"})
+            second_config: RunnableConfig = {"configurable": {**first_config["configurable"], "checkpoint_id": second["id"]}}
+
+            async def put_late() -> None:
+                await asyncio.sleep(0.1 if writer is other else 0)
+                await one.aput(first_config, second, {}, {"a": "2"})
+
+            put = asyncio.ensure_future(put_late())
+            await asyncio.sleep(0)
+            await writer.aput_writes(second_config, [("a", "early")], "task")
+            await put
+            latest = await other.aget_tuple(config)
+            assert latest is not None and latest.checkpoint["id"] == second["id"], round
+            assert latest.pending_writes == [("task", "a", "early")], round
+    finally:
+        await one.aclose()
+        await other.aclose()
 
 
 def test_prune_keeps_every_value_the_latest_needs(server: Server) -> None:

@@ -257,9 +257,13 @@ export class GroveClient {
 		return answer.id;
 	}
 
-	/** Appends the caller's exact entry (pi's `SessionStorage.appendEntry`). */
-	appendExact(sid: string, entry: WireEntry): Promise<{ id: string; leaf: string | null }> {
-		return this.request("POST", sessionPath(sid, "/entries/exact"), { body: entry });
+	/**
+	 * Appends the caller's exact entry (pi's `SessionStorage.appendEntry`). `keepLeaf`: the leaf
+	 * stays where it is (one operation, atomically).
+	 */
+	appendExact(sid: string, entry: WireEntry, options: { keepLeaf?: boolean } = {}): Promise<{ id: string; leaf: string | null }> {
+		const query = { keepLeaf: options.keepLeaf === true ? "true" : undefined };
+		return this.request("POST", sessionPath(sid, "/entries/exact"), { query, body: entry });
 	}
 
 	/** `count` distinct entry ids unused in the session now (pi's `createEntryId` in bulk; nothing reserves them). */

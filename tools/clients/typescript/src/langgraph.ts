@@ -419,26 +419,26 @@ export class GroveSaver extends BaseCheckpointSaver<number> {
 			}),
 		);
 		serialized.catch(() => undefined);
-		/** Appends the writes under their checkpoint, or without a parent; `leafBefore` is read when not known. */
-		const append = async (underCheckpoint: boolean, leafBefore?: string | null): Promise<void> => {
-			const leaf = leafBefore === undefined ? await this.client.leaf(sid) : leafBefore;
+		/**
+		 * Appends the writes under their checkpoint, or without a parent. Beside the conversation:
+		 * the leaf stays on the latest checkpoint, even one another process put meanwhile.
+		 */
+		const append = async (underCheckpoint: boolean): Promise<void> => {
 			const data: WritesData = { checkpoint_id: checkpointId, task_id: taskId, task_path: taskPath, writes: await serialized };
-			await this.client.appendExact(sid, {
+			const entry: WireEntry = {
 				type: "custom",
 				customType: WRITES_TYPE,
 				id: `${checkpointId}~w${randomBytes(6).toString("hex")}`,
 				parentId: underCheckpoint ? checkpointId : null,
 				timestamp: now(),
 				data,
-			});
-			// Writes under no checkpoint leave the latest checkpoint where it was.
-			if (underCheckpoint) await this.keepLatest(sid, leaf, checkpointId);
-			else await this.client.setLeaf(sid, leaf);
+			};
+			await this.client.appendExact(sid, entry, { keepLeaf: true });
 		};
 		const waiting = await this.order.run(sid, async () => {
 			const session = await this.session(thread);
 			if (!session.created && (await this.indexOf(sid, checkpointId)) !== undefined) {
-				await append(true, session.leaf);
+				await append(true);
 				return undefined;
 			}
 			// The checkpoint's put has not been stored yet (LangGraph runs them side by side).
