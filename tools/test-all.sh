@@ -44,7 +44,7 @@ echo "== Python client (tools/clients/python)"
     python3 -m venv .venv
   fi
   .venv/bin/pip install -q --disable-pip-version-check -e '.[test]'
-  .venv/bin/python -m mypy --strict grove_client && .venv/bin/python -m mypy tests
+  .venv/bin/python -m mypy --strict grove_client && .venv/bin/python -m mypy tests examples
   .venv/bin/python -m pytest -q -p no:cacheprovider
 ) || status=1
 exit "$status"
