@@ -8,6 +8,7 @@ import pathlib
 import subprocess
 import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import pytest
@@ -23,29 +24,41 @@ class Server:
     token: str
 
 
-@pytest.fixture(scope="session")
-def server() -> Iterator[Server]:
+def grove_bin() -> str:
+    """The grove binary the tests run: `GROVE_BIN`, else the workspace's debug build."""
     binary = os.environ.get("GROVE_BIN") or str(ROOT / "target" / "debug" / "grove")
     if not pathlib.Path(binary).exists():
         raise RuntimeError(f"no grove binary at {binary}: run `cargo build -p grove-tools` or set GROVE_BIN")
-    with tempfile.TemporaryDirectory() as tmp:
-        token_file = pathlib.Path(tmp, "token")
-        token_file.write_text(TOKEN + "\n")
-        socket = pathlib.Path(tmp, "grove.sock")
-        proc = subprocess.Popen(
-            [binary, "--store", str(pathlib.Path(tmp, "store")), "--durability", "none", "serve",
-             "--socket", str(socket), "--listen", "127.0.0.1:0", "--token-file", str(token_file)],
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        tcp_url = ""
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            if line.startswith("listening on http://"):
-                tcp_url = line.strip()[len("listening on ") :]
-                break
-        try:
-            yield Server(socket_url=f"unix:{socket}", tcp_url=tcp_url, token=TOKEN)
-        finally:
-            proc.terminate()
-            proc.wait(timeout=60)
+    return binary
+
+
+@contextmanager
+def serve(directory: pathlib.Path) -> Iterator[Server]:
+    """`grove serve` on the store `directory/store` (created if missing), its socket and token
+    file in `directory`; the server is stopped (and the store closed) when the block ends."""
+    token_file = directory / "token"
+    token_file.write_text(TOKEN + "\n")
+    socket = directory / "grove.sock"
+    proc = subprocess.Popen(
+        [grove_bin(), "--store", str(directory / "store"), "--durability", "none", "serve",
+         "--socket", str(socket), "--listen", "127.0.0.1:0", "--token-file", str(token_file)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    tcp_url = ""
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if line.startswith("listening on http://"):
+            tcp_url = line.strip()[len("listening on ") :]
+            break
+    try:
+        yield Server(socket_url=f"unix:{socket}", tcp_url=tcp_url, token=TOKEN)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+
+
+@pytest.fixture(scope="session")
+def server() -> Iterator[Server]:
+    with tempfile.TemporaryDirectory() as tmp, serve(pathlib.Path(tmp)) as running:
+        yield running

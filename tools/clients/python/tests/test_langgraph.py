@@ -12,8 +12,8 @@ from typing import Any, Optional
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver, ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple
-from langgraph.checkpoint.conformance import checkpointer_test, validate  # type: ignore[import-untyped]
-from langgraph.checkpoint.conformance.capabilities import ALL_CAPABILITIES  # type: ignore[import-untyped]
+from langgraph.checkpoint.conformance import checkpointer_test, validate
+from langgraph.checkpoint.conformance.capabilities import ALL_CAPABILITIES
 
 from grove_client import GroveClient
 from grove_client.langgraph import AsyncGroveSaver, GroveSaver, session_id
@@ -73,7 +73,7 @@ def _check(report: Any) -> None:
 
 
 async def test_the_async_saver_passes_every_capability(server: Server) -> None:
-    @checkpointer_test(name="grove-async")  # type: ignore[untyped-decorator]
+    @checkpointer_test(name="grove-async")
     async def saver() -> AsyncIterator[AsyncGroveSaver]:
         yield AsyncGroveSaver(server.socket_url)
 
@@ -81,7 +81,7 @@ async def test_the_async_saver_passes_every_capability(server: Server) -> None:
 
 
 async def test_the_sync_saver_passes_every_capability(server: Server) -> None:
-    @checkpointer_test(name="grove-sync")  # type: ignore[untyped-decorator]
+    @checkpointer_test(name="grove-sync")
     async def saver() -> AsyncIterator[_Threaded]:
         yield _Threaded(GroveSaver(server.tcp_url, token=server.token))
 
