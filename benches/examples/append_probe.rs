@@ -1,10 +1,13 @@
 //! Appends of generated small entries to one new session: single `append_with` calls (the
 //! generated ids and timestamps) or `append_many` in batches of 100 (`many`) or N (`many:N`)
-//! entries (fresh ids), on sled or in memory (grove's own work without a backend's), or on sled
-//! without the write buffer (`sled-direct`: `StoreConfig::write_buffer(false)`); small or realistic payloads.
-//! docs/design.md ("Id index", "Write buffer", "Open questions") cites its output.
+//! entries (fresh ids), on sled or in memory (grove's own work without a backend's), on sled
+//! without the write buffer (`sled-direct`: `StoreConfig::write_buffer(false)`), on redb, or on
+//! PostgreSQL (`postgres`: the database at `GROVE_PG`, a table of its own dropped after); small
+//! or realistic payloads. On PostgreSQL it also prints the round trips per call
+//! (`Store::round_trips`). docs/design.md ("Id index", "Write buffer", "Open questions") and
+//! docs/benchmarks.md ("PostgreSQL") cite its output.
 //!
-//! `cargo run --release -p grove-benches --example append_probe -- [entries] [single|many|many:N] [sled|memory|sled-direct] [small|realistic] [none|group|sync]`
+//! `cargo run --release -p grove-benches --example append_probe -- [entries] [single|many|many:N] [sled|memory|sled-direct|redb|postgres] [small|realistic] [none|group|sync]`
 //! (the durability of every append, default none).
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 use std::time::Instant;
@@ -36,9 +39,19 @@ fn main() {
     let (session_id, entries) = (calls.session_id, calls.entries);
     let dir = tempfile::tempdir().unwrap();
     let mut config = grove::StoreConfig::new(dir.path()).durability(durability);
+    let table = format!("probe_{}", std::process::id());
+    let pg = std::env::var("GROVE_PG").ok();
     match backend.as_str() {
         "memory" => config = config.backend(grove::Backend::Memory),
         "sled-direct" => config = config.write_buffer(false),
+        "redb" => config = config.backend(grove::Backend::Redb(dir.path().join("redb"))),
+        "postgres" => {
+            let url = pg.clone().expect("GROVE_PG names the database");
+            config = config.backend(grove::Backend::Postgres {
+                url,
+                table: table.clone(),
+            });
+        }
         _ => {}
     }
     // GROVE_FLUSH_TIMEOUT=0 measures without the flush bound (seconds otherwise).
@@ -58,6 +71,7 @@ fn main() {
         .unwrap();
     // Each call's time too: the slowest show what a run flush or merge costs the caller.
     let mut calls = Vec::new();
+    let trips = store.round_trips();
     let t = Instant::now();
     if many {
         let plain: Vec<_> = entries.into_iter().map(|(e, _)| e).collect();
@@ -91,4 +105,20 @@ fn main() {
         at(0.9999),
         at(1.0)
     );
+    if let (Some(before), Some(after)) = (trips, store.round_trips()) {
+        let calls = calls.len() as f64;
+        println!(
+            "round trips: {} for {calls} calls ({:.3} per call)",
+            after - before,
+            (after - before) as f64 / calls
+        );
+    }
+    drop(session);
+    drop(store);
+    if let (Some(url), "postgres") = (pg, backend.as_str()) {
+        let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+        client
+            .batch_execute(&format!("DROP TABLE IF EXISTS {table}"))
+            .unwrap();
+    }
 }

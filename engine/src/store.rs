@@ -349,7 +349,7 @@ impl Inner {
             _ => self.kv.apply(ops),
         };
         if let Err(e) = applied {
-            return Err(self.poison(format!("write failed: {e}")));
+            return Err(self.write_failed(e));
         }
         match durability {
             Durability::None => Ok(()),
@@ -373,7 +373,7 @@ impl Inner {
                 self.kv.apply(ops)
             };
             if let Err(e) = applied {
-                return Err(self.poison(format!("write failed: {e}")));
+                return Err(self.write_failed(e));
             }
         }
         self.flush_or_poison()?;
@@ -395,6 +395,19 @@ impl Inner {
         match self.poisoned.lock().as_ref() {
             Some(reason) => Err(GroveError::Poisoned(reason.clone())),
             None => Ok(()),
+        }
+    }
+
+    /// A write the backend failed. A database server's statement is atomic, and a broken
+    /// connection is reopened by the next call, so its failure (the server restarting, a
+    /// standby being promoted) leaves the store usable: the failed commit's caches of its
+    /// session are already dropped (its tip and id index), the next operation reloads them,
+    /// and the caller may retry. An embedded backend's failed write leaves its state unknown:
+    /// the store is poisoned.
+    fn write_failed(&self, e: kv::KvError) -> GroveError {
+        match e {
+            kv::KvError::Postgres(_) => GroveError::Storage(e),
+            e => self.poison(format!("write failed: {e}")),
         }
     }
 
@@ -509,9 +522,12 @@ pub(crate) struct Tip {
     pub(crate) nodes: std::collections::VecDeque<(u64, NodeRecord)>,
 }
 
-/// Node records a [`Tip`] keeps. Appends to a linear chain read the parent's jump target;
-/// with the nodes just written, 16 of them serve about 94 % of those reads (skew-binary jump
-/// targets repeat), and cost a few KiB per session.
+/// Node records a [`Tip`] keeps besides its spine. An append reads its parent's jump target,
+/// which is on the jump chain of the leaf (the spine: the leaf, its jump target, that one's,
+/// ... — about 2 log2 n records), and the child's chain is a part of the parent's with the
+/// child in front. So the tip keeps the spine of its newest record whatever its age, and 16
+/// more recent records: after a few appends past a move, an append reads no node from the
+/// backend (one round trip to a database server, the commit).
 pub(crate) const TIP_NODES: usize = 16;
 
 impl Tip {
@@ -524,15 +540,38 @@ impl Tip {
             .map(|(_, n)| n)
     }
 
-    /// Remembers `node` at `seq`, forgetting the oldest beyond [`TIP_NODES`].
+    /// Remembers `node` at `seq`, forgetting the oldest beyond [`TIP_NODES`] that are not on
+    /// the spine of the newest.
     pub(crate) fn remember(&mut self, seq: u64, node: NodeRecord) {
         if let Some(i) = self.nodes.iter().position(|(s, _)| *s == seq) {
             self.nodes.remove(i);
         }
         self.nodes.push_back((seq, node));
-        while self.nodes.len() > TIP_NODES {
-            self.nodes.pop_front();
+        if self.nodes.len() <= TIP_NODES {
+            return;
         }
+        let spine = self.spine();
+        let mut excess = self.nodes.len().saturating_sub(TIP_NODES + spine.len());
+        self.nodes.retain(|(s, _)| {
+            if excess > 0 && !spine.contains(s) {
+                excess -= 1;
+                false
+            } else {
+                true
+            }
+        });
+    }
+
+    /// The seqs of the newest record's jump chain, as far as the tip holds it.
+    fn spine(&self) -> Vec<u64> {
+        let mut spine = Vec::new();
+        let mut at = self.nodes.back().map(|(s, _)| *s);
+        while let Some(seq) = at {
+            let Some(node) = self.node(seq) else { break };
+            spine.push(seq);
+            at = node.jump.map(|j| j.seq);
+        }
+        spine
     }
 }
 
@@ -967,6 +1006,12 @@ impl Store {
     /// The name of the backend ("sled", "memory").
     pub fn backend_name(&self) -> &'static str {
         self.inner.kv.name()
+    }
+
+    /// The requests this store has sent to its database server, each one round trip
+    /// (`None`: an embedded backend). The difference around an operation is what it cost.
+    pub fn round_trips(&self) -> Option<u64> {
+        self.inner.kv.round_trips()
     }
 
     /// A handle on the same store whose operations are stamped with `actor` (the CLI stamps

@@ -174,6 +174,10 @@ impl<K: Kv + 'static> Kv for Bounded<K> {
         }
     }
 
+    fn round_trips(&self) -> Option<u64> {
+        self.kv().ok()?.round_trips()
+    }
+
     fn name(&self) -> &'static str {
         self.kv.as_deref().map_or("backend", Kv::name)
     }

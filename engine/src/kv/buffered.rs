@@ -566,6 +566,10 @@ impl Kv for BufferedKv {
         self.shared.base.flush()
     }
 
+    fn round_trips(&self) -> Option<u64> {
+        self.shared.base.round_trips()
+    }
+
     fn name(&self) -> &'static str {
         self.shared.base.name()
     }

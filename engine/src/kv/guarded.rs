@@ -211,6 +211,10 @@ impl<K: Kv> Kv for Guarded<K> {
         guarded(self.kv.name(), || self.kv.flush())
     }
 
+    fn round_trips(&self) -> Option<u64> {
+        self.kv.round_trips()
+    }
+
     fn name(&self) -> &'static str {
         self.kv.name()
     }

@@ -254,4 +254,10 @@ pub trait Kv: Send + Sync {
     fn flush(&self) -> Result<(), KvError>;
     /// A short name for reports ("sled", "redb", "memory").
     fn name(&self) -> &'static str;
+    /// The requests this handle has sent to a database server since it opened, each one
+    /// round trip (connections opened not counted: they are pooled); `None` for an embedded
+    /// backend, whose reads and writes are calls.
+    fn round_trips(&self) -> Option<u64> {
+        None
+    }
 }

@@ -22,6 +22,7 @@
 //!   plain batches use their own pool at the server's default isolation.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 use postgres::{Client, NoTls, Statement};
@@ -99,6 +100,8 @@ pub struct PostgresKv {
     table: String,
     pool: Mutex<Vec<Conn>>,
     fenced_pool: Mutex<Vec<Conn>>,
+    /// Statements sent to the server: each is one round trip ([`Kv::round_trips`]).
+    statements: AtomicU64,
 }
 
 /// Whether `name` may name grove's table: a plain lowercase SQL identifier, so it needs no
@@ -136,6 +139,7 @@ impl PostgresKv {
             table: table.to_owned(),
             pool: Mutex::new(Vec::new()),
             fenced_pool: Mutex::new(Vec::new()),
+            statements: AtomicU64::new(0),
         };
         let first = Conn::open(&kv.config, &kv.table)?;
         kv.pool.lock().push(first);
@@ -164,8 +168,14 @@ impl PostgresKv {
             Some(conn) if !conn.client.is_closed() => conn,
             _ => Conn::open(config, &self.table)?,
         };
+        // Every `work` is one statement (prepared when the connection opened).
+        self.statements.fetch_add(1, Ordering::Relaxed);
         let result = work(&mut conn);
-        if !conn.client.is_closed() && result.is_ok() {
+        if conn.client.is_closed() {
+            // The server went away (a restart, a failover): the pooled connections to it are
+            // gone too, so the next call opens a fresh one rather than fail on each in turn.
+            pool.lock().clear();
+        } else if result.is_ok() {
             let mut pool = pool.lock();
             if pool.len() < POOL {
                 pool.push(conn);
@@ -314,6 +324,10 @@ impl Kv for PostgresKv {
 
     fn flush(&self) -> Result<(), KvError> {
         Ok(())
+    }
+
+    fn round_trips(&self) -> Option<u64> {
+        Some(self.statements.load(Ordering::Relaxed))
     }
 
     fn name(&self) -> &'static str {

@@ -290,3 +290,118 @@ fn conditional_batches_fence_writers_of_two_processes() {
         refused.load(std::sync::atomic::Ordering::Relaxed)
     );
 }
+
+#[test]
+fn an_append_costs_one_round_trip() {
+    let Some(table) = Table::new("trips") else {
+        return;
+    };
+    let memory = Store::open_with(StoreConfig::new("").backend(grove::Backend::Memory)).unwrap();
+    assert_eq!(
+        memory.round_trips(),
+        None,
+        "an embedded backend has no round trips"
+    );
+    let config = || {
+        StoreConfig::new("")
+            .backend(table.backend())
+            .durability(Durability::Sync)
+    };
+    let store = Store::open_with(config()).unwrap();
+    let s = store
+        .create_session(grove::CreateSession::default())
+        .unwrap();
+    super::seed(&s);
+    // Once the session's state is loaded, an append is its one conditional-free batch; so is a
+    // leaf move. (Every 256th append also writes its id run: ID_RUN_FLUSH.)
+    let mut costs = Vec::new();
+    for i in 0..200 {
+        let before = store.round_trips().unwrap();
+        s.append(super::user(&format!("turn {i}"))).unwrap();
+        costs.push(store.round_trips().unwrap() - before);
+    }
+    assert_eq!(costs, vec![1; 200], "round trips of each append");
+    let last = s.leaf().unwrap();
+    let before = store.round_trips().unwrap();
+    s.move_to(None).unwrap();
+    s.move_to(last.as_deref()).unwrap();
+    assert_eq!(store.round_trips().unwrap() - before, 2, "two leaf moves");
+    let long = s.id().to_owned();
+    let short = store
+        .create_session(grove::CreateSession::default())
+        .unwrap();
+    super::seed(&short);
+    let short = short.id().to_owned();
+    drop(s);
+    drop(store);
+
+    // Finding where a session goes on, in a fresh process: the same few reads whatever its
+    // length.
+    let resume = |id: &str| {
+        let store = Store::open_with(config()).unwrap();
+        let before = store.round_trips().unwrap();
+        let leaf = store.session(id).unwrap().leaf().unwrap();
+        (store.round_trips().unwrap() - before, leaf)
+    };
+    let (long_cost, leaf) = resume(&long);
+    assert_eq!(leaf, last);
+    let (short_cost, _) = resume(&short);
+    // (A fold of the records after the stored head checkpoint may take one more page.)
+    assert!(
+        long_cost <= short_cost + 1,
+        "round trips to the leaf: {long_cost} for 206 entries, {short_cost} for 6"
+    );
+}
+
+#[test]
+fn a_broken_connection_fails_one_operation_and_the_store_goes_on() {
+    let Some(table) = Table::new("transient") else {
+        return;
+    };
+    // The store's connections carry a name of their own, so that only they are cut.
+    let app = format!("grove_transient_{}", std::process::id());
+    let sep = if table.url.contains('?') { '&' } else { '?' };
+    let backend = grove::Backend::Postgres {
+        url: format!("{}{sep}application_name={app}", table.url),
+        table: table.name.clone(),
+    };
+    let config = StoreConfig::new("")
+        .backend(backend)
+        .durability(Durability::Sync);
+    let store = Store::open_with(config).unwrap();
+    let s = store
+        .create_session(grove::CreateSession::default())
+        .unwrap();
+    super::seed(&s);
+    // The server drops them (as a restart or a failover does).
+    let mut admin = postgres::Client::connect(&table.url, postgres::NoTls).unwrap();
+    let cut = admin
+        .execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1",
+            &[&app],
+        )
+        .unwrap();
+    assert!(cut >= 1, "the store holds a connection");
+    for _ in 0..500 {
+        let left: i64 = admin
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1",
+                &[&app],
+            )
+            .unwrap()
+            .get(0);
+        if left == 0 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let err = s.append(super::user("refused")).unwrap_err();
+    assert!(matches!(err, grove::GroveError::Storage(_)), "{err}");
+    // Not poisoned: the next operation reconnects, reloads the session and writes.
+    s.append(super::user("after")).unwrap();
+    assert_eq!(
+        super::texts(&s),
+        ["user 1", "assistant 1", "plan B", "assistant B", "after"]
+    );
+    assert!(store.verify().unwrap().is_ok());
+}
