@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Starts a PostgreSQL server for grove's tests and prints its URL (the value of GROVE_TEST_PG).
 #
-#   eval "$(bash tools/pg-setup.sh)"    # exports GROVE_TEST_PG
+#   eval "$(bash tools/pg-setup.sh)"    # exports GROVE_TEST_PG (and GROVE_TEST_PG_STARTED=1 when it
+#                                       # started the server)
+#   bash tools/pg-setup.sh stop         # stops the server of that folder
 #
 # Uses Debian's postgresql package (installed with apt-get when missing, as root), a cluster of its
 # own in $GROVE_PG_DIR (default /tmp/grove-pg, made anew), listening on 127.0.0.1:$GROVE_PG_PORT
@@ -32,6 +34,14 @@ if [ -z "$bin" ]; then
 fi
 [ -n "$bin" ] || { echo "pg-setup: no initdb after installing postgresql" >&2; exit 1; }
 
+if [ "${1:-}" = stop ]; then
+  stop() {
+    if [ "$(id -u)" = 0 ]; then su postgres -s /bin/sh -c "$*"; else sh -c "$*"; fi
+  }
+  [ -f "$dir/data/postmaster.pid" ] && stop "'$bin/pg_ctl' -D '$dir/data' -m fast -w stop" >&2
+  exit 0
+fi
+
 as_pg() {
   if [ "$(id -u)" = 0 ]; then
     su postgres -s /bin/sh -c "$*"
@@ -51,5 +61,6 @@ else
   as_pg "'$bin/pg_ctl' -D '$dir/data' -l '$dir/server.log' -w -t 60 start \
     -o \"-p $port -c listen_addresses=127.0.0.1 -k '$dir' -c max_connections=200 -c fsync=on\"" >&2 || {
     cat "$dir/server.log" >&2; exit 1; }
+  echo "export GROVE_TEST_PG_STARTED=1"
 fi
 echo "export GROVE_TEST_PG='$url'"

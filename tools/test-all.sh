@@ -13,6 +13,10 @@ status=0
 if [ -z "${GROVE_TEST_PG:-}" ]; then
   if pg_env="$(bash tools/pg-setup.sh)"; then
     eval "$pg_env"
+    # A server this run started is stopped when it ends.
+    if [ -n "${GROVE_TEST_PG_STARTED:-}" ]; then
+      trap 'bash tools/pg-setup.sh stop >/dev/null 2>&1 || true' EXIT
+    fi
   else
     echo "PostgreSQL could not be started: the postgres backend's tests skip (and fail under CI)"
   fi
