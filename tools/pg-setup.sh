@@ -4,6 +4,9 @@
 #   eval "$(bash tools/pg-setup.sh)"    # exports GROVE_TEST_PG (and GROVE_TEST_PG_STARTED=1 when it
 #                                       # started the server)
 #   bash tools/pg-setup.sh stop         # stops the server of that folder
+#   bash tools/pg-setup.sh install      # only installs the package when missing; prints its bin
+#                                       # folder (the tests of a primary with a standby,
+#                                       # grove_tests::pg_cluster, start their own servers with it)
 #
 # Uses Debian's postgresql package (installed with apt-get when missing, as root), a cluster of its
 # own in $GROVE_PG_DIR (default /tmp/grove-pg, made anew), listening on 127.0.0.1:$GROVE_PG_PORT
@@ -33,6 +36,11 @@ if [ -z "$bin" ]; then
   done
 fi
 [ -n "$bin" ] || { echo "pg-setup: no initdb after installing postgresql" >&2; exit 1; }
+
+if [ "${1:-}" = install ]; then
+  echo "$bin"
+  exit 0
+fi
 
 if [ "${1:-}" = stop ]; then
   stop() {

@@ -1,8 +1,10 @@
 //! `grove serve` as a process (issue 17): its routes, bad input, slow and half-closed
-//! connections, tokens, SIGTERM and SIGKILL. Each test starts the real binary.
+//! connections, tokens, SIGTERM and SIGKILL; three nodes over one PostgreSQL primary with a
+//! synchronous standby (issue 20). Each test starts the real binary.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod bad_input;
+mod cluster;
 mod crash;
 mod oplog;
 mod payloads;
