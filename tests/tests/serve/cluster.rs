@@ -48,11 +48,20 @@ impl Cluster {
     /// A database pair and three nodes on `url(pg)`, with `sessions` sessions made through
     /// the first; None (outside CI) without PostgreSQL.
     fn start(url: impl Fn(&PgCluster) -> String, sessions: usize) -> Option<Cluster> {
+        Cluster::start_nodes(url, sessions, 3)
+    }
+
+    /// [`Cluster::start`] with `count` nodes.
+    fn start_nodes(
+        url: impl Fn(&PgCluster) -> String,
+        sessions: usize,
+        count: usize,
+    ) -> Option<Cluster> {
         let pg = PgCluster::start()?;
         let pg_url = url(&pg);
         let mut nodes = Vec::new();
         let mut dirs = Vec::new();
-        for _ in 0..3 {
+        for _ in 0..count {
             let (server, dir) = node(&pg_url);
             nodes.push(Some(server));
             dirs.push(dir);
@@ -354,6 +363,10 @@ impl Writers {
         loop {
             let now = self.counts();
             if now.iter().zip(from).all(|(n, f)| *n >= f + more) {
+                eprintln!(
+                    "writers: {more} more appends each in {:.1} s",
+                    start.elapsed().as_secs_f64()
+                );
                 return;
             }
             if let Some(i) = self.threads.iter().position(JoinHandle::is_finished) {
@@ -546,4 +559,33 @@ fn the_standby_promoted_after_the_primary_is_killed_loses_nothing_acknowledged()
     cluster.verify();
     // What was read came from the promoted standby: the killed primary cannot answer.
     assert!(postgres::Client::connect(&cluster.pg.primary_url(), postgres::NoTls).is_err());
+}
+
+/// The database's failures as one node sees them, apart from what many nodes add (fenced
+/// commits): the primary stopped and started, restarted, then killed and the standby promoted,
+/// under writers that all go through the one node.
+#[test]
+fn one_node_rides_through_a_restart_and_a_failover() {
+    const SESSIONS: usize = 2;
+    let Some(cluster) = Cluster::start_nodes(PgCluster::failover_url, SESSIONS, 1) else {
+        return;
+    };
+    let mut writers = Writers::start(&cluster.urls, 2, SESSIONS);
+    writers.wait_for(&[0; 2], 5);
+    cluster.pg.stop_primary().unwrap();
+    assert_storage_errors(&cluster);
+    cluster.pg.start_primary().unwrap();
+    let event = writers.counts();
+    writers.wait_for(&event, 5);
+    cluster.pg.restart_primary().unwrap();
+    let event = writers.counts();
+    writers.wait_for(&event, 5);
+    cluster.pg.kill_primary().unwrap();
+    let event = writers.counts();
+    assert_storage_errors(&cluster);
+    cluster.pg.promote_standby().unwrap();
+    writers.wait_for(&event, 5);
+    let acked = writers.stop();
+    cluster.check(SESSIONS, &acked);
+    cluster.verify();
 }
