@@ -9,7 +9,9 @@ cd "$(dirname "$0")/.."
 
 status=0
 # PostgreSQL for the postgres backend's tests (tools/pg-setup.sh: Debian's package, a cluster of its
-# own on 127.0.0.1:55432, started as the postgres user). Under CI its tests fail without it.
+# own on 127.0.0.1:55432, started as the postgres user). The tests of several grove nodes
+# (serve::cluster) start a primary and a synchronous standby of their own with the same package
+# (grove_tests::pg_cluster). Under CI these tests fail without it.
 if [ -z "${GROVE_TEST_PG:-}" ]; then
   if pg_env="$(bash tools/pg-setup.sh)"; then
     eval "$pg_env"

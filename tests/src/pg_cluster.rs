@@ -80,8 +80,15 @@ impl PgCluster {
         };
         static ONE: Mutex<()> = Mutex::new(());
         let guard = ONE.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let start = Instant::now();
         match PgCluster::make(bin, guard) {
-            Ok(cluster) => Some(cluster),
+            Ok(cluster) => {
+                eprintln!(
+                    "pg_cluster: a primary and its synchronous standby in {:.1} s",
+                    start.elapsed().as_secs_f64()
+                );
+                Some(cluster)
+            }
             Err(e) => panic!("starting a PostgreSQL primary with a standby: {e}"),
         }
     }
@@ -286,6 +293,7 @@ impl PgCluster {
 
     /// `pg_ctl -D DATA -l DIR/NAME.log -w -t 180 ACTION`; the server's log in the error.
     fn pg_ctl(&self, data: &Path, name: &str, action: &str) -> Result<()> {
+        let started = Instant::now();
         let log = self.dir().join(format!("{name}.log"));
         let done = self.as_pg(&format!(
             "{} -D {} -l {} -w -t {} {action} >>{}/pg_ctl.log 2>&1",
@@ -295,6 +303,14 @@ impl PgCluster {
             WAIT.as_secs(),
             self.dir().display()
         ));
+        let verb = ["start", "stop", "restart", "promote"]
+            .into_iter()
+            .find(|verb| action.split(' ').any(|w| w == *verb))
+            .unwrap_or(action);
+        eprintln!(
+            "pg_cluster: pg_ctl {verb} ({name}) in {:.1} s",
+            started.elapsed().as_secs_f64()
+        );
         done.map_err(|e| {
             let tail = |path: &Path| {
                 let text = std::fs::read_to_string(path).unwrap_or_default();

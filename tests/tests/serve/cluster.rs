@@ -108,7 +108,9 @@ impl Cluster {
 
     /// [`check`] through every live node and a fresh one.
     fn check(&self, sessions: usize, acked: &[Acked]) {
+        let started = Instant::now();
         let (fresh, _dir) = self.fresh_node();
+        eprintln!("a fresh node in {:.1} s", started.elapsed().as_secs_f64());
         let mut nodes = self.live();
         nodes.push(&fresh);
         check(&nodes, sessions, acked);
@@ -457,6 +459,7 @@ fn check(nodes: &[&Server], sessions: usize, acked: &[Acked]) {
 /// database) fails with `storage` (500), the error clients retry; a read fails the same way
 /// unless the node answers it from what it holds; and the store is not poisoned.
 fn assert_storage_errors(cluster: &Cluster) {
+    let started = Instant::now();
     let client = Client::new();
     for url in &cluster.urls {
         let body = json!({"entry": {"type": "custom", "customType": "away"}}).to_string();
@@ -483,6 +486,10 @@ fn assert_storage_errors(cluster: &Cluster) {
             Reply::Down(e) => panic!("{url}: health: {e}"),
         }
     }
+    eprintln!(
+        "the database away: checked in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
 }
 
 #[test]
