@@ -11,7 +11,7 @@
 //!
 //! Many nodes writing one session rest on fenced commits and on each node checking its cached
 //! head against the log (docs/scale-out.md, "Fencing"): without them an append through one
-//! node can overwrite another node's, and these tests fail.
+//! node overwrote another node's and nodes read stale leaves, and these tests failed.
 
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -31,7 +31,7 @@ const TABLE: &str = "grove_cluster";
 /// loaded 2-core machine.
 const PROGRESS: Duration = Duration::from_secs(300);
 
-/// Three nodes and the database pair under them.
+/// The nodes (three, but for the one-node test) and the database pair under them.
 struct Cluster {
     /// The servers; None once killed.
     nodes: Vec<Option<Server>>,
@@ -108,28 +108,34 @@ impl Cluster {
 
     /// [`check`] through every live node and a fresh one.
     fn check(&self, sessions: usize, acked: &[Acked]) {
-        let started = Instant::now();
         let (fresh, _dir) = self.fresh_node();
-        eprintln!("a fresh node in {:.1} s", started.elapsed().as_secs_f64());
         let mut nodes = self.live();
         nodes.push(&fresh);
         check(&nodes, sessions, acked);
     }
 
-    /// `grove verify` on the table, as a separate process.
-    fn verify(&self) {
+    /// `grove verify --json` on the table, as a separate process: clean, and it checked the
+    /// `sessions` sessions and at least `records` records (so not some other, empty table).
+    fn verify(&self, sessions: usize, records: usize) {
         let out = Command::new(grove_bin())
             .arg("--store")
             .arg(self.dirs[0].path().join("cli"))
             .args(["--backend", "postgres", "--pg", &self.pg_url])
-            .args(["--pg-table", TABLE, "verify"])
+            .args(["--pg-table", TABLE, "verify", "--json"])
             .output()
             .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
         assert!(
             out.status.success(),
-            "grove verify: {}{}",
-            String::from_utf8_lossy(&out.stdout),
+            "grove verify: {text}{}",
             String::from_utf8_lossy(&out.stderr)
+        );
+        let report: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(report["problems"], json!([]), "{report}");
+        assert_eq!(report["sessions"], sessions, "{report}");
+        assert!(
+            report["records"].as_u64().unwrap() >= records as u64,
+            "{report}"
         );
     }
 }
@@ -502,7 +508,7 @@ fn compare_and_swap_through_three_nodes_loses_no_update() {
     writers.wait_for(&[0; 4], 20);
     let acked = writers.stop();
     cluster.check(SESSIONS, &acked);
-    cluster.verify();
+    cluster.verify(SESSIONS, acked.len());
     assert_eq!(cluster.pg.sync_state().as_deref(), Some("sync"));
 }
 
@@ -521,7 +527,7 @@ fn a_node_killed_mid_write_loses_nothing_acknowledged_and_the_others_go_on() {
     assert!(writers.unanswered() > 0);
     let acked = writers.stop();
     cluster.check(SESSIONS, &acked);
-    cluster.verify();
+    cluster.verify(SESSIONS, acked.len());
 }
 
 #[test]
@@ -544,7 +550,7 @@ fn the_primary_restarted_gives_retryable_errors_then_service_resumes() {
     writers.wait_for(&restarted, 5);
     let acked = writers.stop();
     cluster.check(SESSIONS, &acked);
-    cluster.verify();
+    cluster.verify(SESSIONS, acked.len());
 }
 
 #[test]
@@ -563,7 +569,7 @@ fn the_standby_promoted_after_the_primary_is_killed_loses_nothing_acknowledged()
     writers.wait_for(&at_kill, 5);
     let acked = writers.stop();
     cluster.check(SESSIONS, &acked);
-    cluster.verify();
+    cluster.verify(SESSIONS, acked.len());
     // What was read came from the promoted standby: the killed primary cannot answer.
     assert!(postgres::Client::connect(&cluster.pg.primary_url(), postgres::NoTls).is_err());
 }
@@ -594,5 +600,5 @@ fn one_node_rides_through_a_restart_and_a_failover() {
     writers.wait_for(&event, 5);
     let acked = writers.stop();
     cluster.check(SESSIONS, &acked);
-    cluster.verify();
+    cluster.verify(SESSIONS, acked.len());
 }
