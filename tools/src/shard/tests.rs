@@ -133,7 +133,9 @@ fn a_map_with_a_hole_or_an_unknown_cluster_is_refused() {
         Err(MapError::Missing(_))
     ));
     assert_eq!(
-        even_ranges(&["a".to_owned(); 3]).last().map(|r| r.last),
+        even_ranges(&["a".to_owned(), "b".to_owned(), "c".to_owned()])
+            .last()
+            .map(|r| r.last),
         Some(4095)
     );
 }
