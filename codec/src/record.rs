@@ -193,6 +193,20 @@ pub struct HeadRecord {
     pub last_timestamp: Option<String>,
 }
 
+/// Who holds a session, in a store whose backend processes share (the lease row; the busy
+/// rule, spec §7.2). A store one process holds keeps its leases in memory, as these records.
+#[derive(Debug, Clone, PartialEq, Eq, Encode, Decode)]
+pub struct LeaseRecord {
+    /// 0: an agent turn; 1: a navigation.
+    pub holder: u8,
+    /// The lease's token: whoever presents it holds the lease.
+    pub token: String,
+    /// When it expires, in milliseconds since the Unix epoch (`u64::MAX`: never).
+    pub expires_ms: u64,
+    /// What a renewal extends it by, in milliseconds (0: it does not expire).
+    pub ttl_ms: u64,
+}
+
 /// The current label of one target id.
 #[derive(Debug, Clone, PartialEq, Eq, Encode, Decode)]
 pub struct LabelRecord {

@@ -39,7 +39,7 @@ use crate::keys;
 use crate::kv::WriteBatch;
 use crate::log::LogRows;
 use crate::session::{decode_node, decode_row_unchecked, packed_count, Entry, Session};
-use crate::store::{Durability, Inner};
+use crate::store::{Durability, Inner, FENCE_TRIES};
 use crate::write;
 
 /// Ids the tail holds before the next commit writes them as a run.
@@ -111,7 +111,10 @@ impl Lookup {
             });
         }
         let end = runs.last().map_or(s.packed, |r| r.end);
-        if end != tail_from {
+        // In a shared store another process may have written runs since this state was loaded
+        // (its head is then stale: its next commit is refused and reloads it); their ids are
+        // also in this state's tail or newer, which a lookup may find.
+        if end != tail_from && !(s.inner.shared && end > tail_from) {
             return Err(corrupt_run(
                 end,
                 format!("the runs end at {end}, the tail starts at {tail_from}"),
@@ -166,6 +169,22 @@ fn corrupt_run(first: u64, e: impl std::fmt::Display) -> GroveError {
     GroveError::Corrupt(format!("id run at record {first}: {e}"))
 }
 
+/// Where the session's id runs end (the last run's description), if it has any.
+fn last_run_end(s: &Session) -> Result<Option<u64>> {
+    let start = keys::session_prefix(keys::T_ID_RUN, s.sid);
+    let mut last_run = Ok(None);
+    s.inner
+        .kv
+        .read_last(&start, &keys::prefix_end(&start), &mut |k, v| {
+            last_run = run_of_key(k).and_then(|first| {
+                IdRunMeta::decode(v)
+                    .map(|meta| Some(meta.end))
+                    .map_err(|e| corrupt_run(first, e))
+            });
+        })?;
+    last_run
+}
+
 /// The first seq of the run (or pack of a run) under `key`.
 fn run_of_key(key: &[u8]) -> Result<u64> {
     key.get(9..17)
@@ -203,17 +222,29 @@ impl IdIndex {
     /// head is folded over (every row to the log's end, a record a crash interrupted
     /// included). The runs and filters wait for the first id lookup that needs them.
     fn load(s: &Session) -> Result<IdIndex> {
+        if !s.inner.shared {
+            return IdIndex::load_once(s);
+        }
+        // The reads are not one snapshot: another process's commit may write a run (with the
+        // log value that filled it) between the read of the last run and the read of the log.
+        // The state is consistent when the runs end where they ended before the log was read.
+        for tries in 0..FENCE_TRIES {
+            crate::util::backoff(tries);
+            let index = IdIndex::load_once(s)?;
+            if last_run_end(s)?.unwrap_or(s.packed) == index.tail_from {
+                return Ok(index);
+            }
+        }
+        Err(crate::store::fenced_out(&format!(
+            "loading session {}",
+            s.record.id
+        )))
+    }
+
+    /// [`IdIndex::load`], each read on its own.
+    fn load_once(s: &Session) -> Result<IdIndex> {
         let kv = &s.inner.kv;
-        let start = keys::session_prefix(keys::T_ID_RUN, s.sid);
-        let mut last_run = Ok(None);
-        kv.read_last(&start, &keys::prefix_end(&start), &mut |k, v| {
-            last_run = run_of_key(k).and_then(|first| {
-                IdRunMeta::decode(v)
-                    .map(|meta| Some(meta.end))
-                    .map_err(|e| corrupt_run(first, e))
-            });
-        })?;
-        let tail_from = last_run?.unwrap_or(s.packed);
+        let tail_from = last_run_end(s)?.unwrap_or(s.packed);
         let mut head: HeadRecord = s.inner.require(&keys::head(s.sid))?;
         if head.next_seq < s.packed {
             return Err(GroveError::Corrupt(format!(
@@ -272,7 +303,10 @@ impl IdIndex {
             if entry.seq + 1 == head.next_seq {
                 head.last_timestamp = Some(entry.envelope()?.timestamp);
             }
-            if s.inner.check_writable().is_ok() {
+            // In a shared store every commit is one statement: nothing is left to complete,
+            // and rows derived from a value another process has since followed would be
+            // stale.
+            if s.inner.check_writable().is_ok() && !s.inner.shared {
                 write::repair_last(s, &last)?;
             }
         }
@@ -350,33 +384,67 @@ impl IdIndex {
         find_in_packs(s, &start, keys::id_pack(s.sid, id), id)
     }
 
-    /// Writes the tail as a run (one atomic batch), then merges what is due.
+    /// Writes the tail as a run (one atomic batch), then merges what is due, each a batch of
+    /// its own.
     fn flush(&mut self, s: &Session) -> Result<()> {
+        let mut staged = StagedRuns::default();
+        let mut batch = WriteBatch::new();
+        self.stage_flush(s, &mut batch, &mut staged)?;
+        s.inner.commit(batch, Durability::None)?;
+        loop {
+            let mut batch = WriteBatch::new();
+            if !self.stage_merge(s, &mut batch, &mut StagedRuns::default())? {
+                return Ok(());
+            }
+            s.inner.commit(batch, Durability::None)?;
+        }
+    }
+
+    /// Stages the tail as a run in `batch` with the head checkpoint, and every merge then due:
+    /// a shared store's commit carries them, so that only a writer whose picture of the
+    /// session was whole writes them (docs/design.md, "Fenced commits"). The index in memory
+    /// changes as if they were written: a caller whose batch is not applied drops it.
+    fn stage_flush_merged(&mut self, s: &Session, batch: &mut WriteBatch) -> Result<()> {
+        let mut staged = StagedRuns::default();
+        self.stage_flush(s, batch, &mut staged)?;
+        while self.stage_merge(s, batch, &mut staged)? {}
+        Ok(())
+    }
+
+    /// Stages the tail as a run, with the head checkpoint, and starts a new tail.
+    fn stage_flush(
+        &mut self,
+        s: &Session,
+        batch: &mut WriteBatch,
+        staged: &mut StagedRuns,
+    ) -> Result<()> {
         let first = self.tail_from;
         let end = first + self.tail.len() as u64;
-        let mut pairs: Vec<(&str, u64)> =
-            self.tail.iter().map(|(id, &q)| (id.as_str(), q)).collect();
+        let mut pairs: Vec<(CompactString, u64)> = self.tail.drain().collect();
         pairs.sort_unstable();
-        if let Some(&(id, seq)) = pairs.iter().find(|(_, q)| !(first..end).contains(q)) {
+        if let Some((id, seq)) = pairs.iter().find(|(_, q)| !(first..end).contains(q)) {
             return Err(GroveError::Corrupt(format!(
                 "id {id} of record {seq} is not among the records {first} .. {end} of the tail"
             )));
         }
-        let mut batch = WriteBatch::new();
-        let run = stage_run(&mut batch, s.sid, first, end, &pairs);
+        let run = stage_run(batch, s.sid, first, end, &borrowed(&pairs));
         // The head checkpoint travels with the run (the records up to now are complete).
         batch.put(keys::head(s.sid), record::encode(&self.head));
-        s.inner.commit(batch, Durability::None)?;
         self.lookup_mut(s)?.runs.push(run);
-        self.tail.clear();
+        staged.insert(first, pairs);
         self.tail_bytes = 0;
         self.tail_from = end;
-        while self.merge(s)? {}
         Ok(())
     }
 
-    /// Merges the newest [`ID_RUN_FANOUT`] runs when they share a size class; whether it did.
-    fn merge(&mut self, s: &Session) -> Result<bool> {
+    /// Stages the merge of the newest [`ID_RUN_FANOUT`] runs when they share a size class;
+    /// whether it did. The packs of runs staged in the same batch are taken from `staged`.
+    fn stage_merge(
+        &mut self,
+        s: &Session,
+        batch: &mut WriteBatch,
+        staged: &mut StagedRuns,
+    ) -> Result<bool> {
         let runs = &mut self.lookup_mut(s)?.runs;
         let Some(at) = runs.len().checked_sub(ID_RUN_FANOUT) else {
             return Ok(false);
@@ -386,21 +454,26 @@ impl IdIndex {
             return Ok(false);
         }
         let (first, end) = (runs[at].first, runs[runs.len() - 1].end);
-        let mut values: Vec<(u64, Vec<u8>)> = Vec::new();
+        let mut pairs: Vec<(CompactString, u64)> = Vec::new();
         let mut old_keys = Vec::new();
         for run in &runs[at..] {
-            let start = keys::id_run_packs(s.sid, run.first);
-            for pair in s.inner.kv.scan(&start, &keys::prefix_end(&start)) {
-                let (k, v) = pair?;
-                values.push((run.first, v));
-                old_keys.push(k);
+            if let Some(run_pairs) = staged.remove(&run.first) {
+                for chunk in run_pairs.chunks(pack::ID_PACK_IDS) {
+                    if let Some((head, _)) = chunk.first() {
+                        old_keys.push(keys::id_run_pack(s.sid, run.first, head));
+                    }
+                }
+                pairs.extend(run_pairs);
+            } else {
+                let start = keys::id_run_packs(s.sid, run.first);
+                for pair in s.inner.kv.scan(&start, &keys::prefix_end(&start)) {
+                    let (k, value) = pair?;
+                    let pack = IdPack::parse(&value).map_err(|e| corrupt_run(run.first, e))?;
+                    pairs.extend(pack.iter().map(|(id, seq)| (CompactString::from(id), seq)));
+                    old_keys.push(k);
+                }
             }
             old_keys.push(keys::id_run(s.sid, run.first));
-        }
-        let mut pairs: Vec<(&str, u64)> = Vec::new();
-        for (run, value) in &values {
-            let pack = IdPack::parse(value).map_err(|e| corrupt_run(*run, e))?;
-            pairs.extend(pack.iter());
         }
         if pairs.len() as u64 != end - first {
             return Err(corrupt_run(
@@ -411,16 +484,23 @@ impl IdIndex {
         // A stable sort: it finds the runs' sorted sequences and merges them.
         pairs.sort();
         // The old keys go first: a later write of the same key wins (WriteBatch).
-        let mut batch = WriteBatch::new();
         for key in old_keys {
             batch.delete(key);
         }
-        let run = stage_run(&mut batch, s.sid, first, end, &pairs);
-        s.inner.commit(batch, Durability::None)?;
+        let run = stage_run(batch, s.sid, first, end, &borrowed(&pairs));
         runs.truncate(at);
         runs.push(run);
+        staged.insert(first, pairs);
         Ok(true)
     }
+}
+
+/// The ids of runs staged in a batch not yet written, by the run's first seq, sorted.
+type StagedRuns = HashMap<u64, Vec<(CompactString, u64)>>;
+
+/// `pairs` as borrowed pairs, for [`stage_run`].
+fn borrowed(pairs: &[(CompactString, u64)]) -> Vec<(&str, u64)> {
+    pairs.iter().map(|(id, seq)| (id.as_str(), *seq)).collect()
 }
 
 /// The seq of `id` in the id packs under `start` (a run's or the import's): the pack whose
@@ -485,7 +565,13 @@ impl Session {
     }
 
     /// The sequence number the id resolves to (last occurrence), entry or leaf record.
+    /// In a shared store an id not found may be another process's newer record: the state is
+    /// checked against the log then, and looked in again when it was stale.
     pub(crate) fn seq_of_any(&self, id: &str) -> Result<Option<u64>> {
+        let found = self.with_ids(|ix| ix.find(self, id, false))?;
+        if found.is_some() || self.state_is_current()? {
+            return Ok(found);
+        }
         self.with_ids(|ix| ix.find(self, id, false))
     }
 
@@ -520,6 +606,7 @@ impl Session {
 
     /// The head: next sequence number, active leaf, entry count.
     pub fn head(&self) -> Result<HeadRecord> {
+        self.state_is_current()?;
         self.with_ids(|ix| Ok(ix.head.clone()))
     }
 
@@ -528,6 +615,7 @@ impl Session {
     /// wrote a checkpoint): a cold resume then reads neither the id index nor its tail.
     /// Otherwise the state is loaded, as [`Session::head`] does.
     pub(crate) fn leaf_seq(&self) -> Result<Option<u64>> {
+        self.state_is_current()?;
         if let Some(index) = self.inner.id_index(self.sid).read().as_ref() {
             return Ok(index.head.leaf);
         }
@@ -544,6 +632,7 @@ impl Session {
     /// records of the last log value (whose index rows a crash may have left unwritten). A few
     /// reads whatever the session's size, for listings of many sessions.
     pub(crate) fn entry_count(&self) -> Result<u64> {
+        self.state_is_current()?;
         if let Some(index) = self.inner.id_index(self.sid).read().as_ref() {
             return Ok(index.head.entries);
         }
@@ -575,36 +664,73 @@ impl Session {
         Ok(checkpoint.entries + after.saturating_sub(leaves))
     }
 
-    /// Commits a transaction's records (`commit`), adds their ids to the tail and makes `head`
-    /// the session's head, holding the session's state exclusively. A full tail is first
-    /// written as a run. When anything fails the state is dropped, to be read again from the
-    /// store.
+    /// Commits a transaction's records (`commit` applies `ops`; `false`: a shared store
+    /// refused them), adds their ids to the tail and makes `head` the session's head, holding
+    /// the session's state exclusively. A full tail is first written as a run — in a shared
+    /// store, in `ops` ([`IdIndex::stage_flush_merged`]). When anything fails, or the commit is
+    /// refused, the state is dropped, to be read again from the store.
     pub(crate) fn commit_with_ids(
         &self,
         ids: HashMap<CompactString, u64>,
         bytes: u64,
         head: &HeadRecord,
-        commit: impl FnOnce() -> Result<()>,
-    ) -> Result<()> {
+        mut ops: WriteBatch,
+        commit: impl FnOnce(WriteBatch) -> Result<bool>,
+    ) -> Result<bool> {
         let slot = self.inner.id_index(self.sid);
         let mut guard = slot.write();
         let index = loaded(&mut guard, self)?;
         let full = index.tail.len() >= ID_RUN_FLUSH || index.tail_bytes >= ID_RUN_FLUSH_BYTES;
-        let flushed = if full && !index.tail.is_empty() {
-            index.flush(self)
-        } else {
-            Ok(())
+        let flushed = match full && !index.tail.is_empty() {
+            false => Ok(()),
+            true if self.inner.shared => index.stage_flush_merged(self, &mut ops),
+            true => index.flush(self),
         };
-        let outcome = flushed.and_then(|()| commit());
+        let outcome = flushed.and_then(|()| commit(ops));
         match outcome {
-            Ok(()) => {
+            Ok(true) => {
                 index.tail.extend(ids);
                 index.tail_bytes += bytes;
                 index.head = head.clone();
             }
-            Err(_) => *guard = None,
+            Ok(false) | Err(_) => *guard = None,
         }
         outcome
+    }
+
+    /// Whether another process appended a record at `seq` (the log key that comes after a
+    /// head whose next seq is `seq`).
+    pub(crate) fn appended_after(&self, seq: u64) -> Result<bool> {
+        Ok(self
+            .inner
+            .kv
+            .read_value(&keys::log(self.sid, seq), &mut |_| {})?)
+    }
+
+    /// Drops the session's state this process holds: it is read again when next needed.
+    pub(crate) fn drop_state(&self) {
+        *self.inner.id_index(self.sid).write() = None;
+    }
+
+    /// Whether the session's state this process holds is current: nothing was appended after
+    /// its head (one read of the log key that would come next). Always in a store one process
+    /// holds. Otherwise, a stale state is dropped (and read again when next needed).
+    pub(crate) fn state_is_current(&self) -> Result<bool> {
+        if !self.inner.shared {
+            return Ok(true);
+        }
+        let slot = self.inner.id_index(self.sid);
+        let Some(next) = slot.read().as_ref().map(|ix| ix.head.next_seq) else {
+            return Ok(true);
+        };
+        if !self.appended_after(next)? {
+            return Ok(true);
+        }
+        let mut guard = slot.write();
+        if guard.as_ref().is_some_and(|ix| ix.head.next_seq == next) {
+            *guard = None;
+        }
+        Ok(false)
     }
 }
 

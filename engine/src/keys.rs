@@ -25,6 +25,10 @@ pub const T_PACKED: u8 = 0x05;
 /// page with an id filter or packs would pull them in; only the table's last page can reach
 /// the log (`0x10`). Layouts up to 6 kept the view record under `0x17`.
 pub const T_VIEW: u8 = 0x06;
+/// Lease: `[0x07][sid]` → [`grove_codec::record::LeaseRecord`], who holds the session (a
+/// turn or a navigation). Written only in a store whose backend processes share; a store one
+/// process holds keeps its leases in memory.
+pub const T_LEASE: u8 = 0x07;
 /// Log row (node record and line bytes): `[0x10][sid][seq]`, for records from the session's
 /// packed count on. Tag `0x11` is unused (it held node records before format 2).
 pub const T_LOG: u8 = 0x10;
@@ -76,8 +80,9 @@ pub const T_PAYLOAD: u8 = 0x20;
 pub const ROOT: u64 = u64::MAX;
 
 /// Every per-session table, for deletion and verification.
-pub const SESSION_TABLES: [u8; 17] = [
+pub const SESSION_TABLES: [u8; 18] = [
     T_HEAD,
+    T_LEASE,
     T_PENDING,
     T_PACKED,
     T_LOG,
@@ -138,6 +143,11 @@ pub fn session(sid: u64) -> Vec<u8> {
 /// `[0x02][sid]`.
 pub fn head(sid: u64) -> Vec<u8> {
     tag_u64(T_HEAD, sid)
+}
+
+/// `[0x07][sid]`.
+pub fn lease(sid: u64) -> Vec<u8> {
+    tag_u64(T_LEASE, sid)
 }
 
 /// `[0x03] ++ id`.

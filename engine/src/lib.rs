@@ -61,7 +61,7 @@ pub use grove_codec::reader::Strictness;
 pub use grove_codec::writer::NewEntry;
 pub use import::{ImportOptions, ImportReport, LeafRule};
 pub use labels::Label;
-pub use lease::TurnGuard;
+pub use lease::{TurnGuard, DEFAULT_TURN_TTL};
 pub use navigate::{
     HookDecision, HookSummary, NavigateEvent, NavigateHook, NavigateOptions, NavigateOutcome,
     Navigator,

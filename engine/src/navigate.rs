@@ -137,7 +137,7 @@ impl Session {
         options: &NavigateOptions,
         nav: &Navigator<'_>,
     ) -> Result<NavigateOutcome> {
-        let _lease = self.lease_operation()?;
+        let lease = self.lease_operation()?;
         let old_leaf = self.leaf()?;
         if old_leaf.as_deref() == Some(target) {
             return Ok(NavigateOutcome::NoOp);
@@ -257,11 +257,12 @@ impl Session {
             label.map(|l| {
                 move |summary: Option<&str>| NewEntry::Label {
                     target_id: summary.unwrap_or(target).to_owned(),
-                    label: Some(l),
+                    label: Some(l.clone()),
                 }
             }),
             None,
             grove_codec::op::OpKind::Navigate,
+            &|tries| self.held_lease(&lease.token, crate::lease::Holder::Operation, tries),
         )?;
         Ok(NavigateOutcome::Moved {
             old_leaf,

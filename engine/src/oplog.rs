@@ -23,7 +23,7 @@ use crate::error::{GroveError, Result};
 use crate::labels::Label;
 use crate::session::Session;
 use crate::tree::Tree;
-use crate::write::Txn;
+use crate::write::{transact, Staged};
 
 /// One operation of a session.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -322,28 +322,31 @@ impl Session {
     /// holds the session. Returns the undo operation.
     pub fn undo(&self, to_op: Option<u64>) -> Result<Operation> {
         self.check_idle()?;
-        let durability = self.inner.durability;
-        {
-            let lock = self.inner.session_lock(self.sid);
-            let mut tip = lock.lock();
-            // Under the writer lock: no operation lands between choosing the target and moving.
-            let ops = self.operations()?;
-            let count = ops.len() as u64;
-            let target = match to_op {
-                Some(n) => ops
-                    .get(usize::try_from(n).unwrap_or(usize::MAX))
-                    .ok_or_else(|| self.no_operation(n, count))?,
-                None => ops.last().ok_or_else(|| {
-                    GroveError::InvalidState(format!(
-                        "session {} has no operation to undo",
-                        self.id()
-                    ))
-                })?,
-            };
-            let mut txn = Txn::begin(self, &mut tip, OpKind::Undo)?;
-            txn.move_leaf(target.leaf_before_seq)?;
-            txn.commit(durability, &mut tip)?;
-        }
+        // Under the writer lock: no operation lands between choosing the target and moving.
+        let idle = |tries| self.idle_lease(tries);
+        transact(
+            self,
+            OpKind::Undo,
+            self.inner.durability,
+            Some(&idle),
+            |txn| {
+                let ops = self.operations()?;
+                let count = ops.len() as u64;
+                let target = match to_op {
+                    Some(n) => ops
+                        .get(usize::try_from(n).unwrap_or(usize::MAX))
+                        .ok_or_else(|| self.no_operation(n, count))?,
+                    None => ops.last().ok_or_else(|| {
+                        GroveError::InvalidState(format!(
+                            "session {} has no operation to undo",
+                            self.id()
+                        ))
+                    })?,
+                };
+                txn.move_leaf(target.leaf_before_seq)?;
+                Ok(Staged::Commit(()))
+            },
+        )?;
         self.operations()?
             .pop()
             .ok_or_else(|| GroveError::Corrupt("the undo operation is not in the log".into()))

@@ -16,7 +16,7 @@ use crate::index_packs;
 use crate::keys;
 use crate::kv::WriteBatch;
 use crate::store::{Durability, Inner};
-use crate::write::Txn;
+use crate::write::{transact, LeaseCheck, Staged};
 
 /// One record of a session log: an entry or a leaf record, with its stored line.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -370,15 +370,11 @@ impl Session {
 
     /// [`Session::append`] with per-call options.
     pub fn append_with(&self, entry: NewEntry, options: AppendOptions) -> Result<String> {
-        let lock = self.inner.session_lock(self.sid);
-        let mut tip = lock.lock();
-        let mut txn = Txn::begin(self, &mut tip, OpKind::Append)?;
-        let id = txn.append(&entry, options.id, options.timestamp)?;
-        txn.commit(
-            options.durability.unwrap_or(self.inner.durability),
-            &mut tip,
-        )?;
-        Ok(id)
+        let durability = options.durability.unwrap_or(self.inner.durability);
+        transact(self, OpKind::Append, durability, None, |txn| {
+            txn.append(&entry, options.id.clone(), options.timestamp.clone())
+                .map(Staged::Commit)
+        })
     }
 
     /// Appends the caller's exact entry, one pi entry object as JSON text (pi's
@@ -400,65 +396,63 @@ impl Session {
 
     /// [`Session::append_exact`] with per-call options.
     pub fn append_exact_with(&self, entry: &str, options: ExactOptions) -> Result<String> {
-        let lock = self.inner.session_lock(self.sid);
-        let mut tip = lock.lock();
-        let mut txn = Txn::begin(self, &mut tip, OpKind::Append)?;
-        let before = txn.head.leaf;
-        let seq = txn.head.next_seq;
-        let id = txn.append_exact(entry.trim().to_owned())?;
-        if options.keep_leaf {
-            if txn.node(seq)?.kind == EntryKind::Leaf.tag() {
-                return Err(GroveError::RejectedEntry {
-                    session: self.id().to_owned(),
-                    reason: format!(
-                        "{id} is a leaf record: it moves the leaf, which keepLeaf forbids"
-                    ),
-                });
+        let durability = options.durability.unwrap_or(self.inner.durability);
+        transact(self, OpKind::Append, durability, None, |txn| {
+            let before = txn.head.leaf;
+            let seq = txn.head.next_seq;
+            let id = txn.append_exact(entry.trim().to_owned())?;
+            if options.keep_leaf {
+                if txn.node(seq)?.kind == EntryKind::Leaf.tag() {
+                    return Err(GroveError::RejectedEntry {
+                        session: self.id().to_owned(),
+                        reason: format!(
+                            "{id} is a leaf record: it moves the leaf, which keepLeaf forbids"
+                        ),
+                    });
+                }
+                txn.move_leaf(before)?;
             }
-            txn.move_leaf(before)?;
-        }
-        txn.commit(
-            options.durability.unwrap_or(self.inner.durability),
-            &mut tip,
-        )?;
-        Ok(id)
+            Ok(Staged::Commit(id))
+        })
     }
 
     /// Optimistic append: appends only if the leaf is still `expected_leaf` (`None`: the root
     /// position). When another writer moved the leaf meanwhile, nothing is written and the
     /// outcome says where the leaf is now — a value, not an error.
     pub fn append_if(&self, expected_leaf: Option<&str>, entry: NewEntry) -> Result<AppendOutcome> {
-        let lock = self.inner.session_lock(self.sid);
-        let mut tip = lock.lock();
-        let mut txn = Txn::begin(self, &mut tip, OpKind::Append)?;
-        let actual = match txn.head.leaf {
-            None => None,
-            Some(seq) => Some(txn.node(seq)?.id.into()),
-        };
-        if actual.as_deref() != expected_leaf {
-            return Ok(AppendOutcome::Conflict {
-                actual_leaf: actual,
-            });
-        }
-        let id = txn.append(&entry, None, None)?;
-        txn.commit(self.inner.durability, &mut tip)?;
-        Ok(AppendOutcome::Appended(id))
+        transact(self, OpKind::Append, self.inner.durability, None, |txn| {
+            let actual = match txn.head.leaf {
+                None => None,
+                Some(seq) => Some(txn.node(seq)?.id.into()),
+            };
+            if actual.as_deref() != expected_leaf {
+                return Ok(Staged::Abandon(AppendOutcome::Conflict {
+                    actual_leaf: actual,
+                }));
+            }
+            let id = txn.append(&entry, None, None)?;
+            Ok(Staged::Commit(AppendOutcome::Appended(id)))
+        })
     }
 
     /// Appends several entries as a chain (each the child of the one before), atomically: after
     /// a crash either all of them are in the log or none is (up to 256 entries and 128 KiB
     /// are one log value, more one atomic batch; docs/format.md, "Batches"). Returns their ids.
     pub fn append_many(&self, entries: &[NewEntry]) -> Result<Vec<String>> {
-        let lock = self.inner.session_lock(self.sid);
-        let mut tip = lock.lock();
-        let mut txn = Txn::begin(self, &mut tip, OpKind::AppendMany)?;
-        txn.reserve(entries.len());
-        let ids = entries
-            .iter()
-            .map(|e| txn.append(e, None, None))
-            .collect::<Result<Vec<_>>>()?;
-        txn.commit(self.inner.durability, &mut tip)?;
-        Ok(ids)
+        transact(
+            self,
+            OpKind::AppendMany,
+            self.inner.durability,
+            None,
+            |txn| {
+                txn.reserve(entries.len());
+                let ids = entries
+                    .iter()
+                    .map(|e| txn.append(e, None, None))
+                    .collect::<Result<Vec<_>>>()?;
+                Ok(Staged::Commit(ids))
+            },
+        )
     }
 
     /// Adds the label-index update of a `label` entry at `seq` (spec §6.1: trimmed; blank
@@ -476,7 +470,8 @@ impl Session {
     /// while a turn or a navigation holds the session (use [`crate::TurnGuard::move_to`]).
     pub fn move_to(&self, target: Option<&str>) -> Result<()> {
         self.check_idle()?;
-        self.move_to_with(target, None, NO_LABEL, None, OpKind::Move)
+        let idle = |tries| self.idle_lease(tries);
+        self.move_to_with(target, None, NO_LABEL, None, OpKind::Move, &idle)
             .map(|_| ())
     }
 
@@ -487,27 +482,27 @@ impl Session {
         &self,
         target: Option<&str>,
         summary: Option<&NewEntry>,
-        label: Option<impl FnOnce(Option<&str>) -> NewEntry>,
+        label: Option<impl Fn(Option<&str>) -> NewEntry>,
         durability: Option<Durability>,
         op: OpKind,
+        lease: LeaseCheck<'_>,
     ) -> Result<Option<String>> {
-        let lock = self.inner.session_lock(self.sid);
-        let mut tip = lock.lock();
-        let mut txn = Txn::begin(self, &mut tip, op)?;
-        let target_seq = match target {
-            None => None,
-            Some(id) => Some(txn.require_entry(id)?),
-        };
-        txn.move_leaf(target_seq)?;
-        let summary_id = match summary {
-            None => None,
-            Some(entry) => Some(txn.append(entry, None, None)?),
-        };
-        if let Some(label) = label {
-            txn.append(&label(summary_id.as_deref()), None, None)?;
-        }
-        txn.commit(durability.unwrap_or(self.inner.durability), &mut tip)?;
-        Ok(summary_id)
+        let durability = durability.unwrap_or(self.inner.durability);
+        transact(self, op, durability, Some(lease), |txn| {
+            let target_seq = match target {
+                None => None,
+                Some(id) => Some(txn.require_entry(id)?),
+            };
+            txn.move_leaf(target_seq)?;
+            let summary_id = match summary {
+                None => None,
+                Some(entry) => Some(txn.append(entry, None, None)?),
+            };
+            if let Some(label) = &label {
+                txn.append(&label(summary_id.as_deref()), None, None)?;
+            }
+            Ok(Staged::Commit(summary_id))
+        })
     }
 
     /// The leaf history: every leaf record in log order, as (record id, target id).

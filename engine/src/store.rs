@@ -241,6 +241,9 @@ pub struct SessionSummary {
 pub(crate) struct Inner {
     pub(crate) kv: Box<dyn Kv>,
     pub(crate) durability: Durability,
+    /// Other processes write the backend too ([`Kv::shared`]): commits are fenced and caches
+    /// checked against the log (docs/design.md, "Fenced commits").
+    pub(crate) shared: bool,
     catalogue: Mutex<()>,
     session_locks: Mutex<HashMap<u64, Arc<Mutex<Tip>>>>,
     /// Each session's id index, loaded on first use ([`crate::ids`]).
@@ -323,6 +326,35 @@ impl Inner {
             self.commits.bump();
         }
         committed
+    }
+
+    /// A commit other processes' writers are fenced from: in a shared store ([`Kv::shared`]),
+    /// `ops` are applied, atomically, only if every guard holds its expected value at that
+    /// moment ([`Kv::apply_if_all`]); `false`: one did not, and nothing was written. A store one
+    /// process holds commits as [`Inner::commit_ops`] does, with `ordered`: its callers' locks
+    /// keep what the guards protect (a session's log, the catalogue, the leases) from changing
+    /// under them.
+    pub(crate) fn commit_fenced(
+        &self,
+        guards: &[kv::Guard<'_>],
+        ops: WriteBatch,
+        ordered: bool,
+        durability: Durability,
+    ) -> Result<bool> {
+        if !self.shared {
+            return self.commit_ops(ops, ordered, durability).map(|()| true);
+        }
+        self.check_writable()?;
+        match self.kv.apply_if_all(guards, ops) {
+            Ok(true) => {}
+            Ok(false) => return Ok(false),
+            Err(e) => return Err(self.write_failed(e)),
+        }
+        if durability != Durability::None {
+            self.flush_or_poison()?;
+        }
+        self.commits.bump();
+        Ok(true)
     }
 
     /// [`Inner::commit_ops`] without the commit notice.
@@ -479,20 +511,34 @@ impl Inner {
             .and_then(|v| keys::u64_value(&v)))
     }
 
-    /// Allocates a session number (never reused).
+    /// Allocates a session number (never reused; in a shared store, fenced on the counter:
+    /// two processes never take the same one).
     pub(crate) fn alloc_sid(&self) -> Result<u64> {
         let _guard = self.catalogue.lock();
         let key = keys::meta(keys::META_NEXT_SID);
-        let next = self
-            .kv
-            .get(&key)?
-            .and_then(|v| keys::u64_value(&v))
-            .unwrap_or(0);
-        let mut batch = WriteBatch::new();
-        batch.put(key, (next + 1).to_be_bytes().to_vec());
-        self.commit(batch, Durability::None)?;
-        Ok(next)
+        for tries in 0..FENCE_TRIES {
+            util::backoff(tries);
+            let stored = self.kv.get(&key)?;
+            let next = stored.as_deref().and_then(keys::u64_value).unwrap_or(0);
+            let mut batch = WriteBatch::new();
+            batch.put(key.clone(), (next + 1).to_be_bytes().to_vec());
+            if self.commit_fenced(&[(&key, stored.as_deref())], batch, false, Durability::None)? {
+                return Ok(next);
+            }
+        }
+        Err(fenced_out("the session counter"))
     }
+}
+
+/// Times a fenced write is tried when other processes' writes keep coming first
+/// ([`Inner::commit_fenced`]); then the operation fails with `busy`, which callers retry.
+pub(crate) const FENCE_TRIES: usize = 8;
+
+/// The `busy` error of a fenced write that lost [`FENCE_TRIES`] times.
+pub(crate) fn fenced_out(what: &str) -> GroveError {
+    GroveError::Busy(format!(
+        "{what}: other processes' writes came first {FENCE_TRIES} times in a row; try again"
+    ))
 }
 
 /// A grove store. Cheap to clone; every clone shares the backend and the writer locks.
@@ -847,7 +893,8 @@ impl Store {
         })?;
         // Commits that need not be durable yet wait in a write buffer unless it is turned off
         // (docs/design.md, "Write buffer"); `Store::from_kv` takes a backend as it is.
-        let kv: Box<dyn Kv> = if config.write_buffer && !read_only {
+        // A backend other processes write buffers nothing: they would not see it.
+        let kv: Box<dyn Kv> = if config.write_buffer && !read_only && !kv.shared() {
             Box::new(BufferedKv::new(kv)?)
         } else {
             kv
@@ -909,6 +956,7 @@ impl Store {
             None => None,
         };
         let inner = Inner {
+            shared: kv.shared(),
             kv,
             durability,
             catalogue: Mutex::new(()),
@@ -1120,8 +1168,15 @@ impl Store {
         let mut batch = WriteBatch::new();
         batch.put(keys::session(sid), record::encode(&record));
         batch.put(keys::head(sid), record::encode(&head));
-        batch.put(keys::session_id(&id), sid.to_be_bytes().to_vec());
-        self.inner.commit(batch, self.inner.durability)?;
+        let listed = keys::session_id(&id);
+        batch.put(listed.clone(), sid.to_be_bytes().to_vec());
+        // Another process may list the same id meanwhile: the catalogue row is the guard.
+        if !self
+            .inner
+            .commit_fenced(&[(&listed, None)], batch, false, self.inner.durability)?
+        {
+            return Err(GroveError::SessionExists(id));
+        }
         Ok(Session::new(self.inner.clone(), sid, record).with_actor_of(self))
     }
 
@@ -1131,9 +1186,16 @@ impl Store {
         if self.inner.sid_of(id)?.is_some() {
             return Err(GroveError::SessionExists(id.to_owned()));
         }
-        batch.put(keys::session_id(id), sid.to_be_bytes().to_vec());
+        let listed = keys::session_id(id);
+        batch.put(listed.clone(), sid.to_be_bytes().to_vec());
         batch.delete(keys::pending(sid));
-        self.inner.commit(batch, Durability::Sync)
+        if !self
+            .inner
+            .commit_fenced(&[(&listed, None)], batch, false, Durability::Sync)?
+        {
+            return Err(GroveError::SessionExists(id.to_owned()));
+        }
+        Ok(())
     }
 
     /// Opens the session with exactly this id.
@@ -1226,9 +1288,19 @@ impl Store {
                 .sid_of(id)?
                 .ok_or_else(|| GroveError::SessionNotFound(id.to_owned()))?;
             let mut batch = WriteBatch::new();
-            batch.delete(keys::session_id(id));
+            let listed = keys::session_id(id);
+            let value = sid.to_be_bytes();
+            batch.delete(listed.clone());
             batch.put(keys::pending(sid), Vec::new());
-            self.inner.commit(batch, self.inner.durability)?;
+            // Another process may have deleted it meanwhile.
+            if !self.inner.commit_fenced(
+                &[(&listed, Some(&value))],
+                batch,
+                false,
+                self.inner.durability,
+            )? {
+                return Err(GroveError::SessionNotFound(id.to_owned()));
+            }
             sid
         };
         self.purge(sid)
@@ -1264,8 +1336,12 @@ impl Store {
         self.inner.commit(batch, self.inner.durability)
     }
 
-    /// Removes what imports and deletions interrupted by a crash left behind.
+    /// Removes what imports and deletions interrupted by a crash left behind. Not in a shared
+    /// store: there a pending session may be another process's import on its way.
     fn discard_unfinished_imports(&self) -> Result<()> {
+        if self.inner.shared {
+            return Ok(());
+        }
         let start = vec![keys::T_PENDING];
         let end = keys::prefix_end(&start);
         let pending: Vec<u64> = self

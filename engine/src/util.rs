@@ -70,6 +70,18 @@ fn random_4() -> Option<[u8; 4]> {
     })
 }
 
+/// Waits before try `tries` (0: the first, no wait) of a write other processes' writes
+/// came before: a random time below 100 µs × 2^tries (at most about 25 ms), so that writers
+/// that collided do not collide again in step.
+pub(crate) fn backoff(tries: usize) {
+    if tries == 0 {
+        return;
+    }
+    let bound = 100u64 << tries.min(8);
+    let r = random_4().map_or(0, u32::from_le_bytes);
+    std::thread::sleep(std::time::Duration::from_micros(u64::from(r) % bound));
+}
+
 /// 32 random bits from the OS CSPRNG as 8 lowercase hex characters.
 pub fn random_entry_id() -> String {
     let b = random_4().unwrap_or_else(|| {

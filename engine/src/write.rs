@@ -27,7 +27,7 @@ use crate::fold;
 use crate::keys;
 use crate::kv::WriteBatch;
 use crate::session::Session;
-use crate::store::{Durability, Tip, TIP_NODES};
+use crate::store::{fenced_out, Durability, Tip, FENCE_TRIES, TIP_NODES};
 use crate::util;
 
 /// One operation's staged writes.
@@ -406,9 +406,19 @@ impl<'s> Txn<'s> {
     /// Writes everything staged. Records that fit one log value (a single row, or one batch
     /// of up to [`LOG_PACK_RECORDS`] records and [`LOG_PACK_BYTES`]) as ordered single writes:
     /// the value, then the index rows. More records as one atomic batch of their batches,
-    /// their index rows and the head.
-    /// `tip` is updated to the committed head and leaf, or emptied when the commit fails.
-    pub(crate) fn commit(self, durability: Durability, tip: &mut Tip) -> Result<()> {
+    /// their index rows and the head. In a shared store everything is one batch, applied only
+    /// if the transaction's first log key is still absent (docs/design.md, "Fenced commits"):
+    /// `false` when another process appended first and nothing was written.
+    /// With `lease`, a shared store's commit also requires the session's lease row to hold
+    /// that value (`None`: no lease; docs/scale-out.md, "Turn leases in the database").
+    /// `tip` is updated to the committed head and leaf, or emptied when the commit fails or
+    /// is refused.
+    pub(crate) fn commit(
+        self,
+        durability: Durability,
+        tip: &mut Tip,
+        lease: Option<Option<Vec<u8>>>,
+    ) -> Result<bool> {
         let mut next_tip = self.tip.into_inner();
         let single = self.nodes.len() == 1;
         // The tip keeps only the most recent nodes.
@@ -452,14 +462,87 @@ impl<'s> Txn<'s> {
         }
         *tip = Tip::default();
         let inner = &self.session.inner;
-        self.session
-            .commit_with_ids(self.ids, self.bytes, &self.head, || {
-                inner.commit_ops(ops, ordered, durability)
-            })?;
-        next_tip.head = Some(self.head);
-        *tip = next_tip;
-        Ok(())
+        // The fence: the first log key, absent unless another process appended after the
+        // head this transaction was staged on.
+        let log_key = keys::log(sid, self.first);
+        let lease_key = keys::lease(sid);
+        let mut guards: Vec<crate::kv::Guard<'_>> = vec![(&log_key, None)];
+        if let Some(expected) = &lease {
+            guards.push((&lease_key, expected.as_deref()));
+        }
+        let committed =
+            self.session
+                .commit_with_ids(self.ids, self.bytes, &self.head, ops, |ops| {
+                    inner.commit_fenced(&guards, ops, ordered, durability)
+                })?;
+        if committed {
+            next_tip.head = Some(self.head);
+            *tip = next_tip;
+        }
+        Ok(committed)
     }
+}
+
+/// What staging a transaction decided ([`transact`]).
+pub(crate) enum Staged<T> {
+    /// Commit the staged records; the operation's result.
+    Commit(T),
+    /// Write nothing; the operation's result (an `append_if` whose leaf moved).
+    Abandon(T),
+}
+
+/// What a leaf move requires of the session's lease in a shared store, checked by its commit
+/// ([`crate::lease`]): called before each try (the argument counts the tries before it), it
+/// answers the value the lease row must hold (`None`: no lease), or the error to give.
+pub(crate) type LeaseCheck<'a> = &'a dyn Fn(usize) -> Result<Option<Vec<u8>>>;
+
+/// Runs one write operation of `session` under its writer lock: `stage` stages the records on
+/// a transaction begun on the session's head, and they are committed with `durability`. A leaf
+/// move passes `lease`: in a shared store its commit then checks the lease row too (a store
+/// one process holds checks leases in memory before).
+///
+/// In a shared store (docs/design.md, "Fenced commits") the head may be stale: another
+/// process appended after this one last read the session. Its commit is then refused, and
+/// an answer staging reached without committing (an abandoned transaction, an error such as
+/// an unknown parent) may rest on the stale picture (one read says whether it does). Either
+/// way the session's state is dropped and the operation runs again from the start on the
+/// reloaded session, up to [`FENCE_TRIES`] times; then it fails with `busy`.
+pub(crate) fn transact<T>(
+    session: &Session,
+    op: OpKind,
+    durability: Durability,
+    lease: Option<LeaseCheck<'_>>,
+    mut stage: impl FnMut(&mut Txn<'_>) -> Result<Staged<T>>,
+) -> Result<T> {
+    let lock = session.inner.session_lock(session.sid);
+    let mut tip = lock.lock();
+    for tries in 0..FENCE_TRIES {
+        util::backoff(tries);
+        let lease = match lease {
+            Some(check) if session.inner.shared => Some(check(tries)?),
+            _ => None,
+        };
+        let mut txn = Txn::begin(session, &mut tip, op)?;
+        let first = txn.first;
+        let answered = match stage(&mut txn) {
+            Ok(Staged::Commit(value)) => {
+                if txn.commit(durability, &mut tip, lease)? {
+                    return Ok(value);
+                }
+                continue;
+            }
+            Ok(Staged::Abandon(value)) => Ok(value),
+            Err(e) => Err(e),
+        };
+        drop(txn);
+        // A read that fails leaves the answer as it is.
+        if !session.inner.shared || !session.appended_after(first).unwrap_or(false) {
+            return answered;
+        }
+        *tip = Tip::default();
+        session.drop_state();
+    }
+    Err(fenced_out(&format!("session {}", session.id())))
 }
 
 /// The kind a transaction's stamp records: a one-entry append names what the entry is (a

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use crossbeam::channel::{bounded, Receiver, RecvTimeoutError, Sender};
 
-use super::{Kv, KvError, Scan, WriteBatch};
+use super::{Guard, Kv, KvError, Scan, WriteBatch};
 
 /// The default bound of a flush and of closing ([`crate::StoreConfig::flush_timeout`]).
 pub const DEFAULT_FLUSH_TIMEOUT: Duration = Duration::from_secs(60);
@@ -143,13 +143,8 @@ impl<K: Kv + 'static> Kv for Bounded<K> {
         self.kv()?.apply_buffered(batch, ordered)
     }
 
-    fn apply_if(
-        &self,
-        guard: &[u8],
-        expected: Option<&[u8]>,
-        batch: WriteBatch,
-    ) -> Result<bool, KvError> {
-        self.kv()?.apply_if(guard, expected, batch)
+    fn apply_if_all(&self, guards: &[Guard<'_>], batch: WriteBatch) -> Result<bool, KvError> {
+        self.kv()?.apply_if_all(guards, batch)
     }
 
     fn flush(&self) -> Result<(), KvError> {
@@ -172,6 +167,10 @@ impl<K: Kv + 'static> Kv for Bounded<K> {
                 Err(self.stalled("flush"))
             }
         }
+    }
+
+    fn shared(&self) -> bool {
+        self.kv().is_ok_and(|kv| kv.shared())
     }
 
     fn round_trips(&self) -> Option<u64> {

@@ -33,7 +33,7 @@ use std::time::Duration;
 use grove_codec::pack::{LogPackWriter, LogValue, LOG_PACK_BYTES, LOG_PACK_RECORDS};
 use parking_lot::{Condvar, Mutex, RwLock};
 
-use super::{Kv, KvError, Pair, Scan, WriteBatch};
+use super::{Guard, Kv, KvError, Pair, Scan, WriteBatch};
 use crate::keys;
 
 /// The buffer is handed to the backend once it holds this many bytes of keys and values.
@@ -522,16 +522,11 @@ impl Kv for BufferedKv {
         self.shared.base.apply_ordered(batch)
     }
 
-    fn apply_if(
-        &self,
-        guard: &[u8],
-        expected: Option<&[u8]>,
-        batch: WriteBatch,
-    ) -> Result<bool, KvError> {
-        // Buffered writes go first, so the guard is checked against everything written.
+    fn apply_if_all(&self, guards: &[Guard<'_>], batch: WriteBatch) -> Result<bool, KvError> {
+        // Buffered writes go first, so the guards are checked against everything written.
         let _order = self.shared.order.lock();
         self.shared.hand_over()?;
-        self.shared.base.apply_if(guard, expected, batch)
+        self.shared.base.apply_if_all(guards, batch)
     }
 
     fn apply_buffered(&self, batch: WriteBatch, ordered: bool) -> Result<(), KvError> {
@@ -564,6 +559,10 @@ impl Kv for BufferedKv {
             self.shared.hand_over()?;
         }
         self.shared.base.flush()
+    }
+
+    fn shared(&self) -> bool {
+        self.shared.base.shared()
     }
 
     fn round_trips(&self) -> Option<u64> {

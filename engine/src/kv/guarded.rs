@@ -11,7 +11,7 @@
 use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use super::{Kv, KvError, Pair, Scan, WriteBatch};
+use super::{Guard, Kv, KvError, Pair, Scan, WriteBatch};
 
 thread_local! {
     static IN_BACKEND: Cell<u32> = const { Cell::new(0) };
@@ -198,17 +198,16 @@ impl<K: Kv> Kv for Guarded<K> {
         guarded(self.kv.name(), || self.kv.apply_buffered(batch, ordered))
     }
 
-    fn apply_if(
-        &self,
-        guard: &[u8],
-        expected: Option<&[u8]>,
-        batch: WriteBatch,
-    ) -> Result<bool, KvError> {
-        guarded(self.kv.name(), || self.kv.apply_if(guard, expected, batch))
+    fn apply_if_all(&self, guards: &[Guard<'_>], batch: WriteBatch) -> Result<bool, KvError> {
+        guarded(self.kv.name(), || self.kv.apply_if_all(guards, batch))
     }
 
     fn flush(&self) -> Result<(), KvError> {
         guarded(self.kv.name(), || self.kv.flush())
+    }
+
+    fn shared(&self) -> bool {
+        self.kv.shared()
     }
 
     fn round_trips(&self) -> Option<u64> {

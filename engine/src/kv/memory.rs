@@ -1,21 +1,44 @@
-//! An in-memory backend for tests: a `BTreeMap` behind a lock. Flush is a no-op.
+//! An in-memory backend for tests: a `BTreeMap` behind a lock. Flush is a no-op. A map made
+//! with [`MemoryKv::new_shared`] plays a database several processes share: each
+//! [`MemoryKv::handle`] on it is one process's, and the engine fences its commits on it as it
+//! does on PostgreSQL.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use parking_lot::RwLock;
 
-use super::{Kv, KvError, Pair, Scan, WriteBatch};
+use super::{Guard, Kv, KvError, Pair, Scan, WriteBatch};
 
 /// The in-memory backend.
 #[derive(Default)]
 pub struct MemoryKv {
-    map: RwLock<BTreeMap<Vec<u8>, Vec<u8>>>,
+    map: Arc<RwLock<BTreeMap<Vec<u8>, Vec<u8>>>>,
+    /// Whether it plays a database processes share ([`Kv::shared`]).
+    shared: bool,
 }
 
 impl MemoryKv {
     /// An empty store.
     pub fn new() -> MemoryKv {
         MemoryKv::default()
+    }
+
+    /// An empty store that says other processes share it ([`Kv::shared`]), as a database
+    /// server does; [`MemoryKv::handle`] gives each of them a handle.
+    pub fn new_shared() -> MemoryKv {
+        MemoryKv {
+            shared: true,
+            ..MemoryKv::default()
+        }
+    }
+
+    /// Another handle on the same map (another process's, for a shared one).
+    pub fn handle(&self) -> MemoryKv {
+        MemoryKv {
+            map: self.map.clone(),
+            shared: self.shared,
+        }
     }
 
     fn collect(&self, start: &[u8], end: &[u8]) -> Vec<Pair> {
@@ -71,14 +94,12 @@ impl Kv for MemoryKv {
         Ok(())
     }
 
-    fn apply_if(
-        &self,
-        guard: &[u8],
-        expected: Option<&[u8]>,
-        batch: WriteBatch,
-    ) -> Result<bool, KvError> {
+    fn apply_if_all(&self, guards: &[Guard<'_>], batch: WriteBatch) -> Result<bool, KvError> {
         let mut map = self.map.write();
-        if map.get(guard).map(Vec::as_slice) != expected {
+        if guards
+            .iter()
+            .any(|(key, expected)| map.get(*key).map(Vec::as_slice) != *expected)
+        {
             return Ok(false);
         }
         for (k, v) in batch.into_ops() {
@@ -92,6 +113,10 @@ impl Kv for MemoryKv {
             }
         }
         Ok(true)
+    }
+
+    fn shared(&self) -> bool {
+        self.shared
     }
 
     fn flush(&self) -> Result<(), KvError> {

@@ -114,6 +114,10 @@ impl From<postgres::Error> for KvError {
     }
 }
 
+/// A guard of a conditional batch ([`Kv::apply_if_all`]): a key and the value it must hold
+/// (`None`: it must be absent).
+pub type Guard<'a> = (&'a [u8], Option<&'a [u8]>);
+
 /// A key-value pair read from a scan.
 pub type Pair = (Vec<u8>, Vec<u8>);
 
@@ -233,19 +237,25 @@ pub trait Kv: Send + Sync {
     /// key is absent), and says whether it did: a conditional batch. A writer that finds the
     /// guard changed (by a writer in another process sharing the backend) re-reads what it
     /// cached and tries again; nothing of a refused batch is applied.
-    ///
-    /// The default checks, then applies: right for a backend one process holds (sled and
-    /// redb, behind the directory lock), whose writers of what a guard protects are
-    /// serialized by the engine (a session's lock). A backend that processes share checks
-    /// inside the write ([`PostgresKv`]).
     fn apply_if(
         &self,
         guard: &[u8],
         expected: Option<&[u8]>,
         batch: WriteBatch,
     ) -> Result<bool, KvError> {
-        if self.get(guard)?.as_deref() != expected {
-            return Ok(false);
+        self.apply_if_all(&[(guard, expected)], batch)
+    }
+    /// [`Kv::apply_if`] with several guards, every one of which must hold.
+    ///
+    /// The default checks, then applies: right for a backend one process holds (sled and
+    /// redb, behind the directory lock), whose writers of what a guard protects are
+    /// serialized by the engine (a session's lock). A backend that processes share checks
+    /// inside the write ([`PostgresKv`]).
+    fn apply_if_all(&self, guards: &[Guard<'_>], batch: WriteBatch) -> Result<bool, KvError> {
+        for (key, expected) in guards {
+            if self.get(key)?.as_deref() != *expected {
+                return Ok(false);
+            }
         }
         self.apply(batch)?;
         Ok(true)
@@ -259,5 +269,12 @@ pub trait Kv: Send + Sync {
     /// backend, whose reads and writes are calls.
     fn round_trips(&self) -> Option<u64> {
         None
+    }
+    /// Whether other processes may write this backend while this handle is open (a database
+    /// server: [`PostgresKv`]). The engine then fences its commits with [`Kv::apply_if`],
+    /// checks what it caches against the log, and buffers no write (docs/design.md,
+    /// "Fenced commits"). An embedded backend is one process's, behind its directory lock.
+    fn shared(&self) -> bool {
+        false
     }
 }

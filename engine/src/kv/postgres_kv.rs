@@ -27,7 +27,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use parking_lot::Mutex;
 use postgres::{Client, NoTls, Statement};
 
-use super::{Kv, KvError, Pair, Scan, WriteBatch};
+use super::{Guard, Kv, KvError, Pair, Scan, WriteBatch};
 
 /// Rows a scan reads per query.
 pub const PAGE_ROWS: i64 = 512;
@@ -67,12 +67,14 @@ impl Conn {
              INSERT INTO {table} (k, v) SELECT * FROM unnest($2::bytea[], $3::bytea[]) \
              ON CONFLICT (k) DO UPDATE SET v = excluded.v"
         ))?;
-        // The guard holds when the key has the expected value, or is absent and None was
+        // Every guard holds when its key has the expected value, or is absent and NULL was
         // expected; the batch's statements run only then, and the answer says which.
         let apply_if = client.prepare(&format!(
-            "WITH ok AS (SELECT CASE WHEN $5::bytea IS NULL \
-                 THEN NOT EXISTS (SELECT 1 FROM {table} WHERE k = $4) \
-                 ELSE EXISTS (SELECT 1 FROM {table} WHERE k = $4 AND v = $5) END AS yes), \
+            "WITH g AS (SELECT * FROM unnest($4::bytea[], $5::bytea[]) AS g(k, e)), \
+             ok AS (SELECT coalesce(bool_and(CASE WHEN g.e IS NULL \
+                 THEN NOT EXISTS (SELECT 1 FROM {table} t WHERE t.k = g.k) \
+                 ELSE EXISTS (SELECT 1 FROM {table} t WHERE t.k = g.k AND t.v = g.e) END), \
+                 true) AS yes FROM g), \
              gone AS (DELETE FROM {table} WHERE (SELECT yes FROM ok) AND k = ANY($1::bytea[])), \
              put AS (INSERT INTO {table} (k, v) \
                  SELECT * FROM unnest($2::bytea[], $3::bytea[]) WHERE (SELECT yes FROM ok) \
@@ -155,6 +157,19 @@ impl PostgresKv {
         Ok(self.pooled(&self.pool, &self.config, work)??)
     }
 
+    /// [`PostgresKv::with`] for a read, which is tried once more on a new connection when
+    /// the server had closed the one it took (a restart, a failover, a connection cut): a read
+    /// changes nothing, so trying it again is safe, as a write's is not.
+    fn read<T>(
+        &self,
+        mut work: impl FnMut(&mut Conn) -> Result<T, postgres::Error>,
+    ) -> Result<T, KvError> {
+        match self.pooled(&self.pool, &self.config, &mut work)? {
+            Err(e) if e.is_closed() => Ok(self.pooled(&self.pool, &self.config, work)??),
+            done => Ok(done?),
+        }
+    }
+
     /// Runs `work` on a connection of `pool` (opened with `config` when none is free); the
     /// outer error is the connection's, the inner one the work's.
     fn pooled<T>(
@@ -172,9 +187,11 @@ impl PostgresKv {
         self.statements.fetch_add(1, Ordering::Relaxed);
         let result = work(&mut conn);
         if conn.client.is_closed() {
-            // The server went away (a restart, a failover): the pooled connections to it are
-            // gone too, so the next call opens a fresh one rather than fail on each in turn.
-            pool.lock().clear();
+            // The server went away (a restart, a failover): the pooled connections to it, in
+            // both pools, are gone too, so the next call opens a fresh one rather than fail on
+            // each in turn.
+            self.pool.lock().clear();
+            self.fenced_pool.lock().clear();
         } else if result.is_ok() {
             let mut pool = pool.lock();
             if pool.len() < POOL {
@@ -185,7 +202,7 @@ impl PostgresKv {
     }
 
     fn page(&self, start: &[u8], end: &[u8], rev: bool) -> Result<Vec<Pair>, KvError> {
-        self.with(|conn| {
+        self.read(|conn| {
             let statement = if rev { &conn.page_rev } else { &conn.page };
             let rows = conn.client.query(statement, &[&start, &end, &PAGE_ROWS])?;
             Ok(rows
@@ -256,7 +273,7 @@ impl Iterator for Pages<'_> {
 
 impl Kv for PostgresKv {
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, KvError> {
-        self.with(|conn| {
+        self.read(|conn| {
             let row = conn.client.query_opt(&conn.get, &[&key])?;
             Ok(row.map(|row| row.get::<_, Vec<u8>>(0)))
         })
@@ -271,7 +288,7 @@ impl Kv for PostgresKv {
         if start >= end {
             return Ok(false);
         }
-        let found = self.with(|conn| {
+        let found = self.read(|conn| {
             let row = conn.client.query_opt(&conn.last, &[&start, &end])?;
             Ok(row.map(|row| (row.get::<_, Vec<u8>>(0), row.get::<_, Vec<u8>>(1))))
         })?;
@@ -298,17 +315,14 @@ impl Kv for PostgresKv {
         })
     }
 
-    fn apply_if(
-        &self,
-        guard: &[u8],
-        expected: Option<&[u8]>,
-        batch: WriteBatch,
-    ) -> Result<bool, KvError> {
+    fn apply_if_all(&self, guards: &[Guard<'_>], batch: WriteBatch) -> Result<bool, KvError> {
         let (deletes, keys, values) = resolve(batch);
+        let guard_keys: Vec<&[u8]> = guards.iter().map(|(k, _)| *k).collect();
+        let expected: Vec<Option<&[u8]>> = guards.iter().map(|(_, e)| *e).collect();
         let done = self.pooled(&self.fenced_pool, &self.fenced, |conn| {
             let row = conn.client.query_one(
                 &conn.apply_if,
-                &[&deletes, &keys, &values, &guard, &expected],
+                &[&deletes, &keys, &values, &guard_keys, &expected],
             )?;
             Ok(row.get::<_, bool>(0))
         })?;
@@ -332,6 +346,10 @@ impl Kv for PostgresKv {
 
     fn name(&self) -> &'static str {
         "postgres"
+    }
+
+    fn shared(&self) -> bool {
+        true
     }
 }
 

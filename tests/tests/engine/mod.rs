@@ -10,6 +10,7 @@ mod deep;
 mod durability;
 mod exact;
 mod faulty;
+mod fenced;
 mod fork;
 mod full_disk;
 mod hostile;

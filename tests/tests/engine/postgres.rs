@@ -236,6 +236,23 @@ fn a_conditional_batch_applies_only_while_its_guard_holds() {
         assert!(kv.apply_if(b"head", Some(b"1"), b).unwrap());
         assert_eq!(kv.get(b"head").unwrap(), Some(b"2".to_vec()));
         assert_eq!(kv.get(b"y").unwrap(), Some(b"1".to_vec()));
+        // Several guards: applied only when every one holds (a commit's log key and lease).
+        let both = |lease: Option<&'static [u8]>| {
+            [(b"log-7".as_slice(), None), (b"lease".as_slice(), lease)]
+        };
+        assert!(!kv
+            .apply_if_all(&both(Some(b"t1")), put(b"log-7", b"a"))
+            .unwrap());
+        assert!(kv.apply_if_all(&both(None), put(b"lease", b"t1")).unwrap());
+        assert!(!kv.apply_if_all(&both(None), put(b"log-7", b"a")).unwrap());
+        assert_eq!(kv.get(b"log-7").unwrap(), None, "{}", kv.name());
+        assert!(kv
+            .apply_if_all(&both(Some(b"t1")), put(b"log-7", b"a"))
+            .unwrap());
+        assert!(!kv
+            .apply_if_all(&both(Some(b"t1")), put(b"log-7", b"b"))
+            .unwrap());
+        assert_eq!(kv.get(b"log-7").unwrap(), Some(b"a".to_vec()));
     }
 }
 
@@ -404,4 +421,28 @@ fn a_broken_connection_fails_one_operation_and_the_store_goes_on() {
         ["user 1", "assistant 1", "plan B", "assistant B", "after"]
     );
     assert!(store.verify().unwrap().is_ok());
+}
+
+#[test]
+fn stores_of_several_processes_append_to_one_session_without_losing_one() {
+    // Each store has its own connections, as each process would: their commits are fenced by
+    // the database (docs/design.md, "Fenced commits").
+    let Some(table) = Table::new("fenced") else {
+        return;
+    };
+    let open = || {
+        Store::open_with(
+            StoreConfig::new("")
+                .backend(table.backend())
+                .durability(Durability::Sync),
+        )
+        .unwrap()
+    };
+    for cas in [false, true] {
+        let stores = (0..3).map(|_| open()).collect();
+        let (written, id) = super::fenced::concurrent_appends(stores, 40, cas);
+        super::fenced::assert_no_lost_update(&open(), &id, &written);
+    }
+    // Past an id run's flush and a merge, alternating between two stores.
+    super::fenced::alternate_and_find_every_id(&open(), &open(), &open(), 1100, 50);
 }

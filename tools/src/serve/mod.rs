@@ -18,7 +18,6 @@ mod oplog;
 mod routes;
 mod stores;
 mod stream;
-mod turns;
 mod view;
 
 use std::net::SocketAddr;
@@ -175,17 +174,7 @@ pub fn run(env: &mut Env<'_>, args: &Args) -> CmdResult<()> {
                 stop_rx.clone(),
             )));
         }
-        // Leases of clients that stopped renewing them expire.
-        let turns = state.turns();
-        let sweeper = tokio::spawn(async move {
-            let mut tick = tokio::time::interval(Duration::from_millis(250));
-            loop {
-                tick.tick().await;
-                turns.sweep();
-            }
-        });
         shutdown_signal().await;
-        sweeper.abort();
         state.stop();
         let _ = stop_tx.send(true);
         for server in servers {

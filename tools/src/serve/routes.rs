@@ -25,7 +25,6 @@ use super::api::{ApiError, ApiResult, Body, Path, Query, Raw};
 use super::oplog::{self, At};
 use super::stores::Stores;
 use super::stream::{forward_body, json_stream, ndjson, BodyEnd, BodyReader, Sink};
-use super::turns::{Turns, DEFAULT_TTL, MAX_TTL};
 
 /// What every handler shares, as one request sees it: a handler takes `State` itself (not
 /// `axum::extract::State<State>`), whose store stamps the request's writes with its client's
@@ -44,7 +43,6 @@ struct Shared {
     max_body: usize,
     max_import: usize,
     durability: Durability,
-    turns: Turns,
     summarizer: Option<Arc<dyn Summarizer>>,
     /// Set when the server stops: streams that would go on forever (a followed replay) end.
     stopping: std::sync::atomic::AtomicBool,
@@ -68,7 +66,6 @@ impl State {
                 max_body,
                 max_import,
                 durability,
-                turns: Turns::default(),
                 summarizer,
                 stopping: std::sync::atomic::AtomicBool::new(false),
             }),
@@ -87,11 +84,6 @@ impl State {
         self.inner
             .stopping
             .load(std::sync::atomic::Ordering::Relaxed)
-    }
-
-    /// The turn leases, for the server's sweeper.
-    pub fn turns(&self) -> Turns {
-        self.inner.turns.clone()
     }
 
     /// The store of this request, stamping operations with its client.
@@ -417,6 +409,11 @@ async fn health(state: State) -> Response {
     let stores = state.stores().all();
     let poisoned = stores.iter().find_map(Store::poisoned);
     let backend = stores.first().map_or("postgres", Store::backend_name);
+    // Sharded: the statements sent to every cluster.
+    let round_trips = stores
+        .iter()
+        .filter_map(Store::round_trips)
+        .reduce(u64::saturating_add);
     json_answer(
         StatusCode::OK,
         json!({
@@ -425,6 +422,7 @@ async fn health(state: State) -> Response {
             "durability": format!("{:?}", state.inner.durability).to_lowercase(),
             "version": env!("CARGO_PKG_VERSION"),
             "poisoned": poisoned,
+            "roundTrips": round_trips,
         }),
     )
 }
@@ -1359,18 +1357,11 @@ async fn move_leaf(
     Body(body): Body<MoveBody>,
 ) -> ApiResult<Response> {
     let store = state.store()?;
-    let turns = state.inner.turns.clone();
     let leaf = blocking(move || {
         let session = store.session(&sid)?;
         match &body.lease {
             None => session.move_to(body.target.as_deref())?,
-            Some(lease) => turns
-                .with(&sid, lease, |guard| guard.move_to(body.target.as_deref()))
-                .ok_or_else(|| {
-                    grove::GroveError::InvalidState(format!(
-                        "no turn lease {lease} on session {sid} (it ended or expired)"
-                    ))
-                })??,
+            Some(lease) => session.move_in_turn(lease, body.target.as_deref())?,
         }
         session.leaf()
     })
@@ -1436,6 +1427,11 @@ mod tests {
 
 // ---- turns and navigation ----
 
+/// The longest turn lease a client may ask for.
+const MAX_TTL: std::time::Duration = std::time::Duration::from_secs(3600);
+/// The turn lease of a client that does not say.
+const DEFAULT_TTL: std::time::Duration = std::time::Duration::from_secs(60);
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct TurnBody {
@@ -1457,13 +1453,9 @@ async fn begin_turn(
         )));
     }
     let store = state.store()?;
-    let turns = state.inner.turns.clone();
-    turns.sweep();
-    let lease = blocking(move || {
-        let guard = store.session(&sid)?.begin_turn()?;
-        Ok(turns.hold(&sid, guard, ttl))
-    })
-    .await?;
+    // The engine keeps the lease (in the database, for a store processes share), so that any
+    // node of the server renews, ends or moves with it; the guard is let go of, not dropped.
+    let lease = blocking(move || Ok(store.session(&sid)?.begin_turn_for(ttl)?.detach())).await?;
     Ok(json_answer(
         StatusCode::CREATED,
         json!({ "lease": lease, "ttlMs": ttl.as_millis() as u64 }),
@@ -1480,7 +1472,9 @@ async fn renew_turn(
     state: State,
     Path((sid, lease)): Path<(String, String)>,
 ) -> ApiResult<Response> {
-    if state.inner.turns.renew(&sid, &lease) {
+    let store = state.store()?;
+    let (sid_, lease_) = (sid.clone(), lease.clone());
+    if blocking(move || store.session(&sid_)?.renew_turn(&lease_)).await? {
         Ok(json_answer(StatusCode::OK, json!({ "lease": lease })))
     } else {
         Err(no_lease(&sid, &lease))
@@ -1491,7 +1485,9 @@ async fn end_turn(
     state: State,
     Path((sid, lease)): Path<(String, String)>,
 ) -> ApiResult<StatusCode> {
-    if state.inner.turns.end(&sid, &lease) {
+    let store = state.store()?;
+    let (sid_, lease_) = (sid.clone(), lease.clone());
+    if blocking(move || store.session(&sid_)?.end_turn(&lease_)).await? {
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(no_lease(&sid, &lease))

@@ -32,6 +32,8 @@ export interface Health {
 	version: string;
 	/** Why the store refuses writes, or null. */
 	poisoned: string | null;
+	/** Statements this node sent to its database server (null: an embedded store). */
+	roundTrips: number | null;
 }
 
 export interface VerifyReport {
