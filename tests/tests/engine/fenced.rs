@@ -157,7 +157,11 @@ pub fn alternate_and_find_every_id(a: &Store, b: &Store, fresh: &Store, n: usize
     let (sa, sb) = (a.session(&id).unwrap(), b.session(&id).unwrap());
     let mut ids = Vec::new();
     for i in 0..n {
-        let s = if (i / stint).is_multiple_of(2) { &sa } else { &sb };
+        let s = if (i / stint).is_multiple_of(2) {
+            &sa
+        } else {
+            &sb
+        };
         ids.push(s.append(user(&format!("turn {i}"))).unwrap());
     }
     let s = fresh.session(&id).unwrap();
