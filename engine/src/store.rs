@@ -530,6 +530,29 @@ impl Inner {
     }
 }
 
+impl Inner {
+    /// Lists session `sid` as `id` with the rest of `batch`, in one atomic write; the id must
+    /// not be listed yet (`SessionExists`). In a shared store the catalogue row is the guard,
+    /// so that of two processes listing one id one gets it; a refusal that was not that (a
+    /// serialization failure of unrelated writes) is tried again.
+    fn list(&self, id: &str, sid: u64, batch: WriteBatch, durability: Durability) -> Result<()> {
+        let _guard = self.catalogue.lock();
+        let listed = keys::session_id(id);
+        for tries in 0..FENCE_TRIES {
+            util::backoff(tries);
+            if self.sid_of(id)?.is_some() {
+                return Err(GroveError::SessionExists(id.to_owned()));
+            }
+            let mut batch = batch.clone();
+            batch.put(listed.clone(), sid.to_be_bytes().to_vec());
+            if self.commit_fenced(&[(&listed, None)], batch, false, durability)? {
+                return Ok(());
+            }
+        }
+        Err(fenced_out(&format!("listing session {id}")))
+    }
+}
+
 /// Times a fenced write is tried when other processes' writes keep coming first
 /// ([`Inner::commit_fenced`]); then the operation fails with `busy`, which callers retry.
 pub(crate) const FENCE_TRIES: usize = 8;
@@ -1161,41 +1184,17 @@ impl Store {
             name_at: None,
             last_timestamp: None,
         };
-        let _guard = self.inner.catalogue.lock();
-        if self.inner.sid_of(&id)?.is_some() {
-            return Err(GroveError::SessionExists(id));
-        }
         let mut batch = WriteBatch::new();
         batch.put(keys::session(sid), record::encode(&record));
         batch.put(keys::head(sid), record::encode(&head));
-        let listed = keys::session_id(&id);
-        batch.put(listed.clone(), sid.to_be_bytes().to_vec());
-        // Another process may list the same id meanwhile: the catalogue row is the guard.
-        if !self
-            .inner
-            .commit_fenced(&[(&listed, None)], batch, false, self.inner.durability)?
-        {
-            return Err(GroveError::SessionExists(id));
-        }
+        self.inner.list(&id, sid, batch, self.inner.durability)?;
         Ok(Session::new(self.inner.clone(), sid, record).with_actor_of(self))
     }
 
     /// Publishes a fully written session under its id (the last write of an import).
     pub(crate) fn publish(&self, sid: u64, id: &str, mut batch: WriteBatch) -> Result<()> {
-        let _guard = self.inner.catalogue.lock();
-        if self.inner.sid_of(id)?.is_some() {
-            return Err(GroveError::SessionExists(id.to_owned()));
-        }
-        let listed = keys::session_id(id);
-        batch.put(listed.clone(), sid.to_be_bytes().to_vec());
         batch.delete(keys::pending(sid));
-        if !self
-            .inner
-            .commit_fenced(&[(&listed, None)], batch, false, Durability::Sync)?
-        {
-            return Err(GroveError::SessionExists(id.to_owned()));
-        }
-        Ok(())
+        self.inner.list(id, sid, batch, Durability::Sync)
     }
 
     /// Opens the session with exactly this id.
@@ -1287,19 +1286,30 @@ impl Store {
                 .inner
                 .sid_of(id)?
                 .ok_or_else(|| GroveError::SessionNotFound(id.to_owned()))?;
-            let mut batch = WriteBatch::new();
             let listed = keys::session_id(id);
             let value = sid.to_be_bytes();
-            batch.delete(listed.clone());
-            batch.put(keys::pending(sid), Vec::new());
-            // Another process may have deleted it meanwhile.
-            if !self.inner.commit_fenced(
-                &[(&listed, Some(&value))],
-                batch,
-                false,
-                self.inner.durability,
-            )? {
-                return Err(GroveError::SessionNotFound(id.to_owned()));
+            let mut tries = 0;
+            loop {
+                let mut batch = WriteBatch::new();
+                batch.delete(listed.clone());
+                batch.put(keys::pending(sid), Vec::new());
+                // Another process may have deleted it meanwhile: the row is the guard.
+                if self.inner.commit_fenced(
+                    &[(&listed, Some(&value))],
+                    batch,
+                    false,
+                    self.inner.durability,
+                )? {
+                    break;
+                }
+                if self.inner.sid_of(id)? != Some(sid) {
+                    return Err(GroveError::SessionNotFound(id.to_owned()));
+                }
+                tries += 1;
+                if tries == FENCE_TRIES {
+                    return Err(fenced_out(&format!("deleting session {id}")));
+                }
+                util::backoff(tries);
             }
             sid
         };

@@ -446,3 +446,36 @@ fn stores_of_several_processes_append_to_one_session_without_losing_one() {
     // Past an id run's flush and a merge, alternating between two stores.
     super::fenced::alternate_and_find_every_id(&open(), &open(), &open(), 1100, 50);
 }
+
+#[test]
+fn sessions_appended_at_once_through_one_store_are_not_refused() {
+    // Each session has one writer: no commit meets a real conflict, so none may be refused
+    // (a serializable check of the guard refused those whose rows shared an index page).
+    let Some(table) = Table::new("claims") else {
+        return;
+    };
+    let store = Store::open_with(
+        StoreConfig::new("")
+            .backend(table.backend())
+            .durability(Durability::Sync),
+    )
+    .unwrap();
+    let threads: Vec<_> = (0..24)
+        .map(|w| {
+            let store = store.clone();
+            std::thread::spawn(move || {
+                let s = store
+                    .create_session(grove::CreateSession::default())
+                    .unwrap();
+                for i in 0..25 {
+                    s.append(super::user(&format!("{w} {i}"))).unwrap();
+                }
+                s.id().to_owned()
+            })
+        })
+        .collect();
+    for t in threads {
+        let id = t.join().unwrap();
+        assert_eq!(store.session(&id).unwrap().head().unwrap().entries, 25);
+    }
+}
