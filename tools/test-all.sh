@@ -8,6 +8,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 status=0
+# What this run started is stopped when it ends.
+stops=""
+trap 'eval "$stops" >/dev/null 2>&1 || true' EXIT
 # PostgreSQL for the postgres backend's tests (tools/pg-setup.sh: Debian's package, a cluster of its
 # own on 127.0.0.1:55432, started as the postgres user). The tests of several grove nodes
 # (serve::cluster) start a primary and a synchronous standby of their own with the same package
@@ -17,12 +20,35 @@ if [ -z "${GROVE_TEST_PG:-}" ]; then
     eval "$pg_env"
     # A server this run started is stopped when it ends.
     if [ -n "${GROVE_TEST_PG_STARTED:-}" ]; then
-      trap 'bash tools/pg-setup.sh stop >/dev/null 2>&1 || true' EXIT
+      stops="bash tools/pg-setup.sh stop;"
     fi
   else
     echo "PostgreSQL could not be started: the postgres backend's tests skip (and fail under CI)"
   fi
 fi
+# A second PostgreSQL server and a three-member etcd cluster for the sharding test
+# (tests/tests/serve/shard.rs; docs/scale-out.md). Under CI that test fails without them.
+if [ -z "${GROVE_TEST_PG2:-}" ]; then
+  if pg2_env="$(GROVE_PG_DIR=/tmp/grove-pg2 GROVE_PG_PORT=55433 bash tools/pg-setup.sh)"; then
+    eval "$(printf '%s\n' "$pg2_env" | sed 's/GROVE_TEST_PG/GROVE_TEST_PG2/')"
+    if [ -n "${GROVE_TEST_PG2_STARTED:-}" ]; then
+      stops="${stops:-} GROVE_PG_DIR=/tmp/grove-pg2 bash tools/pg-setup.sh stop;"
+    fi
+  else
+    echo "A second PostgreSQL server could not be started: the sharding test skips (and fails under CI)"
+  fi
+fi
+if [ -z "${GROVE_TEST_ETCD:-}" ]; then
+  if etcd_env="$(bash tools/etcd-setup.sh)"; then
+    eval "$etcd_env"
+    if [ -n "${GROVE_TEST_ETCD_STARTED:-}" ]; then
+      stops="${stops:-} bash tools/etcd-setup.sh stop;"
+    fi
+  else
+    echo "etcd could not be started: the sharding test skips (and fails under CI)"
+  fi
+fi
+export GROVE_TEST_PG2="${GROVE_TEST_PG2:-}" GROVE_TEST_ETCD="${GROVE_TEST_ETCD:-}"
 echo "== Rust (cargo test --workspace)"
 cargo test --workspace || status=1
 

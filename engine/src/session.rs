@@ -148,6 +148,22 @@ impl Session {
         self.actor.as_deref().unwrap_or(crate::store::DEFAULT_ACTOR)
     }
 
+    /// A handle on a stored session whose record and packed count are known.
+    pub(crate) fn known(
+        inner: Arc<Inner>,
+        sid: u64,
+        record: Arc<SessionRecord>,
+        packed: u64,
+    ) -> Session {
+        Session {
+            inner,
+            sid,
+            record,
+            packed,
+            actor: None,
+        }
+    }
+
     /// A handle on a stored session: reads its packed count (one point read). Its state
     /// (head, id index) is read, and a last record a crash interrupted completed, the first
     /// time the process needs it ([`crate::ids`]).

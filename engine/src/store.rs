@@ -249,6 +249,10 @@ pub(crate) struct Inner {
     /// Each session's id index, loaded on first use ([`crate::ids`]).
     pub(crate) id_indexes: Mutex<HashMap<u64, Arc<crate::ids::IdIndexSlot>>>,
     pub(crate) leases: Leases,
+    /// What a session's number stands for, read once: its record and packed count, written
+    /// when the session is and never changed (a number is not reused), so that opening a
+    /// session by id reads only its catalogue row.
+    described: Mutex<HashMap<u64, (Arc<SessionRecord>, u64)>>,
     pub(crate) views: Views,
     /// Bumped after every acknowledged write, for readers that follow a session.
     pub(crate) commits: crate::commits::Commits,
@@ -986,6 +990,7 @@ impl Store {
             session_locks: Mutex::new(HashMap::new()),
             id_indexes: Mutex::new(HashMap::new()),
             leases: Leases::default(),
+            described: Mutex::new(HashMap::new()),
             views: Views::default(),
             commits: crate::commits::Commits::default(),
             payload_threshold: std::sync::atomic::AtomicUsize::new(
@@ -1209,8 +1214,20 @@ impl Store {
     /// Opens session `sid`, listed as `id`; `SessionNotFound` when it was deleted meanwhile
     /// (its catalogue row goes first, its record last).
     fn open_listed(&self, id: &str, sid: u64) -> Result<Session> {
+        let known = self.inner.described.lock().get(&sid).cloned();
+        if let Some((record, packed)) = known {
+            return Ok(Session::known(self.inner.clone(), sid, record, packed).with_actor_of(self));
+        }
         match self.inner.require::<SessionRecord>(&keys::session(sid)) {
-            Ok(record) => Ok(Session::open(self.inner.clone(), sid, record)?.with_actor_of(self)),
+            Ok(record) => {
+                let session = Session::open(self.inner.clone(), sid, record)?;
+                let mut described = self.inner.described.lock();
+                if described.len() >= SESSION_LOCKS_KEPT {
+                    described.clear();
+                }
+                described.insert(sid, (session.record.clone(), session.packed));
+                Ok(session.with_actor_of(self))
+            }
             Err(_) if self.inner.sid_of(id)? != Some(sid) => {
                 Err(GroveError::SessionNotFound(id.to_owned()))
             }
@@ -1323,6 +1340,7 @@ impl Store {
         let mut tip = lock.lock();
         *tip = Tip::default();
         self.inner.forget_id_index(sid);
+        self.inner.described.lock().remove(&sid);
         for tag in keys::SESSION_TABLES {
             if tag == keys::T_PENDING {
                 continue;

@@ -77,6 +77,10 @@ pub enum CommandError {
         /// The server's message.
         message: String,
     },
+    /// The shard map in etcd could not be read or written, or a move between clusters
+    /// failed (`grove shard`, `grove serve --etcd`).
+    #[error(transparent)]
+    Shard(#[from] crate::shard::mover::MoveError),
     /// The default store location is unknown on this platform.
     #[error("no data directory on this platform")]
     NoDataDir,
@@ -103,6 +107,33 @@ fn damaged_tables(damage: usize) -> String {
         String::new()
     } else {
         format!(", {damage} store-wide problem(s) of the source")
+    }
+}
+
+impl From<crate::shard::etcd::EtcdError> for CommandError {
+    fn from(e: crate::shard::etcd::EtcdError) -> CommandError {
+        CommandError::Shard(e.into())
+    }
+}
+
+impl From<crate::shard::map::MapError> for CommandError {
+    fn from(e: crate::shard::map::MapError) -> CommandError {
+        CommandError::Shard(e.into())
+    }
+}
+
+impl From<crate::shard::router::ShardError> for CommandError {
+    fn from(e: crate::shard::router::ShardError) -> CommandError {
+        use crate::shard::mover::MoveError;
+        use crate::shard::router::ShardError;
+        CommandError::Shard(match e {
+            ShardError::Etcd(e) => MoveError::Etcd(e),
+            ShardError::Map(e) => MoveError::Map(e),
+            ShardError::Store { cluster, source } => MoveError::Store { cluster, source },
+            ShardError::Unrouted { sid, .. } => {
+                MoveError::UnknownCluster(format!("(none for {sid})"))
+            }
+        })
     }
 }
 
@@ -140,6 +171,7 @@ impl CommandError {
             CommandError::File { .. } | CommandError::System { .. } => "Io",
             CommandError::NoDataDir => "NoDataDir",
             CommandError::Server { .. } => "ServerError",
+            CommandError::Shard(_) => "ShardError",
             CommandError::Stdout(_) => "Io",
             CommandError::VerifyFailed(_) => "VerifyFailed",
             CommandError::SalvageIncomplete { .. } => "SalvageIncomplete",
@@ -161,6 +193,7 @@ impl CommandError {
             CommandError::VerifyFailed(_) | CommandError::SalvageIncomplete { .. } => EXIT_STORAGE,
             CommandError::Server { status, .. } if *status >= 500 => EXIT_STORAGE,
             CommandError::Server { .. } => EXIT_USER,
+            CommandError::Shard(e) => e.exit_code(),
         }
     }
 
@@ -199,6 +232,7 @@ impl CommandError {
                 "give the server's token with --token or GROVE_TOKEN"
             }
             CommandError::Server { .. } => return None,
+            CommandError::Shard(e) => return e.hint().map(str::to_owned),
             CommandError::Grove(e) => match e {
                 GroveError::SessionNotFound(_) => "run `grove ls` to list the sessions",
                 GroveError::EntryNotFound(_) => {

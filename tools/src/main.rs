@@ -13,6 +13,7 @@ mod output;
 mod output_file;
 mod remote;
 mod serve;
+mod shard;
 mod storage_hint;
 
 use std::io::{IsTerminal, Write};

@@ -147,9 +147,23 @@ impl PostgresKv {
             .parse()
             .map_err(|e| KvError::Postgres(format!("database url: {e}")))?;
         let mut client = config.connect(NoTls)?;
-        client.batch_execute(&format!(
-            "CREATE TABLE IF NOT EXISTS {table} (k BYTEA PRIMARY KEY, v BYTEA NOT NULL)"
-        ))?;
+        let create =
+            format!("CREATE TABLE IF NOT EXISTS {table} (k BYTEA PRIMARY KEY, v BYTEA NOT NULL)");
+        if let Err(e) = client.batch_execute(&create) {
+            // Two processes opening a new table at once both create it: the loser's `IF NOT
+            // EXISTS` check ran before the winner's table existed (unique_violation on the
+            // catalogue, duplicate_object for its row type, or duplicate_table). The table is
+            // there; once more confirms it.
+            let raced = [
+                postgres::error::SqlState::UNIQUE_VIOLATION,
+                postgres::error::SqlState::DUPLICATE_OBJECT,
+                postgres::error::SqlState::DUPLICATE_TABLE,
+            ];
+            match e.code() {
+                Some(code) if raced.contains(code) => client.batch_execute(&create)?,
+                _ => return Err(e.into()),
+            }
+        }
         drop(client);
         let mut fenced = config.clone();
         let options = config.get_options().unwrap_or("");

@@ -479,3 +479,28 @@ fn sessions_appended_at_once_through_one_store_are_not_refused() {
         assert_eq!(store.session(&id).unwrap().head().unwrap().entries, 25);
     }
 }
+
+#[test]
+fn processes_opening_a_new_table_at_once_all_open_it() {
+    let Some(table) = Table::new("race") else {
+        return;
+    };
+    for round in 0..5 {
+        let name = format!("{}_{round}", table.name);
+        let together = std::sync::Arc::new(std::sync::Barrier::new(6));
+        let threads: Vec<_> = (0..6)
+            .map(|_| {
+                let (url, name, together) = (table.url.clone(), name.clone(), together.clone());
+                std::thread::spawn(move || {
+                    together.wait();
+                    PostgresKv::open(&url, &name).map(drop)
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap().unwrap();
+        }
+        let mut admin = postgres::Client::connect(&table.url, postgres::NoTls).unwrap();
+        admin.batch_execute(&format!("DROP TABLE {name}")).unwrap();
+    }
+}

@@ -10,6 +10,7 @@ mod oplog;
 mod payloads;
 mod replay;
 mod routes;
+mod shard;
 mod turns;
 mod view;
 

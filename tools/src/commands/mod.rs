@@ -28,6 +28,7 @@ pub mod path;
 pub mod replay;
 pub mod salvage;
 pub mod seal;
+pub mod shard;
 pub mod show;
 pub mod summarizer_args;
 pub mod summary_preview;
@@ -65,6 +66,7 @@ pub enum Command {
     Verify(verify::Args),
     Salvage(salvage::Args),
     Serve(crate::serve::Args),
+    Shard(shard::Args),
     Gen(gen::Args),
     Demo(demo::Args),
 }
@@ -214,6 +216,29 @@ impl Env<'_> {
         Ok(config)
     }
 
+    /// Opens the store of a shard cluster (`grove serve --etcd`, `grove shard move`): its
+    /// PostgreSQL table, with the global options' durability, cache and limits, and no write
+    /// buffer, so that every commit reaches the database when it is made (other nodes read the
+    /// same table). Operations are stamped with `actor`.
+    pub fn cluster_opener(&self, actor: &str) -> Box<crate::shard::router::Opener> {
+        let mut base = StoreConfig::new(&self.store_dir)
+            .durability(self.durability.durability())
+            .cache_bytes(self.cache.unwrap_or(grove::store::DEFAULT_CACHE_BYTES))
+            .lock_wait(self.lock_wait)
+            .write_buffer(false);
+        if let Some(bytes) = self.payload_threshold {
+            base = base.payload_threshold((bytes > 0).then_some(bytes));
+        }
+        let actor = actor.to_owned();
+        Box::new(move |_name, cluster| {
+            let config = base.clone().backend(Backend::Postgres {
+                url: cluster.url.clone(),
+                table: cluster.table.clone(),
+            });
+            Ok(Store::open_with(config)?.with_actor(&actor))
+        })
+    }
+
     /// Opens the store and the session named by `spec` (an id or a unique id prefix).
     pub fn open_session(&self, spec: &str) -> CmdResult<(Store, Session)> {
         let store = self.open_store()?;
@@ -249,6 +274,7 @@ pub fn run(command: Command, env: &mut Env<'_>) -> CmdResult {
         Command::Verify(a) => verify::run(a, env),
         Command::Salvage(a) => salvage::run(a, env),
         Command::Serve(a) => crate::serve::run(env, &a),
+        Command::Shard(a) => shard::run(a, env),
         Command::Gen(a) => gen::run(a, env),
         Command::Demo(a) => demo::run(a, env),
     }

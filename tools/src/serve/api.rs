@@ -188,9 +188,22 @@ impl FromRequestParts<State> for State {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &State) -> ApiResult<State> {
-        Ok(match client_name(&parts.headers)? {
-            Some(name) => state.for_client(name),
-            None => state.clone(),
-        })
+        // Sharded, the session of the path chooses the store.
+        let sid = match state.stores().is_sharded() {
+            false => None,
+            true => axum::extract::RawPathParams::from_request_parts(parts, state)
+                .await
+                .ok()
+                .and_then(|p| {
+                    p.iter()
+                        .find(|(k, _)| *k == "sid")
+                        .map(|(_, v)| v.to_owned())
+                }),
+        };
+        let write = !matches!(
+            parts.method,
+            axum::http::Method::GET | axum::http::Method::HEAD
+        );
+        state.for_request(client_name(&parts.headers)?, sid.as_deref(), write)
     }
 }

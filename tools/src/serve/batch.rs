@@ -47,22 +47,38 @@ pub(super) async fn appends(state: State, Body(body): Body<AppendsBody>) -> ApiR
             body.appends.len()
         )));
     }
-    let store = state.store();
+    // Sharded, each item goes to its session's store, and every store written is flushed.
+    let stores = state.stores().clone();
+    let direct = state.routed();
+    let actor = state.actor();
     let durability = state.durability();
     let results = blocking(move || {
         let mut sessions: HashMap<String, Result<Session, ApiError>> = HashMap::new();
         let mut results = Vec::with_capacity(body.appends.len());
         for item in body.appends {
-            results.push(match apply(&store, &mut sessions, item) {
+            let store = match &direct {
+                Some(store) => Ok(store.clone()),
+                None => stores
+                    .for_session(&item.session, true)
+                    .map(|s| s.with_actor(&actor)),
+            };
+            let applied = store.and_then(|store| apply(&store, &mut sessions, item));
+            results.push(match applied {
                 Ok(id) => json!({ "id": id }),
                 Err(e) => {
                     json!({ "code": e.code, "message": e.message, "status": e.status.as_u16() })
                 }
             });
         }
-        // One flush acknowledges every item written above; if it fails, none is acknowledged
-        // (the request fails and the store refuses writes from then on).
-        store.make_durable(durability)?;
+        // One flush (per store, sharded) acknowledges every item written above; if one fails,
+        // none is acknowledged (the request fails and that store refuses writes from then on).
+        let written = match direct {
+            Some(store) => vec![store],
+            None => stores.all(),
+        };
+        for store in &written {
+            store.make_durable(durability)?;
+        }
         Ok(results)
     })
     .await?;

@@ -16,6 +16,7 @@ mod api;
 mod batch;
 mod oplog;
 mod routes;
+mod stores;
 mod stream;
 mod view;
 
@@ -34,6 +35,8 @@ use tower::ServiceExt;
 use crate::commands::summarizer_args::SummarizerArgs;
 use crate::commands::Env;
 use crate::error::{CmdResult, CommandError};
+use crate::shard::router::Shards;
+use stores::Stores;
 
 /// Serve the store to many clients at once over HTTP/1.1 (docs/api.md): on a unix socket
 /// (mode 0600, no token) and, with --listen, on TCP behind a bearer token. Writes are as
@@ -66,6 +69,18 @@ pub struct Args {
     /// How long to wait for requests in flight at shutdown, in seconds.
     #[arg(long, value_name = "SECONDS", default_value_t = 30)]
     drain_timeout: u64,
+    /// Serve sessions sharded over several PostgreSQL clusters, by the shard map held in this
+    /// etcd cluster (its members' client URLs, comma-separated; docs/scale-out.md). The
+    /// global --backend, --pg and --store are not used then.
+    #[arg(long, value_name = "URL[,URL...]", env = "GROVE_ETCD")]
+    etcd: Option<String>,
+    /// The prefix of the shard map's keys in etcd.
+    #[arg(long, value_name = "PREFIX", default_value = crate::shard::map::DEFAULT_PREFIX, env = "GROVE_ETCD_PREFIX")]
+    etcd_prefix: String,
+    /// How often the shard map is read again from etcd, in seconds (a move's --grace must
+    /// exceed it).
+    #[arg(long, value_name = "SECONDS", default_value_t = 0.2)]
+    map_refresh: f64,
     #[command(flatten)]
     summarizer: SummarizerArgs,
 }
@@ -83,13 +98,35 @@ pub fn run(env: &mut Env<'_>, args: &Args) -> CmdResult<()> {
             ));
         }
     }
-    let store = env.open_store()?;
+    // Sharded (--etcd): one store per cluster of the shard map, which a thread keeps fresh.
+    let (stores, refresher) = match &args.etcd {
+        None => (Stores::One(env.open_store()?), None),
+        Some(etcd) => {
+            let (etcd, keys) =
+                crate::commands::shard::connect(&crate::commands::shard::EtcdArgs {
+                    etcd: etcd.clone(),
+                    etcd_prefix: args.etcd_prefix.clone(),
+                })?;
+            let shards = Shards::open(etcd, keys, env.cluster_opener("server"))?;
+            let every = Duration::try_from_secs_f64(args.map_refresh).map_err(|_| {
+                CommandError::invalid(
+                    format!(
+                        "--map-refresh {} is not a number of seconds",
+                        args.map_refresh
+                    ),
+                    "give a duration in seconds, such as 0.2",
+                )
+            })?;
+            let refresher = shards.refresh_every(every);
+            (Stores::Sharded(shards), Some(refresher))
+        }
+    };
     let socket = args
         .socket
         .clone()
         .unwrap_or_else(|| env.store_dir.join("grove.sock"));
     let state = routes::State::new(
-        store.clone(),
+        stores.clone(),
         args.max_body,
         args.max_import,
         env.durability.durability(),
@@ -148,8 +185,11 @@ pub fn run(env: &mut Env<'_>, args: &Args) -> CmdResult<()> {
     })?;
     // Every request is finished (or abandoned after the drain timeout): flush and close.
     drop(runtime);
-    store.flush()?;
-    drop(store);
+    drop(refresher);
+    for store in stores.all() {
+        store.flush()?;
+    }
+    drop(stores);
     Ok(())
 }
 

@@ -80,7 +80,7 @@ pub(super) async fn operations(
         return Err(ApiError::invalid_argument("limit must be at least 1"));
     }
     let limit = q.limit.unwrap_or(usize::MAX);
-    let store = state.store();
+    let store = state.store()?;
     let ops = blocking(move || store.session(&sid)?.operations()).await?;
     let ops: Vec<Value> = ops.iter().rev().take(limit).map(operation_value).collect();
     Ok(json_answer(StatusCode::OK, json!({ "operations": ops })))
@@ -100,14 +100,14 @@ pub(super) async fn undo(
     Path(sid): Path<String>,
     Body(body): Body<UndoBody>,
 ) -> ApiResult<Response> {
-    let store = state.store();
+    let store = state.store()?;
     let op = blocking(move || store.session(&sid)?.undo(body.to_op)).await?;
     Ok(json_answer(StatusCode::OK, operation_value(&op)))
 }
 
 /// `GET .../seal`.
 pub(super) async fn seal(state: State, Path(sid): Path<String>) -> ApiResult<Response> {
-    let store = state.store();
+    let store = state.store()?;
     let seal = blocking(move || store.session(&sid)?.seal()).await?;
     Ok(json_answer(StatusCode::OK, seal_value(&seal)))
 }
@@ -124,7 +124,7 @@ pub(super) async fn check_seal(
     Path(sid): Path<String>,
     Body(body): Body<CheckBody>,
 ) -> ApiResult<Response> {
-    let store = state.store();
+    let store = state.store()?;
     let check = blocking(move || store.session(&sid)?.check_seal(&body.digest)).await?;
     Ok(json_answer(StatusCode::OK, seal_check_value(&check)))
 }
@@ -151,7 +151,7 @@ pub(super) async fn replay(
     Path(sid): Path<String>,
     Query(q): Query<ReplayQuery>,
 ) -> ApiResult<Response> {
-    let store = state.store();
+    let store = state.store()?;
     let options = grove::ReplayOptions {
         from_op: q.from_op,
         until_op: q.until_op,

@@ -23,20 +23,23 @@ use grove::{NavigateOptions, NavigateOutcome, Navigator};
 
 use super::api::{ApiError, ApiResult, Body, Path, Query, Raw};
 use super::oplog::{self, At};
+use super::stores::Stores;
 use super::stream::{forward_body, json_stream, ndjson, BodyEnd, BodyReader, Sink};
 
 /// What every handler shares, as one request sees it: a handler takes `State` itself (not
 /// `axum::extract::State<State>`), whose store stamps the request's writes with its client's
-/// name (`Grove-Client`, [`super::api::client_name`]; `server` without one).
+/// name (`Grove-Client`, [`super::api::client_name`]; `server` without one) and, sharded, is
+/// the store of the session its path names ([`Stores`]).
 #[derive(Clone)]
 pub struct State {
     inner: Arc<Shared>,
-    /// The store, stamping operations with this request's client.
-    store: Store,
+    /// The store of this request (stamping operations with its client); `None` for a sharded
+    /// server's request that names no session.
+    store: Option<Store>,
 }
 
 struct Shared {
-    store: Store,
+    stores: Stores,
     max_body: usize,
     max_import: usize,
     durability: Durability,
@@ -47,16 +50,19 @@ struct Shared {
 
 impl State {
     pub fn new(
-        store: Store,
+        stores: Stores,
         max_body: usize,
         max_import: usize,
         durability: Durability,
         summarizer: Option<Arc<dyn Summarizer>>,
     ) -> State {
         State {
-            store: store.with_actor(DEFAULT_CLIENT),
+            store: match &stores {
+                Stores::One(store) => Some(store.with_actor(DEFAULT_CLIENT)),
+                Stores::Sharded(_) => None,
+            },
             inner: Arc::new(Shared {
-                store,
+                stores,
                 max_body,
                 max_import,
                 durability,
@@ -80,17 +86,63 @@ impl State {
             .load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// The store, stamping operations with this request's client.
-    pub(super) fn store(&self) -> Store {
+    /// The store of this request, stamping operations with its client.
+    pub(super) fn store(&self) -> ApiResult<Store> {
+        self.store.clone().ok_or_else(|| {
+            ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "storage",
+                "this route names no session, and sessions are sharded over several stores",
+            )
+        })
+    }
+
+    /// The server's stores.
+    pub(super) fn stores(&self) -> &Stores {
+        &self.inner.stores
+    }
+
+    /// The store of this request, if it has one (not a sharded request naming no session).
+    pub(super) fn routed(&self) -> Option<Store> {
         self.store.clone()
     }
 
-    /// This state as a request from client `name` sees it.
-    pub(super) fn for_client(&self, name: &str) -> State {
-        State {
+    /// The actor of this request's operations.
+    pub(super) fn actor(&self) -> String {
+        self.store
+            .as_ref()
+            .map_or_else(|| DEFAULT_CLIENT.to_owned(), |s| s.actor().to_owned())
+    }
+
+    /// This state as a request from client `name` (none: [`DEFAULT_CLIENT`]) on session
+    /// `sid` (if its path names one) sees it; `write` says whether the request writes.
+    pub(super) fn for_request(
+        &self,
+        name: Option<&str>,
+        sid: Option<&str>,
+        write: bool,
+    ) -> ApiResult<State> {
+        let store = match (&self.inner.stores, name, sid) {
+            (Stores::One(_), None, _) => self.store.clone(),
+            (Stores::One(store), Some(name), _) => Some(store.with_actor(name)),
+            (Stores::Sharded(_), _, None) => None,
+            (stores @ Stores::Sharded(_), name, Some(sid)) => Some(
+                stores
+                    .for_session(sid, write)?
+                    .with_actor(name.unwrap_or(DEFAULT_CLIENT)),
+            ),
+        };
+        Ok(State {
             inner: self.inner.clone(),
-            store: self.inner.store.with_actor(name),
-        }
+            store,
+        })
+    }
+
+    /// The store of a new session `id` (sharded: by its id, generated when not given),
+    /// stamping with this request's client, and the id.
+    fn for_new_session(&self, id: Option<String>) -> ApiResult<(Store, Option<String>)> {
+        let (store, id) = self.inner.stores.for_new_session(id)?;
+        Ok((store.with_actor(&self.actor()), id))
     }
 
     /// The durability every acknowledged write has (`--durability`).
@@ -303,7 +355,7 @@ where
     T: Send + 'static,
     F: FnOnce(&Session) -> grove::Result<T> + Send + 'static,
 {
-    let store = state.store();
+    let store = state.store()?;
     blocking(move || f(&store.session(&sid)?)).await
 }
 
@@ -354,23 +406,37 @@ fn session_json(session: &Session) -> grove::Result<Value> {
 // ---- server ----
 
 async fn health(state: State) -> Response {
-    let store = state.store();
+    let stores = state.stores().all();
+    let poisoned = stores.iter().find_map(Store::poisoned);
+    let backend = stores.first().map_or("postgres", Store::backend_name);
+    // Sharded: the statements sent to every cluster.
+    let round_trips = stores
+        .iter()
+        .filter_map(Store::round_trips)
+        .reduce(u64::saturating_add);
     json_answer(
         StatusCode::OK,
         json!({
-            "ok": store.poisoned().is_none(),
-            "backend": store.backend_name(),
+            "ok": poisoned.is_none(),
+            "backend": backend,
             "durability": format!("{:?}", state.inner.durability).to_lowercase(),
             "version": env!("CARGO_PKG_VERSION"),
-            "poisoned": store.poisoned(),
-            "roundTrips": store.round_trips(),
+            "poisoned": poisoned,
+            "roundTrips": round_trips,
         }),
     )
 }
 
 /// `POST /v1/gc`: removes the payloads no session references, as `grove gc --json` reports.
 async fn gc(state: State) -> ApiResult<Response> {
-    let store = state.store();
+    if state.stores().is_sharded() {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "invalid_state",
+            "sessions are sharded over several clusters: run `grove gc` on each cluster's store",
+        ));
+    }
+    let store = state.store()?;
     let report = blocking(move || store.gc()).await?;
     Ok(json_answer(
         StatusCode::OK,
@@ -379,16 +445,21 @@ async fn gc(state: State) -> ApiResult<Response> {
 }
 
 async fn verify(state: State) -> ApiResult<Response> {
-    let store = state.store();
-    let report = blocking(move || store.verify()).await?;
-    let problems: Vec<String> = report.problems.iter().map(|p| p.to_string()).collect();
+    // Sharded: every cluster's store, the counts summed.
+    let stores = state.stores().all();
+    let reports: Vec<grove::VerifyReport> =
+        blocking(move || stores.iter().map(Store::verify).collect()).await?;
+    let problems: Vec<String> = reports
+        .iter()
+        .flat_map(|r| r.problems.iter().map(|p| p.to_string()))
+        .collect();
     Ok(json_answer(
         StatusCode::OK,
         json!({
-            "sessions": report.sessions,
-            "records": report.records,
+            "sessions": reports.iter().map(|r| r.sessions).sum::<u64>(),
+            "records": reports.iter().map(|r| r.records).sum::<u64>(),
+            "ok": problems.is_empty(),
             "problems": problems,
-            "ok": report.is_ok(),
         }),
     ))
 }
@@ -403,13 +474,13 @@ struct Page {
 }
 
 async fn list_sessions(state: State, Query(page): Query<Page>) -> ApiResult<Response> {
-    let store = state.store();
+    let stores = state.stores().clone();
     let limit = page.limit.unwrap_or(1000);
     if limit == 0 {
         return Err(ApiError::invalid_argument("limit must be at least 1"));
     }
-    let mut all = blocking(move || store.sessions()).await?;
-    all.sort_by(|a, b| a.id.cmp(&b.id));
+    // Sharded: every cluster's sessions, merged by id.
+    let all = blocking(move || stores.sessions()).await?;
     let start = match &page.after {
         None => 0,
         Some(after) => all.partition_point(|s| s.id.as_str() <= after.as_str()),
@@ -444,10 +515,11 @@ fn metadata_object(metadata: Option<Box<RawValue>>) -> ApiResult<Option<String>>
 
 async fn create_session(state: State, Body(body): Body<NewSession>) -> ApiResult<Response> {
     let metadata = metadata_object(body.metadata)?;
-    let store = state.store();
+    // Sharded: the store of the id (generated here when not given).
+    let (store, id) = state.for_new_session(body.id)?;
     let info = blocking(move || {
         let session = store.create_session(CreateSession {
-            id: body.id,
+            id,
             cwd: body.cwd.unwrap_or_default(),
             metadata,
             parent_session: body.parent_session,
@@ -460,24 +532,53 @@ async fn create_session(state: State, Body(body): Body<NewSession>) -> ApiResult
 }
 
 async fn get_session(state: State, Path(sid): Path<String>) -> ApiResult<Response> {
-    let store = state.store();
+    let store = state.store()?;
     let info = blocking(move || session_json(&store.session(&sid)?)).await?;
     Ok(json_answer(StatusCode::OK, info))
 }
 
 async fn delete_session(state: State, Path(sid): Path<String>) -> ApiResult<StatusCode> {
-    let store = state.store();
+    let store = state.store()?;
     blocking(move || store.delete_session(&sid)).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
+/// The longest header line a sharded server reads to route an import.
+const MAX_HEADER_LINE: u64 = 1 << 20;
+
 async fn import(state: State, body: axum::body::Body) -> ApiResult<Response> {
     // Streamed into the import as it arrives: memory is a few chunks, whatever the size.
-    let store = state.store();
+    // Sharded, the session's id is read from the header line first, and routes the import.
+    let direct = state.store.clone();
+    let stores = state.stores().clone();
+    let actor = state.actor();
     let (reader, feed) = BodyReader::new();
-    let job = tokio::task::spawn_blocking(move || {
-        let input = std::io::BufReader::with_capacity(64 << 10, reader);
-        store.import_reader(input, ImportOptions::default())
+    let job = tokio::task::spawn_blocking(move || -> ApiResult<grove::ImportReport> {
+        let mut input = std::io::BufReader::with_capacity(64 << 10, reader);
+        match direct {
+            Some(store) => Ok(store.import_reader(input, ImportOptions::default())?),
+            None => {
+                use std::io::{BufRead, Read};
+                let mut header = Vec::new();
+                (&mut input)
+                    .take(MAX_HEADER_LINE)
+                    .read_until(b'\n', &mut header)
+                    .map_err(|e| ApiError::invalid_request(format!("reading the body: {e}")))?;
+                let id = serde_json::from_slice::<Value>(&header)
+                    .ok()
+                    .and_then(|h| h["id"].as_str().map(str::to_owned))
+                    .ok_or_else(|| {
+                        ApiError::new(
+                            StatusCode::UNPROCESSABLE_ENTITY,
+                            "invalid_session",
+                            "the first line is not a pi session header with an id",
+                        )
+                    })?;
+                let store = stores.for_session(&id, true)?.with_actor(&actor);
+                let input = std::io::Cursor::new(header).chain(input);
+                Ok(store.import_reader(input, ImportOptions::default())?)
+            }
+        }
     });
     let end = forward_body(body, feed, state.inner.max_import).await;
     let result = job.await.map_err(|e| {
@@ -529,7 +630,7 @@ async fn export(
 ) -> ApiResult<Response> {
     let flavors = [("harness", Flavor::Harness), ("cli", Flavor::Cli)];
     let flavor = choice("flavor", q.flavor.as_deref(), &flavors)?.unwrap_or(Flavor::Harness);
-    let store = state.store();
+    let store = state.store()?;
     ndjson(move |sink| {
         let session = store.session(&sid)?;
         let mut out = SinkWriter { sink };
@@ -593,10 +694,10 @@ async fn fork(
         mode,
         cwd: body.cwd,
         metadata,
-        id: body.id,
+        id: state.stores().fork_id(&sid, body.id)?,
         parent_session: body.parent_session,
     };
-    let store = state.store();
+    let store = state.store()?;
     let info = blocking(move || {
         let source = store.session(&sid)?;
         let forked = store.fork(&source, options)?;
@@ -648,7 +749,7 @@ async fn append(
     Body(body): Body<AppendBody>,
 ) -> ApiResult<Response> {
     let entry = new_entry(&body.entry)?;
-    let store = state.store();
+    let store = state.store()?;
     let id = blocking(move || {
         store.session(&sid)?.append_with(
             entry,
@@ -678,7 +779,7 @@ async fn append_exact(
 ) -> ApiResult<Response> {
     let text = String::from_utf8(bytes.to_vec())
         .map_err(|_| ApiError::invalid_request("the body is not UTF-8"))?;
-    let store = state.store();
+    let store = state.store()?;
     let (id, leaf) = blocking(move || {
         let session = store.session(&sid)?;
         let options = grove::ExactOptions {
@@ -709,7 +810,7 @@ async fn append_if(
     Body(body): Body<AppendIfBody>,
 ) -> ApiResult<Response> {
     let entry = new_entry(&body.entry)?;
-    let store = state.store();
+    let store = state.store()?;
     let outcome = blocking(move || {
         store
             .session(&sid)?
@@ -810,7 +911,7 @@ async fn entries(
     Path(sid): Path<String>,
     Query(q): Query<Cursor>,
 ) -> ApiResult<Response> {
-    let store = state.store();
+    let store = state.store()?;
     ndjson(move |sink| {
         let session = store.session(&sid)?;
         let skip = usize::try_from(q.after.unwrap_or(0)).unwrap_or(usize::MAX);
@@ -824,7 +925,7 @@ async fn log(
     Path(sid): Path<String>,
     Query(q): Query<Cursor>,
 ) -> ApiResult<Response> {
-    let store = state.store();
+    let store = state.store()?;
     ndjson(move |sink| {
         let session = store.session(&sid)?;
         send_all(
@@ -876,7 +977,7 @@ fn entry_named(
 }
 
 async fn read_entry(state: State, sid: String, eid: String, any: bool) -> ApiResult<Response> {
-    let store = state.store();
+    let store = state.store()?;
     let line = blocking(move || {
         let session = store.session(&sid)?;
         let entry = if any {
@@ -901,7 +1002,7 @@ async fn children(
     Path(sid): Path<String>,
     Query(q): Query<ChildrenQuery>,
 ) -> ApiResult<Response> {
-    let store = state.store();
+    let store = state.store()?;
     ndjson(move |sink| {
         let session = store.session(&sid)?;
         let children = session.children(q.parent.as_deref())?;
@@ -938,7 +1039,7 @@ async fn branch(
     Query(mut q): Query<FromQuery>,
 ) -> ApiResult<Response> {
     let at = q.at()?;
-    let store = state.store();
+    let store = state.store()?;
     ndjson(move |sink| {
         let session = store.session(&sid)?;
         match at {
@@ -958,7 +1059,7 @@ async fn path(
     Query(mut q): Query<FromQuery>,
 ) -> ApiResult<Response> {
     let at = q.at()?;
-    let store = state.store();
+    let store = state.store()?;
     ndjson(move |sink| {
         let session = store.session(&sid)?;
         match at {
@@ -1057,7 +1158,7 @@ async fn context(
     if let Some(v) = q.active_tools {
         options.report_active_tools = v;
     }
-    let store = state.store();
+    let store = state.store()?;
     json_stream(move |sink| {
         let session = store.session(&sid)?;
         match at {
@@ -1135,7 +1236,7 @@ async fn set_label(
     Path(sid): Path<String>,
     Body(body): Body<LabelBody>,
 ) -> ApiResult<Response> {
-    let store = state.store();
+    let store = state.store()?;
     let id = blocking(move || {
         store
             .session(&sid)?
@@ -1168,7 +1269,7 @@ async fn set_name(
 /// pi's `getSessionStats`: messages counted over every entry; the usage of assistant
 /// messages, compactions and branch summaries whose five numbers are all present summed.
 async fn stats(state: State, Path(sid): Path<String>) -> ApiResult<Response> {
-    let store = state.store();
+    let store = state.store()?;
     let stats = blocking(move || {
         let session = store.session(&sid)?;
         let mut s = Stats::default();
@@ -1255,7 +1356,7 @@ async fn move_leaf(
     Path(sid): Path<String>,
     Body(body): Body<MoveBody>,
 ) -> ApiResult<Response> {
-    let store = state.store();
+    let store = state.store()?;
     let leaf = blocking(move || {
         let session = store.session(&sid)?;
         match &body.lease {
@@ -1351,7 +1452,7 @@ async fn begin_turn(
             MAX_TTL.as_millis()
         )));
     }
-    let store = state.store();
+    let store = state.store()?;
     // The engine keeps the lease (in the database, for a store processes share), so that any
     // node of the server renews, ends or moves with it; the guard is let go of, not dropped.
     let lease = blocking(move || Ok(store.session(&sid)?.begin_turn_for(ttl)?.detach())).await?;
@@ -1371,7 +1472,7 @@ async fn renew_turn(
     state: State,
     Path((sid, lease)): Path<(String, String)>,
 ) -> ApiResult<Response> {
-    let store = state.store();
+    let store = state.store()?;
     let (sid_, lease_) = (sid.clone(), lease.clone());
     if blocking(move || store.session(&sid_)?.renew_turn(&lease_)).await? {
         Ok(json_answer(StatusCode::OK, json!({ "lease": lease })))
@@ -1384,7 +1485,7 @@ async fn end_turn(
     state: State,
     Path((sid, lease)): Path<(String, String)>,
 ) -> ApiResult<StatusCode> {
-    let store = state.store();
+    let store = state.store()?;
     let (sid_, lease_) = (sid.clone(), lease.clone());
     if blocking(move || store.session(&sid_)?.end_turn(&lease_)).await? {
         Ok(StatusCode::NO_CONTENT)
@@ -1433,7 +1534,7 @@ async fn navigate(
 ) -> ApiResult<Response> {
     let presets = [("grove", PathMode::Full), ("harness", PathMode::Branch)];
     let path_mode = choice("preset", body.preset.as_deref(), &presets)?.unwrap_or(PathMode::Full);
-    let store = state.store();
+    let store = state.store()?;
     let summarizer = state.inner.summarizer.clone();
     let outcome = blocking(move || {
         let session = store.session(&sid)?;
