@@ -244,7 +244,9 @@ pub(crate) struct Inner {
     /// Other processes write the backend too ([`Kv::shared`]): commits are fenced and caches
     /// checked against the log (docs/design.md, "Fenced commits").
     pub(crate) shared: bool,
-    catalogue: Mutex<()>,
+    /// Serializes changes of the catalogue in this process; holds the session numbers taken
+    /// from the counter and not handed out yet (`next .. end`).
+    catalogue: Mutex<(u64, u64)>,
     session_locks: Mutex<HashMap<u64, Arc<Mutex<Tip>>>>,
     /// Each session's id index, loaded on first use ([`crate::ids`]).
     pub(crate) id_indexes: Mutex<HashMap<u64, Arc<crate::ids::IdIndexSlot>>>,
@@ -515,24 +517,38 @@ impl Inner {
             .and_then(|v| keys::u64_value(&v)))
     }
 
-    /// Allocates a session number (never reused; in a shared store, fenced on the counter:
-    /// two processes never take the same one).
+    /// Allocates a session number (never reused). In a shared store numbers are taken from the
+    /// counter a block of [`SID_BLOCK`] at a time, fenced on its value (two processes never
+    /// take the same block), and handed out from the block: processes creating sessions at
+    /// once meet on the counter once per block, not once per session.
     pub(crate) fn alloc_sid(&self) -> Result<u64> {
-        let _guard = self.catalogue.lock();
+        let mut block = self.catalogue.lock();
+        if block.0 < block.1 {
+            block.0 += 1;
+            return Ok(block.0 - 1);
+        }
+        let take = if self.shared { SID_BLOCK } else { 1 };
         let key = keys::meta(keys::META_NEXT_SID);
-        for tries in 0..FENCE_TRIES {
-            util::backoff(tries);
+        // Meeting other processes on the counter is the point of it: more tries than a session's
+        // writes get, each after a longer wait.
+        for tries in 0..FENCE_TRIES * 4 {
+            util::backoff(tries.min(FENCE_TRIES));
             let stored = self.kv.get(&key)?;
             let next = stored.as_deref().and_then(keys::u64_value).unwrap_or(0);
             let mut batch = WriteBatch::new();
-            batch.put(key.clone(), (next + 1).to_be_bytes().to_vec());
+            batch.put(key.clone(), (next + take).to_be_bytes().to_vec());
             if self.commit_fenced(&[(&key, stored.as_deref())], batch, false, Durability::None)? {
+                *block = (next + 1, next + take);
                 return Ok(next);
             }
         }
         Err(fenced_out("the session counter"))
     }
 }
+
+/// Session numbers a process of a shared store takes from the counter at once
+/// ([`Inner::alloc_sid`]); those it does not use are never used.
+const SID_BLOCK: u64 = 64;
 
 impl Inner {
     /// Lists session `sid` as `id` with the rest of `batch`, in one atomic write; the id must
@@ -986,7 +1002,7 @@ impl Store {
             shared: kv.shared(),
             kv,
             durability,
-            catalogue: Mutex::new(()),
+            catalogue: Mutex::new((0, 0)),
             session_locks: Mutex::new(HashMap::new()),
             id_indexes: Mutex::new(HashMap::new()),
             leases: Leases::default(),

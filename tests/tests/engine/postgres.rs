@@ -504,3 +504,39 @@ fn processes_opening_a_new_table_at_once_all_open_it() {
         admin.batch_execute(&format!("DROP TABLE {name}")).unwrap();
     }
 }
+
+#[test]
+fn sessions_created_at_once_through_several_stores_are_all_created() {
+    let Some(table) = Table::new("creators") else {
+        return;
+    };
+    let together = std::sync::Arc::new(std::sync::Barrier::new(3));
+    let threads: Vec<_> = (0..3)
+        .map(|w| {
+            let store = Store::open_with(StoreConfig::new("").backend(table.backend())).unwrap();
+            let together = together.clone();
+            std::thread::spawn(move || {
+                together.wait();
+                (0..40)
+                    .map(|i| {
+                        let s = store
+                            .create_session(grove::CreateSession::default())
+                            .unwrap();
+                        s.append(super::user(&format!("{w} {i}"))).unwrap();
+                        s.id().to_owned()
+                    })
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    let made: Vec<String> = threads
+        .into_iter()
+        .flat_map(|t| t.join().unwrap())
+        .collect();
+    let store = Store::open_with(StoreConfig::new("").backend(table.backend())).unwrap();
+    assert_eq!(store.sessions().unwrap().len(), made.len());
+    for id in &made {
+        assert_eq!(store.session(id).unwrap().head().unwrap().entries, 1);
+    }
+    assert!(store.verify().unwrap().is_ok());
+}
