@@ -172,7 +172,19 @@ export async function verify(client: GroveClient, prefix: string, seed: number, 
 }
 
 export interface HarnessOptions {
+	/** The server, or several `grove serve` nodes over one database, comma-separated. */
 	url: string;
+	/**
+	 * With several nodes: `session` sends every request of a session to one node (session i to
+	 * node i mod n), `request` each request to the next node in turn, as a round-robin load
+	 * balancer would. Default `session`.
+	 */
+	spread?: "session" | "request";
+	/**
+	 * Write nothing: read the context of the `verify` sample of an earlier run's sessions, each
+	 * once, timing each read (a resume), and check it against what was written.
+	 */
+	resume?: boolean;
 	token?: string;
 	sessions: number;
 	turns: number;
@@ -207,6 +219,12 @@ export interface HarnessReport {
 	appendP99Ms: number;
 	inFlight: number;
 	verified: number;
+	/** Nodes written through, and how requests were spread over them. */
+	nodes: number;
+	spread: string;
+	/** `resume`: the reads of the sample's contexts, each a session's first through its node. */
+	resumeP50Ms?: number;
+	resumeP99Ms?: number;
 }
 
 const round = (value: number, digits: number): number => Number(value.toFixed(digits));
@@ -234,24 +252,72 @@ class Gate {
 /** Runs the load and the self-check: the report and the problems found (none: passed). */
 export async function runHarness(options: HarnessOptions): Promise<{ report: HarnessReport; problems: string[] }> {
 	const { sessions, turns, seed, prefix } = options;
-	const runs = Array.from({ length: sessions }, (_, i) => agentRun(seed, i, turns));
-	const endpoint = parseEndpoint(options.url);
-	const pool =
-		"socketPath" in endpoint
+	const urls = options.url.split(",").filter((u) => u !== "");
+	if (urls.length === 0) throw new Error("no server url");
+	const spread = options.spread ?? "session";
+	const pools = urls.map((url) => {
+		const endpoint = parseEndpoint(url);
+		return "socketPath" in endpoint
 			? new Pool("http://localhost", { socketPath: endpoint.socketPath, connections: options.inFlight })
-			: new Pool(options.url, { connections: options.inFlight });
-	const client = new GroveClient({ url: options.url, token: options.token, name: "typescript-harness", dispatcher: pool });
+			: new Pool(url, { connections: options.inFlight });
+	});
+	const clients = urls.map(
+		(url, i) => new GroveClient({ url, token: options.token, name: "typescript-harness", dispatcher: pools[i]! }),
+	);
+	let turn = 0;
+	/** The node of a session's next request. */
+	const node = (index: number): GroveClient =>
+		clients[spread === "request" ? turn++ % clients.length : index % clients.length]!;
+	// Read back through another node than the one that wrote (the last), when there are several.
+	const reader = clients[clients.length - 1]!;
 	try {
-		const durability = (await client.health()).durability;
-		const batcher = options.mode === "batch" ? new AppendBatcher(client) : undefined;
+		const durability = (await reader.health()).durability;
+		const indexes = sample(sessions, options.verify);
+		const base = {
+			client: "typescript" as const,
+			mode: options.mode,
+			durability,
+			sessions,
+			turns,
+			inFlight: options.mode === "direct" ? options.inFlight : 1,
+			verified: indexes.length,
+			nodes: clients.length,
+			spread,
+		};
+		if (options.resume) {
+			const reads: number[] = [];
+			const start = performance.now();
+			for (const index of indexes) {
+				const at = performance.now();
+				await node(index).context(sessionId(prefix, index));
+				reads.push(performance.now() - at);
+			}
+			const seconds = (performance.now() - start) / 1000;
+			const problems = await verify(reader, prefix, seed, turns, indexes);
+			const report: HarnessReport = {
+				...base,
+				entries: 0,
+				seconds: round(seconds, 3),
+				entriesPerSecond: 0,
+				sessionsPerSecond: round(indexes.length / seconds, 2),
+				appendP50Ms: 0,
+				appendP99Ms: 0,
+				resumeP50Ms: round(quantile(reads, 0.5), 3),
+				resumeP99Ms: round(quantile(reads, 0.99), 3),
+			};
+			return { report, problems };
+		}
+		const runs = Array.from({ length: sessions }, (_, i) => agentRun(seed, i, turns));
+		const batchers = options.mode === "batch" ? clients.map((c) => new AppendBatcher(c)) : undefined;
 		const gate = new Gate(options.inFlight);
 		const latencies: number[] = [];
 		const writeSession = async (index: number): Promise<void> => {
 			const sid = sessionId(prefix, index);
-			await gate.run(() => client.createSession({ id: sid, cwd: `/work/${sid}` }));
+			await gate.run(() => node(index).createSession({ id: sid, cwd: `/work/${sid}` }));
 			for (const message of runs[index]!) {
 				const start = performance.now();
-				await (batcher ? batcher.append(sid, message) : gate.run(() => client.append(sid, message)));
+				const batcher = batchers?.[index % batchers.length];
+				await (batcher ? batcher.append(sid, message) : gate.run(() => node(index).append(sid, message)));
 				latencies.push(performance.now() - start);
 			}
 		};
@@ -262,27 +328,20 @@ export async function runHarness(options: HarnessOptions): Promise<{ report: Har
 		const start = performance.now();
 		await Promise.all(Array.from({ length: Math.min(options.concurrency, sessions) }, worker));
 		const seconds = (performance.now() - start) / 1000;
-		const indexes = sample(sessions, options.verify);
-		const problems = await verify(client, prefix, seed, turns, indexes);
+		const problems = await verify(reader, prefix, seed, turns, indexes);
 		const entries = runs.reduce((n, run) => n + run.length, 0);
 		const report: HarnessReport = {
-			client: "typescript",
-			mode: options.mode,
-			durability,
-			sessions,
-			turns,
+			...base,
 			entries,
 			seconds: round(seconds, 3),
 			entriesPerSecond: round(entries / seconds, 1),
 			sessionsPerSecond: round(sessions / seconds, 2),
 			appendP50Ms: round(quantile(latencies, 0.5), 3),
 			appendP99Ms: round(quantile(latencies, 0.99), 3),
-			inFlight: options.mode === "direct" ? options.inFlight : 1,
-			verified: indexes.length,
 		};
 		return { report, problems };
 	} finally {
-		client.close();
-		await pool.close();
+		for (const client of clients) client.close();
+		await Promise.all(pools.map((pool) => pool.close()));
 	}
 }

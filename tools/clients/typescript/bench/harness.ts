@@ -10,6 +10,11 @@
  * `--seed`, `--mode direct|batch`, `--prefix`, `--verify`, and `--in-flight` (direct mode: requests
  * in flight at once, and the pool's connections; default 32). Prints the same JSON report; a
  * mismatch in the read-back goes to stderr and the exit status is 1. It starts no server.
+ *
+ * Several nodes over one database (docs/scale-out.md): `--url` takes them comma-separated, and
+ * `--spread session|request` says whether a session's requests stay on one node or go round the
+ * nodes. `--resume` writes nothing: it times the first context read of the `--verify` sample of an
+ * earlier run (same `--seed`, `--prefix`, `--turns`), for a restarted server's resume latency.
  */
 import { parseArgs } from "node:util";
 import { runHarness } from "./agent-run.js";
@@ -25,6 +30,8 @@ const { values } = parseArgs({
 		prefix: { type: "string" },
 		verify: { type: "string", default: "20" },
 		"in-flight": { type: "string", default: "32" },
+		spread: { type: "string", default: "session" },
+		resume: { type: "boolean", default: false },
 	},
 });
 
@@ -38,6 +45,8 @@ const url = values.url ?? process.env.GROVE_URL;
 if (!url) throw new Error("no server: pass --url unix:PATH or http://HOST:PORT, or set GROVE_URL");
 const mode = values.mode;
 if (mode !== "direct" && mode !== "batch") throw new Error(`--mode is direct or batch, not ${mode}`);
+const spread = values.spread;
+if (spread !== "session" && spread !== "request") throw new Error(`--spread is session or request, not ${spread}`);
 const sessions = count("sessions", values.sessions);
 const seed = count("seed", values.seed);
 const { report, problems } = await runHarness({
@@ -51,6 +60,8 @@ const { report, problems } = await runHarness({
 	prefix: values.prefix ?? `h${seed}-`,
 	verify: count("verify", values.verify),
 	inFlight: Math.max(1, count("in-flight", values["in-flight"])),
+	spread,
+	resume: values.resume,
 });
 process.stdout.write(`${JSON.stringify(report)}\n`);
 for (const problem of problems) process.stderr.write(`harness: ${problem}\n`);
