@@ -200,6 +200,7 @@ impl GroveError {
             | GroveError::SessionExists(_) => "invalid_argument",
             GroveError::ExportIncompatible { .. } => "export_incompatible",
             GroveError::Busy(_) => "busy",
+            GroveError::Storage(KvError::Unavailable(_)) => "unavailable",
             GroveError::InvalidForkTarget(_) => "invalid_fork_target",
             GroveError::BranchSummary(_) => "branch_summary",
             GroveError::Hook(_) => "hook",
@@ -244,6 +245,7 @@ impl GroveError {
             GroveError::LostWrites(_) => "LostWrites",
             GroveError::Corrupt(_) => "Corrupt",
             GroveError::Poisoned(_) => "Poisoned",
+            GroveError::Storage(KvError::Unavailable(_)) => "Unavailable",
             GroveError::Storage(_) => "Storage",
             GroveError::Io { .. } => "Io",
         }

@@ -60,6 +60,14 @@ pub struct ImportOptions {
     /// The operation the import is recorded as: [`OpKind::Import`] (default), or
     /// [`OpKind::Fork`] for the session a fork makes.
     pub operation: OpKind,
+    /// The operations the records were written in, for a copy of a grove session that keeps
+    /// its operation log ([`Session::stamps`](crate::Session::stamps), read from the source
+    /// the file was exported from in harness flavor): each pair stamps the record at that
+    /// position (0 is the first line after the header) as the first of an operation, and
+    /// records not named carry no stamp (a legacy operation's). When set, `operation` is not
+    /// used. Positions must rise strictly and name records of the file, or the import fails
+    /// with [`GroveError::InvalidArgument`] and writes nothing.
+    pub stamps: Option<Vec<(u64, OpStamp)>>,
 }
 
 impl Default for ImportOptions {
@@ -71,6 +79,7 @@ impl Default for ImportOptions {
             parent_session_id: None,
             max_line_bytes: DEFAULT_MAX_LINE_BYTES,
             operation: OpKind::Import,
+            stamps: None,
         }
     }
 }
@@ -300,6 +309,10 @@ impl Store {
         let mut name_at = None;
         let mut labels: HashMap<&str, Option<LabelRecord>> = HashMap::new();
         let mut entries = 0u64;
+        let mut carried = match &options.stamps {
+            Some(stamps) => Some(carried_stamps(stamps, records.len() as u64)?),
+            None => None,
+        };
         for (seq, (r, node)) in records.iter().zip(nodes).enumerate() {
             let seq = seq as u64;
             let Some(mut node) = node else {
@@ -342,9 +355,15 @@ impl Store {
             if log_pack.is_empty() {
                 pack_first = seq;
             }
-            // The import is one operation, stamped on its first record.
-            let stamp =
-                (seq == 0).then(|| OpStamp::new(options.operation, self.actor(), util::now_ms()));
+            // The import is one operation, stamped on its first record, unless it carries the
+            // operations of the session it copies.
+            let stamp = match carried.as_mut() {
+                Some(carried) => carried
+                    .next_if(|(at, _)| *at == seq)
+                    .map(|(_, s)| s.clone()),
+                None => (seq == 0)
+                    .then(|| OpStamp::new(options.operation, self.actor(), util::now_ms())),
+            };
             // Large string values go to the payload store; the row keeps the cut line.
             let stored = self.inner.stage_line(&line, &mut batch, &mut staged)?;
             let stored = stored.as_deref().unwrap_or(&line);
@@ -445,6 +464,30 @@ impl Store {
 }
 
 /// The trimmed label of a `label` line as a JSON literal; `None` clears (spec §6.1).
+/// The carried stamps of an import ([`ImportOptions::stamps`]), checked against the number of
+/// records: positions that rise strictly and name records of the file.
+fn carried_stamps(
+    stamps: &[(u64, OpStamp)],
+    records: u64,
+) -> Result<std::iter::Peekable<std::slice::Iter<'_, (u64, OpStamp)>>> {
+    let mut previous: Option<u64> = None;
+    for (at, _) in stamps {
+        if *at >= records {
+            return Err(GroveError::InvalidArgument(format!(
+                "an operation stamp names record {at}, and the file holds {records}"
+            )));
+        }
+        if previous.is_some_and(|p| p >= *at) {
+            return Err(GroveError::InvalidArgument(format!(
+                "operation stamps out of order: record {at} after record {}",
+                previous.unwrap_or_default()
+            )));
+        }
+        previous = Some(*at);
+    }
+    Ok(stamps.iter().peekable())
+}
+
 fn label_value(line: &str) -> Option<String> {
     Fields::parse(line)
         .and_then(|f| f.label)

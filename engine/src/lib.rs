@@ -56,7 +56,7 @@ pub use error::{GroveError, Result};
 pub use export::{ExportReport, Flavor};
 pub use fork::{ForkMode, ForkOptions, ForkPosition};
 pub use grove_codec as codec;
-pub use grove_codec::op::OpKind;
+pub use grove_codec::op::{OpKind, OpStamp};
 pub use grove_codec::reader::Strictness;
 pub use grove_codec::writer::NewEntry;
 pub use import::{ImportOptions, ImportReport, LeafRule};

@@ -197,6 +197,21 @@ impl Session {
         Ok(ops)
     }
 
+    /// The stamps of the session's log: each record that begins an operation, by position,
+    /// with its stamp as stored (unknown kinds included). A copy imported with them
+    /// ([`ImportOptions::stamps`](crate::ImportOptions::stamps)) has the same operations and
+    /// the same seal.
+    pub fn stamps(&self) -> Result<Vec<(u64, OpStamp)>> {
+        let mut stamps = Vec::new();
+        self.walk_log(|step| {
+            if let Some(stamp) = step.stamp {
+                stamps.push((step.seq, stamp.clone()));
+            }
+            Ok(())
+        })?;
+        Ok(stamps)
+    }
+
     /// Operation `n`, or `OperationNotFound`.
     pub fn operation(&self, n: u64) -> Result<Operation> {
         let mut ops = self.operations()?;

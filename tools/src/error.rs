@@ -181,7 +181,7 @@ impl CommandError {
     /// The process exit code.
     pub fn exit_code(&self) -> u8 {
         match self {
-            CommandError::Grove(e) if e.code() == "storage" => EXIT_STORAGE,
+            CommandError::Grove(e) if matches!(e.code(), "storage" | "unavailable") => EXIT_STORAGE,
             CommandError::Grove(_) => EXIT_USER,
             CommandError::InFile { source, .. } => source.exit_code(),
             CommandError::InvalidInput { .. }

@@ -68,9 +68,17 @@ pub enum KvError {
         /// The backend's name.
         backend: &'static str,
     },
-    /// PostgreSQL refused a statement, or could not be reached.
+    /// PostgreSQL refused a statement (a missing database, a permission, a bad value): the
+    /// same call would fail again.
     #[error("postgres: {0}")]
     Postgres(String),
+    /// PostgreSQL could not be reached or gave up a statement that may succeed when tried
+    /// again: the connection was refused or broke, the server is starting, shutting down or
+    /// out of connections, or it cancelled a transaction to resolve a conflict. Nothing of
+    /// the statement was applied unless it committed before the connection broke; the
+    /// connection is reopened by the next call.
+    #[error("postgres unavailable: {0}")]
+    Unavailable(String),
     /// The backend was opened only to read.
     #[error("the backend was opened read-only")]
     ReadOnly,
@@ -107,11 +115,34 @@ impl From<postgres::Error> for KvError {
     fn from(e: postgres::Error) -> KvError {
         // The top error says what failed ("db error", "error connecting to server"), its
         // source why.
-        match std::error::Error::source(&e) {
-            Some(source) => KvError::Postgres(format!("{e}: {source}")),
-            None => KvError::Postgres(e.to_string()),
+        let text = match std::error::Error::source(&e) {
+            Some(source) => format!("{e}: {source}"),
+            None => e.to_string(),
+        };
+        if postgres_transient(&e) {
+            KvError::Unavailable(text)
+        } else {
+            KvError::Postgres(text)
         }
     }
+}
+
+/// Whether a PostgreSQL error may go away when the call is tried again: an error with no
+/// SQLSTATE is the client's own (the connection could not be made, or broke), and of the
+/// server's codes those of a lost connection (class 08), an operator's or a crash's shutdown
+/// and a server still starting (57P01–57P03), too many connections (53300), a conflict that
+/// cancelled the transaction (40001, 40P01) and a read-only server (25006: a standby not yet
+/// promoted, reached through a URL of several hosts).
+fn postgres_transient(e: &postgres::Error) -> bool {
+    let Some(state) = e.code() else {
+        return true;
+    };
+    let code = state.code();
+    code.starts_with("08")
+        || matches!(
+            code,
+            "57P01" | "57P02" | "57P03" | "53300" | "40001" | "40P01" | "25006"
+        )
 }
 
 /// A guard of a conditional batch ([`Kv::apply_if_all`]): a key and the value it must hold

@@ -112,6 +112,22 @@ fn a_redb_store_open_elsewhere_is_a_storage_error() {
 }
 
 #[test]
+fn a_database_that_cannot_be_reached_is_unavailable_with_the_storage_exit_code() {
+    // Nothing listens on port 1: the error says so, is worth retrying, and exits 3.
+    let g = Grove::new();
+    let pg = [
+        "--backend",
+        "postgres",
+        "--pg",
+        "postgres://postgres@127.0.0.1:1/none",
+    ];
+    let (code, stderr) = g.fail(&[&pg[..], &["ls"][..]].concat());
+    assert_eq!(code, 3, "{stderr}");
+    assert!(stderr.contains("Unavailable"), "{stderr}");
+    assert!(stderr.contains("error connecting"), "{stderr}");
+}
+
+#[test]
 fn imports_spool_in_the_store_directory_not_the_system_temp_dir() {
     // With TMPDIR pointing nowhere, an import into an on-disk store still works: its
     // spool file lives in the store directory (a small tmpfs /tmp must not cap imports).

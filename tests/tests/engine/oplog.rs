@@ -345,6 +345,86 @@ fn kinds_actors_and_times() {
 }
 
 #[test]
+fn a_copy_imported_with_the_source_stamps_keeps_its_operations_and_seal() {
+    let store = Store::in_memory().unwrap().with_actor("writer");
+    let s = store
+        .create_session(CreateSession {
+            id: Some("copied".into()),
+            ..CreateSession::default()
+        })
+        .unwrap();
+    let a = s.append(user("one")).unwrap();
+    s.append_many(&[assistant("two"), user("three")]).unwrap();
+    s.set_label(&a, Some("start")).unwrap();
+    s.set_name("named").unwrap();
+    s.move_to(Some(&a)).unwrap();
+    s.append(user("again")).unwrap();
+    s.undo(None).unwrap();
+    let mut jsonl = Vec::new();
+    s.export(grove::Flavor::Harness, &mut jsonl).unwrap();
+    let stamps = s.stamps().unwrap();
+    let ops = s.operations().unwrap();
+    assert_eq!(
+        stamps.iter().map(|(at, _)| *at).collect::<Vec<_>>(),
+        ops.iter().map(|o| o.first_seq).collect::<Vec<_>>()
+    );
+    // Copied by another actor, later: the source's kinds, times and actors, and its seal.
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    let other = Store::in_memory().unwrap().with_actor("mover");
+    let copy = |stamps| {
+        let other = Store::in_memory().unwrap().with_actor("mover");
+        let options = grove::ImportOptions {
+            stamps,
+            ..grove::ImportOptions::default()
+        };
+        other.import_reader(&jsonl[..], options).map(|_| other)
+    };
+    other
+        .import_reader(
+            &jsonl[..],
+            grove::ImportOptions {
+                stamps: Some(stamps.clone()),
+                ..grove::ImportOptions::default()
+            },
+        )
+        .unwrap();
+    let again = other.session("copied").unwrap();
+    assert_eq!(again.operations().unwrap(), ops);
+    assert_eq!(again.stamps().unwrap(), stamps);
+    assert_eq!(again.seal().unwrap(), s.seal().unwrap());
+    assert!(again.verify().unwrap().is_ok());
+    // Without them, the copy is one import by the mover, with another seal.
+    let plain = copy(None).unwrap().session("copied").unwrap();
+    let plain_ops = plain.operations().unwrap();
+    assert_eq!(plain_ops.len(), 1);
+    assert_eq!(
+        (plain_ops[0].kind, plain_ops[0].actor.as_deref()),
+        (OpKind::Import, Some("mover"))
+    );
+    assert_ne!(plain.seal().unwrap().digest, s.seal().unwrap().digest);
+    // Stamps that name no record, or out of order, are refused and nothing is stored.
+    let records = s.seal().unwrap().records;
+    let bad = [
+        vec![(records, stamps[0].1.clone())],
+        vec![stamps[1].clone(), stamps[0].clone()],
+        vec![stamps[0].clone(), stamps[0].clone()],
+    ];
+    for stamps in bad {
+        let other = Store::in_memory().unwrap();
+        let options = grove::ImportOptions {
+            stamps: Some(stamps.clone()),
+            ..grove::ImportOptions::default()
+        };
+        let err = other.import_reader(&jsonl[..], options).unwrap_err();
+        assert!(
+            matches!(err, GroveError::InvalidArgument(_)),
+            "{stamps:?}: {err}"
+        );
+        assert!(other.sessions().unwrap().is_empty(), "{stamps:?}");
+    }
+}
+
+#[test]
 fn a_seal_is_extended_by_later_operations_and_broken_by_a_rewritten_history() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("s.jsonl");

@@ -2,7 +2,7 @@
 //! the key-value interface against the in-memory one on random batches, the engine's model
 //! test, and every pi-oracle fixture imported, exported and reopened byte for byte.
 
-use grove::kv::{Kv, MemoryKv, PostgresKv, WriteBatch, PAGE_ROWS};
+use grove::kv::{Kv, KvError, MemoryKv, PostgresKv, WriteBatch, PAGE_ROWS};
 use grove::{Durability, Flavor, ImportOptions, Store, StoreConfig};
 use grove_tests::pg::Table;
 use proptest::prelude::*;
@@ -83,13 +83,28 @@ fn a_bad_table_name_or_server_is_an_error_not_a_panic() {
         let err = PostgresKv::open(&table.url, name).err().expect("refused");
         assert!(err.to_string().contains("table name"), "{err}");
     }
+    // No server: worth trying again later.
     let err = PostgresKv::open("postgres://postgres@127.0.0.1:1/none", "t")
         .err()
         .expect("refused");
+    assert!(matches!(err, KvError::Unavailable(_)), "{err:?}");
     assert!(
-        err.to_string().starts_with("postgres: error connecting"),
+        err.to_string()
+            .starts_with("postgres unavailable: error connecting"),
         "{err}"
     );
+    // A server that refuses the database: trying again does not help.
+    let url = match table.url.rsplit_once('/') {
+        Some((server, _)) => format!("{server}/grove_no_such_database"),
+        None => panic!("{}: no database in the url", table.url),
+    };
+    let err = PostgresKv::open(&url, "t").err().expect("refused");
+    assert!(matches!(err, KvError::Postgres(_)), "{err:?}");
+    assert!(err.to_string().contains("grove_no_such_database"), "{err}");
+    let err = grove::GroveError::from(err);
+    assert_eq!((err.code(), err.name()), ("storage", "Storage"));
+    let err = grove::GroveError::from(KvError::Unavailable("gone".into()));
+    assert_eq!((err.code(), err.name()), ("unavailable", "Unavailable"));
 }
 
 #[test]
@@ -413,7 +428,10 @@ fn a_broken_connection_fails_one_operation_and_the_store_goes_on() {
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
     let err = s.append(super::user("refused")).unwrap_err();
-    assert!(matches!(err, grove::GroveError::Storage(_)), "{err}");
+    assert!(
+        matches!(err, grove::GroveError::Storage(KvError::Unavailable(_))),
+        "{err}"
+    );
     // Not poisoned: the next operation reconnects, reloads the session and writes.
     s.append(super::user("after")).unwrap();
     assert_eq!(

@@ -190,7 +190,17 @@ impl Client {
         };
         let (status, text) = match result {
             Ok(resp) => (resp.status(), resp.into_string()),
-            Err(ureq::Error::Status(status, resp)) => (status, resp.into_string()),
+            Err(ureq::Error::Status(status, resp)) => {
+                // The database away: the answer says when to ask again.
+                if status == 503 {
+                    assert_eq!(
+                        resp.header("retry-after"),
+                        Some("1"),
+                        "{method} {base}{path}: 503 without Retry-After"
+                    );
+                }
+                (status, resp.into_string())
+            }
             Err(e) => return Reply::Down(e.to_string()),
         };
         match text.map(|t| serde_json::from_str::<Value>(&t).map_err(|e| format!("{e}: {t}"))) {
@@ -214,17 +224,18 @@ enum Step {
     Appended(String),
     /// The leaf moved between the read and the append.
     Conflict,
-    /// An error answer the client may retry (`storage`, `busy`): its code.
+    /// An error answer the client may retry (`unavailable`, `busy`): its code.
     Retry(String),
     /// No answer from the node.
     Down,
 }
 
-/// Whether an error answer is one a client retries: `storage` (500, the database failed the
-/// statement or could not be reached) or `busy` (409, a commit refused too often).
+/// Whether an error answer is one a client retries: `unavailable` (503, the database could not
+/// be reached or gave the statement up) or `busy` (409, a commit refused too often). A `storage`
+/// answer (500) is not: it says the store failed in a way asking again does not mend.
 fn retryable(status: u16, body: &Value) -> Option<String> {
     let code = body["code"].as_str()?;
-    let ok = matches!((status, code), (500, "storage") | (409, "busy"));
+    let ok = matches!((status, code), (503, "unavailable") | (409, "busy"));
     ok.then(|| code.to_owned())
 }
 
@@ -278,8 +289,8 @@ struct Shared {
     acked: Mutex<Vec<Acked>>,
     /// Acknowledged appends per writer.
     counts: Vec<AtomicUsize>,
-    /// `storage` answers, `busy` answers, and requests no node answered.
-    storage: AtomicUsize,
+    /// `unavailable` answers, `busy` answers, and requests no node answered.
+    unavailable: AtomicUsize,
     busy: AtomicUsize,
     down: AtomicUsize,
     conflicts: AtomicUsize,
@@ -331,7 +342,7 @@ impl Writers {
                                 let count = if code == "busy" {
                                     &shared.busy
                                 } else {
-                                    &shared.storage
+                                    &shared.unavailable
                                 };
                                 count.fetch_add(1, Ordering::Relaxed);
                                 // The database is away: do not spin on it.
@@ -397,10 +408,10 @@ impl Writers {
             t.join().unwrap().unwrap();
         }
         eprintln!(
-            "writers: {} acknowledged, {} conflicts, {} storage and {} busy answers, {} requests unanswered",
+            "writers: {} acknowledged, {} conflicts, {} unavailable and {} busy answers, {} requests unanswered",
             self.shared.acked.lock().unwrap().len(),
             self.shared.conflicts.load(Ordering::Relaxed),
-            self.shared.storage.load(Ordering::Relaxed),
+            self.shared.unavailable.load(Ordering::Relaxed),
             self.shared.busy.load(Ordering::Relaxed),
             self.shared.down.load(Ordering::Relaxed)
         );
@@ -462,9 +473,10 @@ fn check(nodes: &[&Server], sessions: usize, acked: &[Acked]) {
 }
 
 /// What every node answers while the database is away: an append (which must reach the
-/// database) fails with `storage` (500), the error clients retry; a read fails the same way
-/// unless the node answers it from what it holds; and the store is not poisoned.
-fn assert_storage_errors(cluster: &Cluster) {
+/// database) fails with `unavailable` (503, with `Retry-After`), the error clients retry; a read
+/// fails the same way unless the node answers it from what it holds; and the store is not
+/// poisoned.
+fn assert_unavailable(cluster: &Cluster) {
     let started = Instant::now();
     let client = Client::new();
     for url in &cluster.urls {
@@ -472,7 +484,7 @@ fn assert_storage_errors(cluster: &Cluster) {
         match client.call(url, "POST", "/v1/sessions/s0/entries", Some(&body)) {
             Reply::Answer(status, v) => assert_eq!(
                 (status, v["code"].as_str()),
-                (500, Some("storage")),
+                (503, Some("unavailable")),
                 "{url}: an append, the database away: {v}"
             ),
             Reply::Down(e) => panic!("{url}: an append, the database away: no answer: {e}"),
@@ -481,7 +493,7 @@ fn assert_storage_errors(cluster: &Cluster) {
             Reply::Answer(200, _) => {}
             Reply::Answer(status, v) => assert_eq!(
                 (status, v["code"].as_str()),
-                (500, Some("storage")),
+                (503, Some("unavailable")),
                 "{url}: a read, the database away: {v}"
             ),
             Reply::Down(e) => panic!("{url}: a read, the database away: no answer: {e}"),
@@ -540,7 +552,7 @@ fn the_primary_restarted_gives_retryable_errors_then_service_resumes() {
     writers.wait_for(&[0; 3], 5);
     // The restart in two halves, so that requests are made while it is down.
     cluster.pg.stop_primary().unwrap();
-    assert_storage_errors(&cluster);
+    assert_unavailable(&cluster);
     cluster.pg.start_primary().unwrap();
     let restarted = writers.counts();
     writers.wait_for(&restarted, 5);
@@ -564,7 +576,7 @@ fn the_standby_promoted_after_the_primary_is_killed_loses_nothing_acknowledged()
     cluster.pg.kill_primary().unwrap();
     let at_kill = writers.counts();
     // Until the standby is promoted, no node has a database to write to.
-    assert_storage_errors(&cluster);
+    assert_unavailable(&cluster);
     cluster.pg.promote_standby().unwrap();
     writers.wait_for(&at_kill, 5);
     let acked = writers.stop();
@@ -586,7 +598,7 @@ fn one_node_rides_through_a_restart_and_a_failover() {
     let mut writers = Writers::start(&cluster.urls, 2, SESSIONS);
     writers.wait_for(&[0; 2], 5);
     cluster.pg.stop_primary().unwrap();
-    assert_storage_errors(&cluster);
+    assert_unavailable(&cluster);
     cluster.pg.start_primary().unwrap();
     let event = writers.counts();
     writers.wait_for(&event, 5);
@@ -595,7 +607,7 @@ fn one_node_rides_through_a_restart_and_a_failover() {
     writers.wait_for(&event, 5);
     cluster.pg.kill_primary().unwrap();
     let event = writers.counts();
-    assert_storage_errors(&cluster);
+    assert_unavailable(&cluster);
     cluster.pg.promote_standby().unwrap();
     writers.wait_for(&event, 5);
     let acked = writers.stop();

@@ -133,6 +133,8 @@ fn snapshot(node: &Server, sid: &str) -> Value {
         "branch": node.lines(&format!("/v1/sessions/{sid}/branch")),
         "log": node.lines(&format!("/v1/sessions/{sid}/log")),
         "export": export,
+        "operations": get("/operations"),
+        "seal": get("/seal"),
     })
 }
 
@@ -361,7 +363,8 @@ fn sessions_sharded_over_two_clusters_and_one_moved_keeps_every_record() {
     assert_eq!(report["to"], "b");
     assert_eq!(report["records"], json!(a_records));
 
-    // Every record is on b: the same log, order, leaf, labels, name and a verified copy.
+    // Every record is on b: the same log, order, leaf, labels, name, operations (kinds,
+    // times, actors) and seal, and a verified copy.
     let on_b = b.open().session(&sid).unwrap();
     let mut export = Vec::new();
     on_b.export(grove::Flavor::Harness, &mut export).unwrap();
@@ -374,6 +377,12 @@ fn sessions_sharded_over_two_clusters_and_one_moved_keeps_every_record() {
     assert_eq!(on_b.name().unwrap().as_deref(), Some("moving session"));
     assert_eq!(on_b.labels().unwrap().len(), 1);
     assert!(on_b.verify().unwrap().is_ok());
+    let ops = on_b.operations().unwrap();
+    assert!(ops.len() > 5, "{ops:?}");
+    assert!(
+        ops.iter().all(|o| o.kind != grove::OpKind::Import),
+        "{ops:?}"
+    );
     drop(on_b);
     // Gone from a (the move deleted it after its grace period).
     assert!(!a.holds(&sid));

@@ -57,6 +57,7 @@ impl From<GroveError> for ApiError {
             "invalid_entry" | "invalid_argument" | "invalid_fork_target" => StatusCode::BAD_REQUEST,
             "busy" | "export_incompatible" | "invalid_state" => StatusCode::CONFLICT,
             "branch_summary" | "hook" => StatusCode::BAD_GATEWAY,
+            "unavailable" => StatusCode::SERVICE_UNAVAILABLE,
             _ => StatusCode::INTERNAL_SERVER_ERROR,
         };
         let message = match e {
@@ -70,12 +71,20 @@ impl From<GroveError> for ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (
+        let mut response = (
             self.status,
             [(axum::http::header::CONTENT_TYPE, "application/json")],
             self.body(),
         )
-            .into_response()
+            .into_response();
+        if self.status == StatusCode::SERVICE_UNAVAILABLE {
+            // The database could not be reached: worth asking again in a second.
+            response.headers_mut().insert(
+                axum::http::header::RETRY_AFTER,
+                axum::http::HeaderValue::from_static("1"),
+            );
+        }
+        response
     }
 }
 

@@ -2,11 +2,11 @@
 //! shards"): freeze, copy, compare, switch, and delete the source after a grace period.
 //!
 //! The copy is the engine's own loss-free round trip: the source's pi JSONL export (harness
-//! flavor: every record in log order, leaf lines included) imported under the same id, and
-//! trusted only when the target's export is the same bytes and its leaf, entry count, labels
-//! and name equal the source's and the copy verifies. What the JSONL does not carry — the
-//! operation stamps (kind, time, actor of each operation) — is not copied: the target's
-//! operation log starts with one `import` operation holding every record.
+//! flavor: every record in log order, leaf lines included) imported under the same id with
+//! the source's operation stamps (`Session::stamps`, `ImportOptions::stamps`: the kind, time
+//! and actor of each operation, which the JSONL does not carry), and trusted only when the
+//! target's export is the same bytes and its leaf, entry count, labels, name, operations and
+//! seal equal the source's and the copy verifies.
 
 use std::time::Duration;
 
@@ -237,8 +237,10 @@ fn copy_and_switch(
     let mut jsonl = Vec::new();
     src.export(grove::Flavor::Harness, &mut jsonl)
         .map_err(in_store(from))?;
+    let stamps = src.stamps().map_err(in_store(from))?;
     let options = ImportOptions {
         parent_session_id: src.record().parent_session_id.clone(),
+        stamps: Some(stamps),
         ..ImportOptions::default()
     };
     let report = dst_store
@@ -281,8 +283,8 @@ fn copy_and_switch(
     })
 }
 
-/// The copy equals the source: the same export bytes, leaf, entry count, labels and name,
-/// and it verifies.
+/// The copy equals the source: the same export bytes, leaf, entry count, labels, name,
+/// operations and seal, and it verifies.
 fn compare(src: &Session, dst: &Session, src_jsonl: &[u8]) -> Result<(), String> {
     let mut dst_jsonl = Vec::new();
     let e = |e: GroveError| e.to_string();
@@ -302,6 +304,12 @@ fn compare(src: &Session, dst: &Session, src_jsonl: &[u8]) -> Result<(), String>
     }
     if src.name().map_err(e)? != dst.name().map_err(e)? {
         return Err("the name differs".to_owned());
+    }
+    if src.operations().map_err(e)? != dst.operations().map_err(e)? {
+        return Err("the operations differ".to_owned());
+    }
+    if src.seal().map_err(e)? != dst.seal().map_err(e)? {
+        return Err("the seal differs".to_owned());
     }
     let report = dst.verify().map_err(e)?;
     if !report.is_ok() {

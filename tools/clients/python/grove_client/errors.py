@@ -3,6 +3,11 @@
 
 from __future__ import annotations
 
+#: The codes of failures that may go away when the request is sent again: `unavailable` (503,
+#: the server's database could not be reached), `busy` (409, another client holds the session's
+#: turn, or grove gave up a commit that other writers kept overtaking) and `transport`.
+RETRYABLE = frozenset({"unavailable", "busy", "transport"})
+
 
 class GroveError(Exception):
     """An error answer of `grove serve` (docs/api.md, "Errors"), or a transport failure."""
@@ -15,3 +20,11 @@ class GroveError(Exception):
         self.status = status
         #: The server's message.
         self.message = message
+
+    @property
+    def retryable(self) -> bool:
+        """Whether the same request may succeed if sent again (`RETRYABLE`). A write that failed
+        with `unavailable` or `transport` may still have been applied (the answer, not the
+        commit, was lost): give appends their own entry `id`, so that a repeated one is refused
+        (`invalid_argument`) instead of stored twice, or append with compare-and-swap."""
+        return self.code in RETRYABLE

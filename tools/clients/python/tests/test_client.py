@@ -90,7 +90,7 @@ def test_every_route_over_the_unix_socket(server: Server) -> None:
         turn = g.begin_turn(s, ttl_ms=60_000)
         with pytest.raises(GroveError) as busy:
             g.set_leaf(s, a)
-        assert busy.value.code == "busy" and busy.value.status == 409
+        assert busy.value.code == "busy" and busy.value.status == 409 and busy.value.retryable
         g.renew_turn(s, turn["lease"])
         g.end_turn(s, turn["lease"])
         nav = g.navigate(s, a, summarize=True, summary="what was tried", label="back")
@@ -107,6 +107,7 @@ def test_every_route_over_the_unix_socket(server: Server) -> None:
         with pytest.raises(GroveError) as missing:
             g.get_session(other)
         assert missing.value.code == "not_found" and missing.value.status == 404
+        assert not missing.value.retryable
 
 
 def test_tcp_needs_the_token_and_a_dead_server_is_a_transport_error(server: Server) -> None:
@@ -114,10 +115,10 @@ def test_tcp_needs_the_token_and_a_dead_server_is_a_transport_error(server: Serv
         assert g.health()["ok"] is True
     with GroveClient(server.tcp_url, token="wrong") as g, pytest.raises(GroveError) as e:
         g.health()
-    assert e.value.code == "unauthorized" and e.value.status == 401
+    assert e.value.code == "unauthorized" and e.value.status == 401 and not e.value.retryable
     with GroveClient("unix:/nonexistent/grove.sock") as g, pytest.raises(GroveError) as e:
         g.health()
-    assert e.value.code == "transport"
+    assert e.value.code == "transport" and e.value.retryable
     with pytest.raises(ValueError):
         GroveClient("ftp://x")
     with pytest.raises(ValueError):

@@ -5,6 +5,13 @@
  * with status 0: `transport` (the connection failed or broke before a complete answer) and
  * `invalid_response` (the server answered something that is not the documented JSON).
  */
+/**
+ * The codes of failures that may go away when the request is sent again: `unavailable` (503, the
+ * server's database could not be reached), `busy` (409, another client holds the session's turn,
+ * or grove gave up a commit that other writers kept overtaking) and `transport`.
+ */
+const RETRYABLE: ReadonlySet<string> = new Set(["unavailable", "busy", "transport"]);
+
 export class GroveError extends Error {
 	/** The stable error code, e.g. `not_found`, `invalid_entry`, `busy`. */
 	readonly code: string;
@@ -16,6 +23,16 @@ export class GroveError extends Error {
 		this.name = "GroveError";
 		this.code = code;
 		this.status = status;
+	}
+
+	/**
+	 * Whether the same request may succeed if sent again (see `RETRYABLE`). A write that failed
+	 * with `unavailable` or `transport` may still have been applied (the answer, not the commit,
+	 * was lost): give appends their own entry `id`, so that a repeated one is refused
+	 * (`invalid_argument`) instead of stored twice, or append with compare-and-swap.
+	 */
+	get retryable(): boolean {
+		return RETRYABLE.has(this.code);
 	}
 }
 

@@ -393,6 +393,7 @@ describe("errors", () => {
 	it("carries the server's code, status and message", async () => {
 		const missing = await rejection(client.getSession("no-such-session"));
 		expect(missing).toMatchObject({ code: "not_found", status: 404, name: "GroveError" });
+		expect(missing.retryable).toBe(false);
 		expect(missing.message).toContain("no-such-session");
 		expect(await rejection(client.request("GET", "/v1/nope"))).toMatchObject({ code: "not_found", status: 404 });
 		expect(await rejection(client.request("PATCH", "/v1/sessions"))).toMatchObject({
@@ -439,7 +440,9 @@ describe("errors", () => {
 
 	it("reports a server it cannot reach as transport", async () => {
 		const nowhere = new GroveClient({ url: "unix:/nonexistent/grove.sock" });
-		expect(await rejection(nowhere.health())).toMatchObject({ code: "transport", status: 0 });
+		const unreachable = await rejection(nowhere.health());
+		expect(unreachable).toMatchObject({ code: "transport", status: 0 });
+		expect(unreachable.retryable).toBe(true);
 		nowhere.close();
 	});
 });
