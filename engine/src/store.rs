@@ -255,6 +255,10 @@ pub(crate) struct Inner {
     /// when the session is and never changed (a number is not reused), so that opening a
     /// session by id reads only its catalogue row.
     described: Mutex<HashMap<u64, (Arc<SessionRecord>, u64)>>,
+    /// The session numbers of ids this process opened, for [`Store::session_for_write`] in a
+    /// shared store: trusted without reading the catalogue row, because every commit there
+    /// checks that row in its own statement.
+    named: Mutex<HashMap<String, u64>>,
     pub(crate) views: Views,
     /// Bumped after every acknowledged write, for readers that follow a session.
     pub(crate) commits: crate::commits::Commits,
@@ -508,6 +512,20 @@ impl Inner {
             locks.retain(|_, lock| Arc::strong_count(lock) > 1);
         }
         locks.entry(sid).or_default().clone()
+    }
+
+    /// Whether `id` still names session `sid` in the catalogue; when it does not (another
+    /// process deleted the session), this process forgets the name
+    /// ([`Store::session_for_write`]).
+    pub(crate) fn still_listed(&self, id: &str, sid: u64) -> Result<bool> {
+        let listed = self.sid_of(id)? == Some(sid);
+        if !listed {
+            let mut named = self.named.lock();
+            if named.get(id) == Some(&sid) {
+                named.remove(id);
+            }
+        }
+        Ok(listed)
     }
 
     pub(crate) fn sid_of(&self, id: &str) -> Result<Option<u64>> {
@@ -1007,6 +1025,7 @@ impl Store {
             id_indexes: Mutex::new(HashMap::new()),
             leases: Leases::default(),
             described: Mutex::new(HashMap::new()),
+            named: Mutex::new(HashMap::new()),
             views: Views::default(),
             commits: crate::commits::Commits::default(),
             payload_threshold: std::sync::atomic::AtomicUsize::new(
@@ -1227,9 +1246,40 @@ impl Store {
         self.open_listed(id, sid)
     }
 
+    /// Opens the session with exactly this id to write to it. The same as [`Store::session`],
+    /// except in a store other processes share: there a session this process opened before is
+    /// opened from memory, without reading its catalogue row, so that an append through it
+    /// costs one round trip (its commit). That is safe because each of its commits checks the
+    /// catalogue row in the same statement: if another process deleted the session
+    /// meanwhile, nothing is written and the operation fails with `SessionNotFound` (and the
+    /// id is looked up again next time; the caller may retry with [`Store::session`], which
+    /// finds a session created since under the same id). Reads through it trust the same
+    /// memory, so read through [`Store::session`] what must reflect other processes' deletions.
+    pub fn session_for_write(&self, id: &str) -> Result<Session> {
+        if self.inner.shared {
+            let known = self.inner.named.lock().get(id).copied();
+            if let Some(sid) = known {
+                let described = self.inner.described.lock().get(&sid).cloned();
+                if let Some((record, packed)) = described {
+                    return Ok(
+                        Session::known(self.inner.clone(), sid, record, packed).with_actor_of(self)
+                    );
+                }
+            }
+        }
+        self.session(id)
+    }
+
     /// Opens session `sid`, listed as `id`; `SessionNotFound` when it was deleted meanwhile
     /// (its catalogue row goes first, its record last).
     fn open_listed(&self, id: &str, sid: u64) -> Result<Session> {
+        if self.inner.shared {
+            let mut named = self.inner.named.lock();
+            if named.len() >= SESSION_LOCKS_KEPT {
+                named.clear();
+            }
+            named.insert(id.to_owned(), sid);
+        }
         let known = self.inner.described.lock().get(&sid).cloned();
         if let Some((record, packed)) = known {
             return Ok(Session::known(self.inner.clone(), sid, record, packed).with_actor_of(self));

@@ -470,6 +470,13 @@ impl<'s> Txn<'s> {
         if let Some(expected) = &lease {
             guards.push((&lease_key, expected.as_deref()));
         }
+        // And the session is still listed under its id: another process may have deleted it
+        // (its catalogue row goes first), and a commit after that must not land.
+        let listed_key = keys::session_id(self.session.id());
+        let listed = sid.to_be_bytes();
+        if inner.shared {
+            guards.push((&listed_key, Some(&listed)));
+        }
         let committed =
             self.session
                 .commit_with_ids(self.ids, self.bytes, &self.head, ops, |ops| {
@@ -528,6 +535,10 @@ pub(crate) fn transact<T>(
             Ok(Staged::Commit(value)) => {
                 if txn.commit(durability, &mut tip, lease)? {
                     return Ok(value);
+                }
+                if !session.inner.still_listed(session.id(), session.sid)? {
+                    session.drop_state();
+                    return Err(GroveError::SessionNotFound(session.id().to_owned()));
                 }
                 continue;
             }

@@ -19,7 +19,11 @@
 //!   (a commit's first log key, a catalogue row), is a **claim**: the guard row is inserted
 //!   `ON CONFLICT DO NOTHING`, and the rest of the batch is written only if it was, at the
 //!   server's default isolation (read committed): of two writers claiming one key, the second
-//!   waits for the first and finds it taken. Any other guards are checked by a statement on
+//!   waits for the first and finds it taken. A claim may also hold rows: guards that expect a
+//!   value on keys the batch leaves alone (a commit's session catalogue row) are read in the
+//!   same statement `FOR KEY SHARE`, so the claim is inserted only while each has its value,
+//!   and a writer that deletes or changes one waits for the claim's statement to commit (or,
+//!   first, makes the claim find it gone). Any other guards are checked by a statement on
 //!   connections whose transactions are `SERIALIZABLE`, so of two writers that read the same
 //!   guard one commits and the other is refused (its statement finds the guard changed, or
 //!   PostgreSQL aborts it with a serialization failure, 40001). Serializable statements also
@@ -88,9 +92,15 @@ impl Conn {
                  ON CONFLICT (k) DO UPDATE SET v = excluded.v) \
              SELECT yes FROM ok"
         ))?;
-        // The claim: the guard row inserted unless present; the rest only if it was.
+        // The claim: the guard row inserted unless present, and only while every held row
+        // ($6, $7: keys and the values they must have) has its value, each locked against a
+        // change until the statement commits; the rest only if the claim was inserted.
         let claim = client.prepare(&format!(
-            "WITH claim AS (INSERT INTO {table} (k, v) VALUES ($4, $5) \
+            "WITH held AS (SELECT t.k FROM {table} t \
+                 JOIN unnest($6::bytea[], $7::bytea[]) AS h(k, e) ON t.k = h.k AND t.v = h.e \
+                 FOR KEY SHARE OF t), \
+             claim AS (INSERT INTO {table} (k, v) \
+                 SELECT $4, $5 WHERE (SELECT count(*) FROM held) = cardinality($6::bytea[]) \
                  ON CONFLICT (k) DO NOTHING RETURNING 1), \
              ok AS (SELECT EXISTS (SELECT 1 FROM claim) AS yes), \
              gone AS (DELETE FROM {table} WHERE (SELECT yes FROM ok) AND k = ANY($1::bytea[])), \
@@ -350,13 +360,24 @@ impl Kv for PostgresKv {
 
     fn apply_if_all(&self, guards: &[Guard<'_>], batch: WriteBatch) -> Result<bool, KvError> {
         let (deletes, mut keys, mut values) = resolve(batch);
-        if let [(guard, None)] = guards {
-            if let Some(at) = keys.iter().position(|k| k.as_slice() == *guard) {
+        if let Some((claimed, held)) = claim_of(guards, &deletes, &keys) {
+            let at = keys.iter().position(|k| k.as_slice() == claimed);
+            if let Some(at) = at {
                 let (key, value) = (keys.swap_remove(at), values.swap_remove(at));
+                let (held_keys, held_values): (Vec<&[u8]>, Vec<&[u8]>) = held.into_iter().unzip();
                 let done = self.pooled(&self.pool, &self.config, |conn| {
-                    let row = conn
-                        .client
-                        .query_one(&conn.claim, &[&deletes, &keys, &values, &key, &value])?;
+                    let row = conn.client.query_one(
+                        &conn.claim,
+                        &[
+                            &deletes,
+                            &keys,
+                            &values,
+                            &key,
+                            &value,
+                            &held_keys,
+                            &held_values,
+                        ],
+                    )?;
                     Ok(row.get::<_, bool>(0))
                 })?;
                 return refused_if_serialization(done);
@@ -389,6 +410,37 @@ impl Kv for PostgresKv {
     fn shared(&self) -> bool {
         true
     }
+}
+
+/// A row a claim holds: its key and the value it must have.
+type Held<'g> = (&'g [u8], &'g [u8]);
+
+/// Whether a conditional batch is a claim: exactly one guard expects its key absent and the
+/// batch puts that key; every other guard expects a value on a key the batch leaves alone (a
+/// held row: locked by the claim's statement, not written). Its claimed key and held rows.
+fn claim_of<'g>(
+    guards: &[Guard<'g>],
+    deletes: &[Vec<u8>],
+    puts: &[Vec<u8>],
+) -> Option<(&'g [u8], Vec<Held<'g>>)> {
+    let mut claimed = None;
+    let mut held = Vec::new();
+    for &(key, expected) in guards {
+        match expected {
+            None if claimed.is_none() && puts.iter().any(|k| k.as_slice() == key) => {
+                claimed = Some(key);
+            }
+            None => return None,
+            Some(value) => {
+                let touched = |k: &Vec<u8>| k.as_slice() == key;
+                if puts.iter().any(touched) || deletes.iter().any(touched) {
+                    return None;
+                }
+                held.push((key, value));
+            }
+        }
+    }
+    Some((claimed?, held))
 }
 
 /// A conditional batch's answer: a serialization failure (another writer committed first, or a

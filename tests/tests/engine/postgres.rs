@@ -353,6 +353,25 @@ fn an_append_costs_one_round_trip() {
         costs.push(store.round_trips().unwrap() - before);
     }
     assert_eq!(costs, vec![1; 200], "round trips of each append");
+    // Opened by id for each append, as a server does: still one with `session_for_write`
+    // (the commit checks the catalogue row), two with `session` (which reads it first).
+    let id = s.id().to_owned();
+    store.session_for_write(&id).unwrap();
+    let mut by_id = Vec::new();
+    for (i, write) in [true, true, true, false, false].into_iter().enumerate() {
+        let before = store.round_trips().unwrap();
+        let opened = if write {
+            store.session_for_write(&id)
+        } else {
+            store.session(&id)
+        };
+        opened
+            .unwrap()
+            .append(super::user(&format!("by id {i}")))
+            .unwrap();
+        by_id.push(store.round_trips().unwrap() - before);
+    }
+    assert_eq!(by_id, [1, 1, 1, 2, 2], "round trips of appends by id");
     let last = s.leaf().unwrap();
     let before = store.round_trips().unwrap();
     s.move_to(None).unwrap();
@@ -557,4 +576,108 @@ fn sessions_created_at_once_through_several_stores_are_all_created() {
         assert_eq!(store.session(id).unwrap().head().unwrap().entries, 1);
     }
     assert!(store.verify().unwrap().is_ok());
+}
+
+#[test]
+fn a_session_deleted_through_another_store_takes_no_more_commits() {
+    let Some(table) = Table::new("deleted") else {
+        return;
+    };
+    let open = || {
+        Store::open_with(
+            StoreConfig::new("")
+                .backend(table.backend())
+                .durability(Durability::Sync),
+        )
+        .unwrap()
+    };
+    let (a, b) = (open(), open());
+    let mut sql = postgres::Client::connect(&table.url, postgres::NoTls).unwrap();
+    let rows = |sql: &mut postgres::Client| -> i64 {
+        sql.query_one(&format!("SELECT count(*) FROM {}", table.name), &[])
+            .unwrap()
+            .get(0)
+    };
+    let id = "deleted-elsewhere";
+    let created = a
+        .create_session(grove::CreateSession {
+            id: Some(id.into()),
+            ..Default::default()
+        })
+        .unwrap();
+    super::seed(&created);
+    // b writes it, and remembers it.
+    b.session_for_write(id)
+        .unwrap()
+        .append(super::user("from b"))
+        .unwrap();
+    let listed = sql
+        .query_one(
+            &format!("SELECT v FROM {} WHERE k = $1", table.name),
+            &[&grove::keys::session_id(id)],
+        )
+        .unwrap()
+        .get::<_, Vec<u8>>(0);
+    let sid = u64::from_be_bytes(listed.try_into().unwrap());
+    // b keeps appending while a deletes it: every append b had acknowledged before the
+    // deletion is gone with it, and none lands after (no row of the session is left).
+    std::thread::scope(|scope| {
+        let writer = scope.spawn(|| {
+            for i in 0..5_000 {
+                let appended = b
+                    .session_for_write(id)
+                    .and_then(|s| s.append(super::user(&format!("{i}"))));
+                match appended {
+                    Ok(_) => {}
+                    Err(grove::GroveError::SessionNotFound(_)) => return i,
+                    Err(e) => panic!("append {i}: {e}"),
+                }
+            }
+            panic!("5,000 appends through b acknowledged after a deleted the session");
+        });
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        a.delete_session(id).unwrap();
+        let acknowledged = writer.join().unwrap();
+        eprintln!("{acknowledged} appends through b before it found the session deleted");
+    });
+    for tag in grove::keys::SESSION_TABLES {
+        let start = grove::keys::session_prefix(tag, sid);
+        let end = grove::keys::prefix_end(&start);
+        let n: i64 = sql
+            .query_one(
+                &format!(
+                    "SELECT count(*) FROM {} WHERE k >= $1 AND k < $2",
+                    table.name
+                ),
+                &[&start, &end],
+            )
+            .unwrap()
+            .get(0);
+        assert_eq!(n, 0, "rows of table {tag:#04x} of the deleted session");
+    }
+    let left = rows(&mut sql);
+    // Through b's memory of it, still nothing lands.
+    let err = b
+        .session_for_write(id)
+        .and_then(|s| s.append(super::user("late")))
+        .unwrap_err();
+    assert!(
+        matches!(err, grove::GroveError::SessionNotFound(_)),
+        "{err}"
+    );
+    assert_eq!(rows(&mut sql), left, "a commit landed after the deletion");
+    let fresh = open();
+    assert!(fresh.sessions().unwrap().is_empty());
+    assert!(fresh.verify().unwrap().is_ok());
+    // The id made again: b finds the new session and writes it.
+    a.create_session(grove::CreateSession {
+        id: Some(id.into()),
+        ..Default::default()
+    })
+    .unwrap();
+    b.session_for_write(id)
+        .unwrap()
+        .append(super::user("to the new one"))
+        .unwrap();
+    assert_eq!(super::texts(&a.session(id).unwrap()), ["to the new one"]);
 }

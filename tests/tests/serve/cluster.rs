@@ -522,6 +522,29 @@ fn compare_and_swap_through_three_nodes_loses_no_update() {
     cluster.check(SESSIONS, &acked);
     cluster.verify(SESSIONS, acked.len());
     assert_eq!(cluster.pg.sync_state().as_deref(), Some("sync"));
+    // An append through the node that writes the session is one round trip: its commit,
+    // which also checks that the session is still listed (docs/scale-out.md, "Round trips
+    // through a node").
+    let node = cluster.node(2);
+    node.ok(201, "POST", "/v1/sessions", Some(r#"{"id": "trips"}"#));
+    let trips = || node.ok(200, "GET", "/v1/health", None)["roundTrips"].as_u64();
+    let append = |text: &str| {
+        let body = json!({"entry": {"role": "user", "content": text, "timestamp": 1}});
+        node.ok(
+            201,
+            "POST",
+            "/v1/sessions/trips/entries",
+            Some(&body.to_string()),
+        );
+    };
+    append("first");
+    let mut costs = Vec::new();
+    for i in 0..20 {
+        let before = trips().expect("a postgres node counts round trips");
+        append(&format!("counted {i}"));
+        costs.push(trips().map(|t| t - before));
+    }
+    assert_eq!(costs, vec![Some(1); 20], "round trips of 20 appends");
 }
 
 #[test]

@@ -95,18 +95,27 @@ fn apply(
     item: Item,
 ) -> Result<String, ApiError> {
     let entry = new_entry(&item.entry)?;
-    let session = sessions
+    let options = || AppendOptions {
+        id: item.id.clone(),
+        timestamp: item.timestamp.clone(),
+        durability: Some(Durability::None),
+    };
+    // Opened for writing (no catalogue read on a shared backend for a session this node
+    // knows); a session another node deleted meanwhile is looked up again once, in case the
+    // id now names a new one.
+    let slot = sessions
         .entry(item.session)
-        .or_insert_with_key(|sid| store.session(sid).map_err(ApiError::from));
-    let session = session.as_ref().map_err(ApiError::clone)?;
-    session
-        .append_with(
-            entry,
-            AppendOptions {
-                id: item.id,
-                timestamp: item.timestamp,
-                durability: Some(Durability::None),
-            },
-        )
-        .map_err(ApiError::from)
+        .or_insert_with_key(|sid| store.session_for_write(sid).map_err(ApiError::from));
+    let session = slot.as_ref().map_err(ApiError::clone)?;
+    match session.append_with(entry.clone(), options()) {
+        Err(grove::GroveError::SessionNotFound(_)) => {
+            let again = store.session(session.id());
+            *slot = again.map_err(ApiError::from);
+            let session = slot.as_ref().map_err(ApiError::clone)?;
+            session
+                .append_with(entry, options())
+                .map_err(ApiError::from)
+        }
+        done => done.map_err(ApiError::from),
+    }
 }

@@ -359,6 +359,24 @@ where
     blocking(move || f(&store.session(&sid)?)).await
 }
 
+/// Runs the write `f` on session `sid` on the blocking pool, opened with
+/// `Store::session_for_write`: on a shared backend a session this node opened before is not
+/// looked up again, so an append costs one round trip (its commit checks that the session is
+/// still listed). When another node deleted the session meanwhile, `f` runs once more on the
+/// session listed under the id now, if any.
+async fn writing<T, F>(state: &State, sid: String, f: F) -> ApiResult<T>
+where
+    T: Send + 'static,
+    F: Fn(&Session) -> grove::Result<T> + Send + 'static,
+{
+    let store = state.store()?;
+    blocking(move || match f(&store.session_for_write(&sid)?) {
+        Err(grove::GroveError::SessionNotFound(_)) => f(&store.session(&sid)?),
+        done => done,
+    })
+    .await
+}
+
 /// A JSON answer from text that already is JSON (stored entries, contexts).
 fn raw_json(status: StatusCode, text: String) -> Response {
     (status, [(header::CONTENT_TYPE, "application/json")], text).into_response()
@@ -749,13 +767,12 @@ async fn append(
     Body(body): Body<AppendBody>,
 ) -> ApiResult<Response> {
     let entry = new_entry(&body.entry)?;
-    let store = state.store()?;
-    let id = blocking(move || {
-        store.session(&sid)?.append_with(
-            entry,
+    let id = writing(&state, sid, move |session| {
+        session.append_with(
+            entry.clone(),
             grove::AppendOptions {
-                id: body.id,
-                timestamp: body.timestamp,
+                id: body.id.clone(),
+                timestamp: body.timestamp.clone(),
                 ..Default::default()
             },
         )
@@ -779,9 +796,7 @@ async fn append_exact(
 ) -> ApiResult<Response> {
     let text = String::from_utf8(bytes.to_vec())
         .map_err(|_| ApiError::invalid_request("the body is not UTF-8"))?;
-    let store = state.store()?;
-    let (id, leaf) = blocking(move || {
-        let session = store.session(&sid)?;
+    let (id, leaf) = writing(&state, sid, move |session| {
         let options = grove::ExactOptions {
             keep_leaf: q.keep_leaf,
             ..Default::default()
@@ -810,11 +825,8 @@ async fn append_if(
     Body(body): Body<AppendIfBody>,
 ) -> ApiResult<Response> {
     let entry = new_entry(&body.entry)?;
-    let store = state.store()?;
-    let outcome = blocking(move || {
-        store
-            .session(&sid)?
-            .append_if(body.expected_leaf.as_deref(), entry)
+    let outcome = writing(&state, sid, move |session| {
+        session.append_if(body.expected_leaf.as_deref(), entry.clone())
     })
     .await?;
     Ok(match outcome {
@@ -844,7 +856,7 @@ async fn append_many(
         .iter()
         .map(|e| new_entry(e))
         .collect::<ApiResult<Vec<_>>>()?;
-    let ids = on_session(&state, sid, move |s| s.append_many(&entries)).await?;
+    let ids = writing(&state, sid, move |s| s.append_many(&entries)).await?;
     Ok(json_answer(StatusCode::CREATED, json!({ "ids": ids })))
 }
 
