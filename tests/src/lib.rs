@@ -302,6 +302,18 @@ pub mod pg {
                 table: self.name.clone(),
             }
         }
+
+        /// A store in this table at sync durability, with connections of its own (as
+        /// another process's would be).
+        pub fn open_sync(&self) -> grove::Store {
+            let config = grove::StoreConfig::new("")
+                .backend(self.backend())
+                .durability(grove::Durability::Sync);
+            match grove::Store::open_with(config) {
+                Ok(store) => store,
+                Err(e) => panic!("opening a store in table {}: {e}", self.name),
+            }
+        }
     }
 
     impl Drop for Table {

@@ -467,14 +467,7 @@ fn stores_of_several_processes_append_to_one_session_without_losing_one() {
     let Some(table) = Table::new("fenced") else {
         return;
     };
-    let open = || {
-        Store::open_with(
-            StoreConfig::new("")
-                .backend(table.backend())
-                .durability(Durability::Sync),
-        )
-        .unwrap()
-    };
+    let open = || table.open_sync();
     for cas in [false, true] {
         let stores = (0..3).map(|_| open()).collect();
         let (written, id) = super::fenced::concurrent_appends(stores, 40, cas);
@@ -491,12 +484,7 @@ fn sessions_appended_at_once_through_one_store_are_not_refused() {
     let Some(table) = Table::new("claims") else {
         return;
     };
-    let store = Store::open_with(
-        StoreConfig::new("")
-            .backend(table.backend())
-            .durability(Durability::Sync),
-    )
-    .unwrap();
+    let store = table.open_sync();
     let threads: Vec<_> = (0..24)
         .map(|w| {
             let store = store.clone();
@@ -583,14 +571,7 @@ fn a_session_deleted_through_another_store_takes_no_more_commits() {
     let Some(table) = Table::new("deleted") else {
         return;
     };
-    let open = || {
-        Store::open_with(
-            StoreConfig::new("")
-                .backend(table.backend())
-                .durability(Durability::Sync),
-        )
-        .unwrap()
-    };
+    let open = || table.open_sync();
     let (a, b) = (open(), open());
     let mut sql = postgres::Client::connect(&table.url, postgres::NoTls).unwrap();
     let rows = |sql: &mut postgres::Client| -> i64 {
