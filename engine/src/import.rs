@@ -463,7 +463,6 @@ impl Store {
     }
 }
 
-/// The trimmed label of a `label` line as a JSON literal; `None` clears (spec §6.1).
 /// The carried stamps of an import ([`ImportOptions::stamps`]), checked against the number of
 /// records: positions that rise strictly and name records of the file.
 fn carried_stamps(
@@ -488,6 +487,7 @@ fn carried_stamps(
     Ok(stamps.iter().peekable())
 }
 
+/// The trimmed label of a `label` line as a JSON literal; `None` clears (spec §6.1).
 fn label_value(line: &str) -> Option<String> {
     Fields::parse(line)
         .and_then(|f| f.label)
