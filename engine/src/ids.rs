@@ -707,6 +707,21 @@ impl Session {
             .read_value(&keys::log(self.sid, seq), &mut |_| {})?)
     }
 
+    /// Installs the state of a session this process has just created, empty as it is, so
+    /// that its first operation reads nothing of it (in a shared store another process may
+    /// have written it meanwhile: that operation's commit is then refused, and the state read).
+    pub(crate) fn install_new_state(&self, head: HeadRecord) {
+        let index = IdIndex {
+            lookup: OnceLock::from(Lookup { runs: Vec::new() }),
+            pack_filter: OnceLock::new(),
+            tail_from: 0,
+            tail: HashMap::new(),
+            tail_bytes: 0,
+            head,
+        };
+        *self.inner.id_index(self.sid).write() = Some(index);
+    }
+
     /// Drops the session's state this process holds: it is read again when next needed.
     pub(crate) fn drop_state(&self) {
         *self.inner.id_index(self.sid).write() = None;

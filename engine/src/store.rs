@@ -1228,7 +1228,31 @@ impl Store {
         batch.put(keys::session(sid), record::encode(&record));
         batch.put(keys::head(sid), record::encode(&head));
         self.inner.list(&id, sid, batch, self.inner.durability)?;
-        Ok(Session::new(self.inner.clone(), sid, record).with_actor_of(self))
+        let session = Session::new(self.inner.clone(), sid, record).with_actor_of(self);
+        if self.inner.shared {
+            // What this process just wrote, it need not read back: the session's number, record
+            // and empty state, for its first writes by id ([`Store::session_for_write`]).
+            self.remember(&id, sid, &session);
+            self.inner.session_lock(sid).lock().head = Some(head.clone());
+            session.install_new_state(head);
+        }
+        Ok(session)
+    }
+
+    /// Remembers that `id` names session `sid`, and what it is ([`Store::session_for_write`]).
+    fn remember(&self, id: &str, sid: u64, session: &Session) {
+        if self.inner.shared {
+            let mut named = self.inner.named.lock();
+            if named.len() >= SESSION_LOCKS_KEPT {
+                named.clear();
+            }
+            named.insert(id.to_owned(), sid);
+        }
+        let mut described = self.inner.described.lock();
+        if described.len() >= SESSION_LOCKS_KEPT {
+            described.clear();
+        }
+        described.insert(sid, (session.record.clone(), session.packed));
     }
 
     /// Publishes a fully written session under its id (the last write of an import).
@@ -1273,25 +1297,17 @@ impl Store {
     /// Opens session `sid`, listed as `id`; `SessionNotFound` when it was deleted meanwhile
     /// (its catalogue row goes first, its record last).
     fn open_listed(&self, id: &str, sid: u64) -> Result<Session> {
-        if self.inner.shared {
-            let mut named = self.inner.named.lock();
-            if named.len() >= SESSION_LOCKS_KEPT {
-                named.clear();
-            }
-            named.insert(id.to_owned(), sid);
-        }
         let known = self.inner.described.lock().get(&sid).cloned();
         if let Some((record, packed)) = known {
-            return Ok(Session::known(self.inner.clone(), sid, record, packed).with_actor_of(self));
+            let session =
+                Session::known(self.inner.clone(), sid, record, packed).with_actor_of(self);
+            self.remember(id, sid, &session);
+            return Ok(session);
         }
         match self.inner.require::<SessionRecord>(&keys::session(sid)) {
             Ok(record) => {
                 let session = Session::open(self.inner.clone(), sid, record)?;
-                let mut described = self.inner.described.lock();
-                if described.len() >= SESSION_LOCKS_KEPT {
-                    described.clear();
-                }
-                described.insert(sid, (session.record.clone(), session.packed));
+                self.remember(id, sid, &session);
                 Ok(session.with_actor_of(self))
             }
             Err(_) if self.inner.sid_of(id)? != Some(sid) => {

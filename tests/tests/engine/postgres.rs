@@ -372,6 +372,24 @@ fn an_append_costs_one_round_trip() {
         by_id.push(store.round_trips().unwrap() - before);
     }
     assert_eq!(by_id, [1, 1, 1, 2, 2], "round trips of appends by id");
+    // A session this store created is known from the start: its first append is one too.
+    let before = store.round_trips().unwrap();
+    let created = store
+        .create_session(grove::CreateSession::default())
+        .unwrap();
+    let creation = store.round_trips().unwrap() - before;
+    let before = store.round_trips().unwrap();
+    store
+        .session_for_write(created.id())
+        .unwrap()
+        .append(super::user("first"))
+        .unwrap();
+    let first = store.round_trips().unwrap() - before;
+    assert_eq!(first, 1, "the first append of a session this store created");
+    assert!(
+        creation <= 2,
+        "creating a session took {creation} round trips"
+    );
     let last = s.leaf().unwrap();
     let before = store.round_trips().unwrap();
     s.move_to(None).unwrap();
