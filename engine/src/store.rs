@@ -1270,6 +1270,12 @@ impl Store {
         self.open_listed(id, sid)
     }
 
+    /// Whether other processes may write this store's backend too (PostgreSQL): its commits
+    /// are fenced (docs/design.md, "Fenced commits").
+    pub fn is_shared(&self) -> bool {
+        self.inner.shared
+    }
+
     /// Opens the session with exactly this id to write to it. The same as [`Store::session`],
     /// except in a store other processes share: there a session this process opened before is
     /// opened from memory, without reading its catalogue row, so that an append through it

@@ -472,10 +472,10 @@ impl<'s> Txn<'s> {
         }
         // And the session is still listed under its id: another process may have deleted it
         // (its catalogue row goes first), and a commit after that must not land.
-        let listed_key = keys::session_id(self.session.id());
         let listed = sid.to_be_bytes();
-        if inner.shared {
-            guards.push((&listed_key, Some(&listed)));
+        let listed_key = inner.shared.then(|| keys::session_id(self.session.id()));
+        if let Some(key) = &listed_key {
+            guards.push((key, Some(&listed)));
         }
         let committed =
             self.session

@@ -86,11 +86,8 @@ impl Conn {
                  THEN NOT EXISTS (SELECT 1 FROM {table} t WHERE t.k = g.k) \
                  ELSE EXISTS (SELECT 1 FROM {table} t WHERE t.k = g.k AND t.v = g.e) END), \
                  true) AS yes FROM g), \
-             gone AS (DELETE FROM {table} WHERE (SELECT yes FROM ok) AND k = ANY($1::bytea[])), \
-             put AS (INSERT INTO {table} (k, v) \
-                 SELECT * FROM unnest($2::bytea[], $3::bytea[]) WHERE (SELECT yes FROM ok) \
-                 ON CONFLICT (k) DO UPDATE SET v = excluded.v) \
-             SELECT yes FROM ok"
+             {}",
+            guarded_batch(table)
         ))?;
         // The claim: the guard row inserted unless present, and only while every held row
         // ($6, $7: keys and the values they must have) has its value, each locked against a
@@ -103,11 +100,8 @@ impl Conn {
                  SELECT $4, $5 WHERE (SELECT count(*) FROM held) = cardinality($6::bytea[]) \
                  ON CONFLICT (k) DO NOTHING RETURNING 1), \
              ok AS (SELECT EXISTS (SELECT 1 FROM claim) AS yes), \
-             gone AS (DELETE FROM {table} WHERE (SELECT yes FROM ok) AND k = ANY($1::bytea[])), \
-             put AS (INSERT INTO {table} (k, v) \
-                 SELECT * FROM unnest($2::bytea[], $3::bytea[]) WHERE (SELECT yes FROM ok) \
-                 ON CONFLICT (k) DO UPDATE SET v = excluded.v) \
-             SELECT yes FROM ok"
+             {}",
+            guarded_batch(table)
         ))?;
         Ok(Conn {
             claim,
@@ -133,6 +127,18 @@ pub struct PostgresKv {
     fenced_pool: Mutex<Vec<Conn>>,
     /// Statements sent to the server: each is one round trip ([`Kv::round_trips`]).
     statements: AtomicU64,
+}
+
+/// The end of a conditional statement, after the CTE `ok` that says whether its guards hold:
+/// the batch's deletes and puts ($1; $2, $3) only if they do, and the answer.
+fn guarded_batch(table: &str) -> String {
+    format!(
+        "gone AS (DELETE FROM {table} WHERE (SELECT yes FROM ok) AND k = ANY($1::bytea[])), \
+         put AS (INSERT INTO {table} (k, v) \
+             SELECT * FROM unnest($2::bytea[], $3::bytea[]) WHERE (SELECT yes FROM ok) \
+             ON CONFLICT (k) DO UPDATE SET v = excluded.v) \
+         SELECT yes FROM ok"
+    )
 }
 
 /// Whether `name` may name grove's table: a plain lowercase SQL identifier, so it needs no

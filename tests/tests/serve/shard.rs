@@ -138,6 +138,17 @@ fn snapshot(node: &Server, sid: &str) -> Value {
     })
 }
 
+/// The ids of the sessions a node lists at `path`.
+fn listed(node: &Server, path: &str) -> Vec<String> {
+    let listed = node.ok(200, "GET", path, None);
+    listed["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
 fn user(text: &str) -> String {
     json!({ "entry": { "role": "user", "content": text, "timestamp": 1 } }).to_string()
 }
@@ -265,14 +276,7 @@ fn sessions_sharded_over_two_clusters_and_one_moved_keeps_every_record() {
     let mut ids = sessions.clone();
     ids.sort();
     for node in &nodes {
-        let listed = node.ok(200, "GET", "/v1/sessions?limit=1000", None);
-        let listed: Vec<&str> = listed["sessions"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|s| s["id"].as_str().unwrap())
-            .collect();
-        assert_eq!(listed, ids);
+        assert_eq!(listed(node, "/v1/sessions?limit=1000"), ids);
     }
 
     // The session to move: on cluster a, with a label, a name, a leaf move and a branch
@@ -389,14 +393,7 @@ fn sessions_sharded_over_two_clusters_and_one_moved_keeps_every_record() {
     // Served by every node as before, and listed once.
     for node in &nodes {
         assert_eq!(snapshot(node, &sid), before);
-        let listed = node.ok(200, "GET", "/v1/sessions", None);
-        let listed: Vec<&str> = listed["sessions"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|s| s["id"].as_str().unwrap())
-            .collect();
-        assert_eq!(listed, ids);
+        assert_eq!(listed(node, "/v1/sessions"), ids);
     }
     // The other sessions are untouched.
     for (other, seen) in &others {

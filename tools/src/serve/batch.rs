@@ -107,6 +107,11 @@ fn apply(
         .entry(item.session)
         .or_insert_with_key(|sid| store.session_for_write(sid).map_err(ApiError::from));
     let session = slot.as_ref().map_err(ApiError::clone)?;
+    if !store.is_shared() {
+        return session
+            .append_with(entry, options())
+            .map_err(ApiError::from);
+    }
     match session.append_with(entry.clone(), options()) {
         Err(grove::GroveError::SessionNotFound(_)) => {
             let again = store.session(session.id());

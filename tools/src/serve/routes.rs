@@ -359,20 +359,26 @@ where
     blocking(move || f(&store.session(&sid)?)).await
 }
 
-/// Runs the write `f` on session `sid` on the blocking pool, opened with
-/// `Store::session_for_write`: on a shared backend a session this node opened before is not
+/// Runs the write `f` of `input` on session `sid` on the blocking pool. On a shared backend
+/// the session is opened with `Store::session_for_write`: one this node opened before is not
 /// looked up again, so an append costs one round trip (its commit checks that the session is
-/// still listed). When another node deleted the session meanwhile, `f` runs once more on the
-/// session listed under the id now, if any.
-async fn writing<T, F>(state: &State, sid: String, f: F) -> ApiResult<T>
+/// still listed); when another node deleted it meanwhile, `f` runs once more (on a copy of
+/// `input`) on the session listed under the id now, if any.
+async fn writing<T, I, F>(state: &State, sid: String, input: I, f: F) -> ApiResult<T>
 where
     T: Send + 'static,
-    F: Fn(&Session) -> grove::Result<T> + Send + 'static,
+    I: Clone + Send + 'static,
+    F: Fn(&Session, I) -> grove::Result<T> + Send + 'static,
 {
     let store = state.store()?;
-    blocking(move || match f(&store.session_for_write(&sid)?) {
-        Err(grove::GroveError::SessionNotFound(_)) => f(&store.session(&sid)?),
-        done => done,
+    blocking(move || {
+        if !store.is_shared() {
+            return f(&store.session(&sid)?, input);
+        }
+        match f(&store.session_for_write(&sid)?, input.clone()) {
+            Err(grove::GroveError::SessionNotFound(_)) => f(&store.session(&sid)?, input),
+            done => done,
+        }
     })
     .await
 }
@@ -767,16 +773,17 @@ async fn append(
     Body(body): Body<AppendBody>,
 ) -> ApiResult<Response> {
     let entry = new_entry(&body.entry)?;
-    let id = writing(&state, sid, move |session| {
-        session.append_with(
-            entry.clone(),
-            grove::AppendOptions {
-                id: body.id.clone(),
-                timestamp: body.timestamp.clone(),
-                ..Default::default()
-            },
-        )
-    })
+    let options = grove::AppendOptions {
+        id: body.id,
+        timestamp: body.timestamp,
+        ..Default::default()
+    };
+    let id = writing(
+        &state,
+        sid,
+        (entry, options),
+        |session, (entry, options)| session.append_with(entry, options),
+    )
     .await?;
     Ok(json_answer(StatusCode::CREATED, json!({ "id": id })))
 }
@@ -796,7 +803,7 @@ async fn append_exact(
 ) -> ApiResult<Response> {
     let text = String::from_utf8(bytes.to_vec())
         .map_err(|_| ApiError::invalid_request("the body is not UTF-8"))?;
-    let (id, leaf) = writing(&state, sid, move |session| {
+    let (id, leaf) = writing(&state, sid, text, move |session, text| {
         let options = grove::ExactOptions {
             keep_leaf: q.keep_leaf,
             ..Default::default()
@@ -825,8 +832,9 @@ async fn append_if(
     Body(body): Body<AppendIfBody>,
 ) -> ApiResult<Response> {
     let entry = new_entry(&body.entry)?;
-    let outcome = writing(&state, sid, move |session| {
-        session.append_if(body.expected_leaf.as_deref(), entry.clone())
+    let expected = body.expected_leaf;
+    let outcome = writing(&state, sid, entry, move |session, entry| {
+        session.append_if(expected.as_deref(), entry)
     })
     .await?;
     Ok(match outcome {
@@ -856,7 +864,7 @@ async fn append_many(
         .iter()
         .map(|e| new_entry(e))
         .collect::<ApiResult<Vec<_>>>()?;
-    let ids = writing(&state, sid, move |s| s.append_many(&entries)).await?;
+    let ids = writing(&state, sid, entries, |s, entries| s.append_many(&entries)).await?;
     Ok(json_answer(StatusCode::CREATED, json!({ "ids": ids })))
 }
 
