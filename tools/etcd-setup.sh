@@ -4,7 +4,7 @@
 #
 #   eval "$(bash tools/etcd-setup.sh)"    # exports GROVE_TEST_ETCD (and GROVE_TEST_ETCD_STARTED=1
 #                                         # when it started the cluster)
-#   bash tools/etcd-setup.sh stop         # stops the members of that folder
+#   bash tools/etcd-setup.sh stop         # stops the members of that folder and removes it
 #
 # Uses Debian's etcd-server package (installed with apt-get when `etcd` is missing, as root). The
 # members keep their data in $GROVE_ETCD_DIR (default /tmp/grove-etcd, made anew) and listen on
@@ -35,6 +35,8 @@ stop_members() {
 
 if [ "${1:-}" = stop ]; then
   stop_members
+  # The folder is this script's own (made anew at start): nothing of it is kept.
+  rm -rf "$dir"
   exit 0
 fi
 

@@ -3,7 +3,7 @@
 #
 #   eval "$(bash tools/pg-setup.sh)"    # exports GROVE_TEST_PG (and GROVE_TEST_PG_STARTED=1 when it
 #                                       # started the server)
-#   bash tools/pg-setup.sh stop         # stops the server of that folder
+#   bash tools/pg-setup.sh stop         # stops the server of that folder and removes the folder
 #   bash tools/pg-setup.sh install      # only installs the package when missing; prints its bin
 #                                       # folder (the tests of a primary with a standby,
 #                                       # grove_tests::pg_cluster, start their own servers with it)
@@ -46,7 +46,11 @@ if [ "${1:-}" = stop ]; then
   stop() {
     if [ "$(id -u)" = 0 ]; then su postgres -s /bin/sh -c "$*"; else sh -c "$*"; fi
   }
-  [ -f "$dir/data/postmaster.pid" ] && stop "'$bin/pg_ctl' -D '$dir/data' -m fast -w stop" >&2
+  if [ -f "$dir/data/postmaster.pid" ]; then
+    stop "'$bin/pg_ctl' -D '$dir/data' -m fast -w stop" >&2 || true
+  fi
+  # The folder is this script's own (made anew at start): nothing of it is kept.
+  rm -rf "$dir"
   exit 0
 fi
 

@@ -8,9 +8,22 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 status=0
-# What this run started is stopped when it ends.
+# The temporary files of every test (Rust's tempfile, node's and Python's tmpdir) go to a folder of
+# this run, removed when it ends; what a test left there is named first, so a leak is seen.
+run_tmp="$(mktemp -d "${TMPDIR:-/tmp}/grove-test-run.XXXXXX")"
+export TMPDIR="$run_tmp"
+leftovers() {
+  local left
+  left="$(ls -A "$run_tmp" 2>/dev/null | head -n 20)"
+  if [ -n "$left" ]; then
+    echo "test-all: the tests left these in their temporary folder (removed now):"
+    printf '  %s\n' $left
+  fi
+  rm -rf "$run_tmp"
+}
+# What this run started is stopped when it ends, and what it made is removed.
 stops=""
-trap 'eval "$stops" >/dev/null 2>&1 || true' EXIT
+trap 'eval "$stops" >/dev/null 2>&1 || true; leftovers' EXIT
 # PostgreSQL for the postgres backend's tests (tools/pg-setup.sh: Debian's package, a cluster of its
 # own on 127.0.0.1:55432, started as the postgres user). The tests of several grove nodes
 # (serve::cluster) start a primary and a synchronous standby of their own with the same package

@@ -411,7 +411,8 @@ describe("errors", () => {
 	it("reports a streamed answer that breaks off or is not JSON lines, collected or iterated", async () => {
 		// A stand-in server: a chunked answer cut after two lines, and one whose second line is
 		// not JSON.
-		const socket = join(mkdtempSync(join(tmpdir(), "grove-fake-")), "fake.sock");
+		const fakeDir = mkdtempSync(join(tmpdir(), "grove-fake-"));
+		const socket = join(fakeDir, "fake.sock");
 		const fake = http.createServer((req, res) => {
 			res.writeHead(200, { "content-type": "application/x-ndjson" });
 			res.write('{"id":"a"}\n{"id":"b"}\n{"id":');
@@ -434,7 +435,8 @@ describe("errors", () => {
 			expect(await rejection(collectAll(faked.iterPath("s")))).toMatchObject({ code: "invalid_response" });
 		} finally {
 			faked.close();
-			fake.close();
+			await new Promise<void>((closed) => fake.close(() => closed()));
+			rmSync(fakeDir, { recursive: true, force: true });
 		}
 	});
 

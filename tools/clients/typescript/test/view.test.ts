@@ -11,9 +11,9 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import type { Browser, Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { GroveClient } from "../src/client.js";
-import { findChromium, launchChromium } from "./browser.js";
+import { browserLog, findChromium, launchChromium } from "./browser.js";
 import { groveBin, type RunningServer, startServer } from "./server.js";
 
 // What the functions given to page.evaluate see of the page (this project's lib has no DOM).
@@ -139,22 +139,42 @@ beforeAll(async () => {
 
 afterAll(async () => {
 	client?.close();
-	await browser?.close();
 	if (server) expect(await server.stop()).toBe(0);
 	if (work) rmSync(work, { recursive: true, force: true });
 });
 
 /**
- * The browser, launched on first use: without chromium every test that needs it fails (with
- * test/browser.ts's message saying how to install it), none is skipped.
+ * The test's browser, launched on first use: without chromium every test that needs it fails (with
+ * test/browser.ts's message saying how to install it), none is skipped. Each test has a browser of
+ * its own, closed after it, so a browser that dies fails one test, not the ones after it.
  */
 async function theBrowser(): Promise<Browser> {
 	browser ??= await launchChromium();
 	return browser;
 }
 
+afterEach(async () => {
+	const used = browser;
+	browser = undefined;
+	if (used === undefined) return;
+	const died = !used.isConnected();
+	await used.close();
+	if (died) throw new Error(`chromium died during the test; what it printed last:\n${browserLog(used)}`);
+});
+
 it("finds chromium", () => {
 	expect(findChromium()).not.toBe("");
+});
+
+it("says how a browser that died ended", async () => {
+	const own = await launchChromium();
+	const pid = Number(/chromium pid=(\d+)/.exec(browserLog(own))?.[1]);
+	expect(pid).toBeGreaterThan(0);
+	const closed = new Promise<void>((done) => own.once("disconnected", () => done()));
+	process.kill(pid, "SIGKILL");
+	await closed;
+	expect(own.isConnected()).toBe(false);
+	await vi.waitFor(() => expect(browserLog(own)).toContain("signal=SIGKILL"));
 });
 
 interface Opened {
@@ -171,7 +191,7 @@ interface Opened {
 async function open(url: string, timeout = 60_000, ready = ".row"): Promise<Opened> {
 	const page = await (await theBrowser()).newPage({ viewport: { width: 1280, height: 800 } });
 	// A wait that fails says which; the test's own timeout would not.
-	page.setDefaultTimeout(20_000);
+	page.setDefaultTimeout(60_000);
 	const opened: Opened = { page, errors: [], requests: [], dialogs: [] };
 	page.on("pageerror", (e) => opened.errors.push(String(e)));
 	page.on("console", (m) => {
@@ -273,6 +293,7 @@ describe("grove export --html", () => {
 		let sessions = 0;
 		let compared = 0;
 		const page = await (await theBrowser()).newPage();
+		page.setDefaultTimeout(120_000);
 		const errors: string[] = [];
 		page.on("pageerror", (e) => errors.push(String(e)));
 		for (const file of files) {
