@@ -48,6 +48,7 @@ mod walk;
 mod write;
 
 pub use audit::{verify_audit, AuditKey, AuditReport};
+pub use commits::CommitListener;
 pub use context::{
     Context, ContextOptions, NullContent, RetainedTail, SelectionPath, SettingsScope,
 };

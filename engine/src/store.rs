@@ -1181,6 +1181,30 @@ impl Store {
         self.inner.poisoned.lock().clone()
     }
 
+    /// Why the database server could not be reached, when the last round trip to it failed
+    /// that way (`None` once one succeeds again, and always for an embedded backend). Costs
+    /// no round trip: what the store last saw. [`Store::check_backend`] looks now.
+    pub fn backend_unavailable(&self) -> Option<String> {
+        self.inner.kv.unavailable()
+    }
+
+    /// Makes one read of the backend (the store's format marker): `Unavailable` when its
+    /// database server cannot be reached, another error when the read fails otherwise.
+    pub fn check_backend(&self) -> Result<()> {
+        self.inner.kv.get(&keys::meta(keys::META_FORMAT))?;
+        Ok(())
+    }
+
+    /// Calls `listener` after every write this store commits from now on, for as long as
+    /// the caller holds it: the store keeps only a weak reference, so a dropped listener is
+    /// forgotten. A listener runs inside the commit path (after the write is acknowledged), so
+    /// it must be quick and must not use the store: waking a waiter that is not a thread (a
+    /// task on an async runtime following a replay) is what it is for. Writes other
+    /// processes make to a shared backend are not seen.
+    pub fn on_commit(&self, listener: &Arc<crate::commits::CommitListener>) {
+        self.inner.commits.listen(listener);
+    }
+
     /// The key-value backend, for tools that inspect or repair stores at the lowest level.
     pub fn kv(&self) -> &dyn Kv {
         &*self.inner.kv

@@ -96,6 +96,10 @@ impl Server {
                 ),
             });
         }
+        // An idle followed replay sends empty lines to keep the connection alive (docs/api.md):
+        // they are not printed.
+        let mut line_start = true;
+        let mut lines = Vec::new();
         while let Some(chunk) = body.next().await {
             let chunk = chunk.map_err(|e| {
                 CommandError::io(
@@ -103,7 +107,14 @@ impl Server {
                     std::io::Error::other(e.to_string()),
                 )
             })?;
-            out.write_all(&chunk)?;
+            lines.clear();
+            for &byte in chunk.iter() {
+                if !(byte == b'\n' && line_start) {
+                    lines.push(byte);
+                }
+                line_start = byte == b'\n';
+            }
+            out.write_all(&lines)?;
             out.flush()?;
         }
         Ok(())

@@ -177,6 +177,10 @@ impl<K: Kv + 'static> Kv for Bounded<K> {
         self.kv().ok()?.round_trips()
     }
 
+    fn unavailable(&self) -> Option<String> {
+        self.kv().ok()?.unavailable()
+    }
+
     fn name(&self) -> &'static str {
         self.kv.as_deref().map_or("backend", Kv::name)
     }

@@ -569,6 +569,10 @@ impl Kv for BufferedKv {
         self.shared.base.round_trips()
     }
 
+    fn unavailable(&self) -> Option<String> {
+        self.shared.base.unavailable()
+    }
+
     fn name(&self) -> &'static str {
         self.shared.base.name()
     }

@@ -214,6 +214,10 @@ impl<K: Kv> Kv for Guarded<K> {
         self.kv.round_trips()
     }
 
+    fn unavailable(&self) -> Option<String> {
+        self.kv.unavailable()
+    }
+
     fn name(&self) -> &'static str {
         self.kv.name()
     }

@@ -113,17 +113,21 @@ pub enum KvError {
 
 impl From<postgres::Error> for KvError {
     fn from(e: postgres::Error) -> KvError {
-        // The top error says what failed ("db error", "error connecting to server"), its
-        // source why.
-        let text = match std::error::Error::source(&e) {
-            Some(source) => format!("{e}: {source}"),
-            None => e.to_string(),
-        };
+        let text = postgres_text(&e);
         if postgres_transient(&e) {
             KvError::Unavailable(text)
         } else {
             KvError::Postgres(text)
         }
+    }
+}
+
+/// A PostgreSQL error as text: the top error says what failed ("db error", "error connecting
+/// to server"), its source why.
+fn postgres_text(e: &postgres::Error) -> String {
+    match std::error::Error::source(e) {
+        Some(source) => format!("{e}: {source}"),
+        None => e.to_string(),
     }
 }
 
@@ -307,5 +311,11 @@ pub trait Kv: Send + Sync {
     /// "Fenced commits"). An embedded backend is one process's, behind its directory lock.
     fn shared(&self) -> bool {
         false
+    }
+    /// Why the database server could not be reached, when the last round trip to it failed
+    /// with [`KvError::Unavailable`] (cleared by the next one that succeeds); `None` for an
+    /// embedded backend, which has no server to lose. What a server's health reports.
+    fn unavailable(&self) -> Option<String> {
+        None
     }
 }

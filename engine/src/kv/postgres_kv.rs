@@ -127,6 +127,9 @@ pub struct PostgresKv {
     fenced_pool: Mutex<Vec<Conn>>,
     /// Statements sent to the server: each is one round trip ([`Kv::round_trips`]).
     statements: AtomicU64,
+    /// Why the last round trip failed, when the server could not be reached
+    /// ([`Kv::unavailable`]).
+    unreachable: Mutex<Option<String>>,
 }
 
 /// The end of a conditional statement, after the CTE `ok` that says whether its guards hold:
@@ -191,6 +194,7 @@ impl PostgresKv {
             pool: Mutex::new(Vec::new()),
             fenced_pool: Mutex::new(Vec::new()),
             statements: AtomicU64::new(0),
+            unreachable: Mutex::new(None),
         };
         let first = Conn::open(&kv.config, &kv.table)?;
         kv.pool.lock().push(first);
@@ -230,11 +234,31 @@ impl PostgresKv {
         let taken = pool.lock().pop();
         let mut conn = match taken {
             Some(conn) if !conn.client.is_closed() => conn,
-            _ => Conn::open(config, &self.table)?,
+            _ => match Conn::open(config, &self.table) {
+                Ok(conn) => conn,
+                Err(e) => {
+                    if let KvError::Unavailable(why) = &e {
+                        *self.unreachable.lock() = Some(why.clone());
+                    }
+                    return Err(e);
+                }
+            },
         };
         // Every `work` is one statement (prepared when the connection opened).
         self.statements.fetch_add(1, Ordering::Relaxed);
         let result = work(&mut conn);
+        match &result {
+            Err(e) if super::postgres_transient(e) => {
+                *self.unreachable.lock() = Some(super::postgres_text(e));
+            }
+            // Any answer of the server, an error of the statement included, says it is there.
+            _ => {
+                let mut unreachable = self.unreachable.lock();
+                if unreachable.is_some() {
+                    *unreachable = None;
+                }
+            }
+        }
         if conn.client.is_closed() {
             // The server went away (a restart, a failover): the pooled connections to it, in
             // both pools, are gone too, so the next call opens a fresh one rather than fail on
@@ -415,6 +439,10 @@ impl Kv for PostgresKv {
 
     fn shared(&self) -> bool {
         true
+    }
+
+    fn unavailable(&self) -> Option<String> {
+        self.unreachable.lock().clone()
     }
 }
 

@@ -6,6 +6,8 @@
 mod bad_input;
 mod cluster;
 mod crash;
+mod health;
+mod limits;
 mod oplog;
 mod payloads;
 mod replay;
@@ -160,6 +162,11 @@ impl Server {
             .unwrap();
         assert!(status.success());
         self.child.wait().unwrap()
+    }
+
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// SIGKILL.

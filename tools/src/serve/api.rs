@@ -111,21 +111,24 @@ fn bytes_rejection(r: BytesRejection) -> ApiError {
     }
 }
 
-impl<S: Send + Sync> FromRequest<S> for Raw {
+impl FromRequest<State> for Raw {
     type Rejection = ApiError;
 
-    async fn from_request(req: Request, state: &S) -> ApiResult<Raw> {
-        axum::body::Bytes::from_request(req, state)
-            .await
-            .map(Raw)
-            .map_err(bytes_rejection)
+    /// The whole body must arrive within `--body-timeout`: a client that trickles it gets
+    /// `408 timeout`, and the connection is closed (the rest of the body is never read).
+    async fn from_request(req: Request, state: &State) -> ApiResult<Raw> {
+        let timeout = state.limits().body_timeout;
+        match tokio::time::timeout(timeout, axum::body::Bytes::from_request(req, state)).await {
+            Ok(read) => read.map(Raw).map_err(bytes_rejection),
+            Err(_) => Err(super::limits::body_timed_out(timeout)),
+        }
     }
 }
 
-impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Body<T> {
+impl<T: DeserializeOwned> FromRequest<State> for Body<T> {
     type Rejection = ApiError;
 
-    async fn from_request(req: Request, state: &S) -> ApiResult<Body<T>> {
+    async fn from_request(req: Request, state: &State) -> ApiResult<Body<T>> {
         let Raw(bytes) = Raw::from_request(req, state).await?;
         serde_json::from_slice(&bytes).map(Body).map_err(|e| {
             ApiError::invalid_request(format!("the body is not the JSON this route takes: {e}"))

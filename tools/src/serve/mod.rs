@@ -14,6 +14,10 @@
 
 mod api;
 mod batch;
+mod follow;
+mod full_disk;
+mod health;
+mod limits;
 mod oplog;
 mod routes;
 mod stores;
@@ -36,6 +40,7 @@ use crate::commands::summarizer_args::SummarizerArgs;
 use crate::commands::Env;
 use crate::error::{CmdResult, CommandError};
 use crate::shard::router::Shards;
+use grove::GroveError;
 use stores::Stores;
 
 /// Serve the store to many clients at once over HTTP/1.1 (docs/api.md): on a unix socket
@@ -66,6 +71,30 @@ pub struct Args {
     /// How long a client may take to send a request's headers, in seconds.
     #[arg(long, value_name = "SECONDS", default_value_t = 30)]
     header_timeout: u64,
+    /// How long a client may take to send a request's body, in seconds (an import's: between
+    /// two chunks of it); a slower one gets 408 and the connection is closed.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30)]
+    body_timeout: u64,
+    /// Connections served at once (both listeners); one more is answered 503 busy and
+    /// closed.
+    #[arg(long, value_name = "N", default_value_t = 1024)]
+    max_connections: usize,
+    /// Followed replays (`replay?follow=true`) at once; one more is answered 503 busy.
+    #[arg(long, value_name = "N", default_value_t = 256)]
+    max_followers: usize,
+    /// Streamed reads (entries, log, paths, contexts, exports, replays) at once: each holds a
+    /// thread of the server's blocking pool while its client reads, so that the rest stay
+    /// for writes. One more is answered 503 busy.
+    #[arg(long, value_name = "N", default_value_t = 256)]
+    max_streams: usize,
+    /// How often an idle followed replay sends an empty line, in seconds: writing is what
+    /// finds a client that went away.
+    #[arg(long, value_name = "SECONDS", default_value_t = 5.0)]
+    keepalive: f64,
+    /// The bound of a health check, in seconds: of its deep read, of the blocking pool's
+    /// answer, and the age at which a write in flight counts as stuck.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
+    health_timeout: f64,
     /// How long to wait for requests in flight at shutdown, in seconds.
     #[arg(long, value_name = "SECONDS", default_value_t = 30)]
     drain_timeout: u64,
@@ -99,8 +128,31 @@ pub fn run(env: &mut Env<'_>, args: &Args) -> CmdResult<()> {
         }
     }
     // Sharded (--etcd): one store per cluster of the shard map, which a thread keeps fresh.
+    let mut full_disk = None;
     let (stores, refresher) = match &args.etcd {
-        None => (Stores::One(env.open_store()?), None),
+        None => match env.open_store() {
+            Ok(store) => (Stores::One(store), None),
+            // The disk has less than the reserve free: serve reads; writes answer DiskFull.
+            Err(CommandError::Grove(GroveError::DiskFull {
+                dir,
+                required,
+                available,
+                ..
+            })) => {
+                eprintln!(
+                    "grove serve: {} has {available} bytes free, less than the reserve of \
+                     {required}: serving reads; writes are refused (DiskFull) until space is \
+                     freed and the server restarted",
+                    dir.display()
+                );
+                full_disk = Some(full_disk::FullDisk {
+                    dir,
+                    reserve: required,
+                });
+                (Stores::One(env.read_store()?), None)
+            }
+            Err(e) => return Err(e),
+        },
         Some(etcd) => {
             let (etcd, keys) =
                 crate::commands::shard::connect(&crate::commands::shard::EtcdArgs {
@@ -125,20 +177,43 @@ pub fn run(env: &mut Env<'_>, args: &Args) -> CmdResult<()> {
         .socket
         .clone()
         .unwrap_or_else(|| env.store_dir.join("grove.sock"));
-    let state = routes::State::new(
-        stores.clone(),
+    if args.max_streams >= limits::BLOCKING_THREADS {
+        return Err(CommandError::invalid(
+            format!(
+                "--max-streams {} would leave no thread of the blocking pool ({}) for writes",
+                args.max_streams,
+                limits::BLOCKING_THREADS
+            ),
+            "give a smaller --max-streams",
+        ));
+    }
+    let limits = limits::Limits::new(
         args.max_body,
         args.max_import,
+        Duration::from_secs(args.body_timeout),
+        seconds("--keepalive", args.keepalive)?,
+        seconds("--health-timeout", args.health_timeout)?,
+        args.max_followers,
+        args.max_streams,
+    );
+    let state = routes::State::new(
+        stores.clone(),
+        limits,
+        full_disk.clone(),
         env.durability.durability(),
         args.summarizer.summarizer(),
     );
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        .max_blocking_threads(limits::BLOCKING_THREADS)
         .thread_name("grove-serve")
         .build()
         .map_err(|e| CommandError::io("starting the server's runtime", e))?;
-    let header_timeout = Duration::from_secs(args.header_timeout);
-    let drain = Duration::from_secs(args.drain_timeout);
+    let conn = ConnLimits {
+        header_timeout: Duration::from_secs(args.header_timeout),
+        drain: Duration::from_secs(args.drain_timeout),
+        open: Arc::new(tokio::sync::Semaphore::new(args.max_connections)),
+    };
     let out = &mut *env.out;
     runtime.block_on(async move {
         let (stop_tx, stop_rx) = watch::channel(false);
@@ -151,8 +226,7 @@ pub fn run(env: &mut Env<'_>, args: &Args) -> CmdResult<()> {
         servers.push(tokio::spawn(serve_unix(
             unix,
             router,
-            header_timeout,
-            drain,
+            conn.clone(),
             stop_rx.clone(),
         )));
         if let Some(addr) = args.listen {
@@ -169,8 +243,7 @@ pub fn run(env: &mut Env<'_>, args: &Args) -> CmdResult<()> {
             servers.push(tokio::spawn(serve_tcp(
                 tcp,
                 router,
-                header_timeout,
-                drain,
+                conn.clone(),
                 stop_rx.clone(),
             )));
         }
@@ -186,11 +259,25 @@ pub fn run(env: &mut Env<'_>, args: &Args) -> CmdResult<()> {
     // Every request is finished (or abandoned after the drain timeout): flush and close.
     drop(runtime);
     drop(refresher);
-    for store in stores.all() {
+    // (A store opened only to read, on a full disk, has nothing to flush.)
+    for store in stores.all().iter().filter(|s| !s.is_read_only()) {
         store.flush()?;
     }
     drop(stores);
     Ok(())
+}
+
+/// `--NAME SECONDS` as a duration.
+fn seconds(name: &str, value: f64) -> CmdResult<Duration> {
+    Duration::try_from_secs_f64(value)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| {
+            CommandError::invalid(
+                format!("{name} {value} is not a positive number of seconds"),
+                "give a duration in seconds, such as 5",
+            )
+        })
 }
 
 fn read_token(path: &Path) -> CmdResult<String> {
@@ -252,18 +339,25 @@ async fn shutdown_signal() {
     }
 }
 
+/// The limits of the connection loop, shared by both listeners.
+#[derive(Clone)]
+struct ConnLimits {
+    header_timeout: Duration,
+    drain: Duration,
+    /// A place per connection served (`--max-connections`).
+    open: Arc<tokio::sync::Semaphore>,
+}
+
 async fn serve_unix(
     listener: tokio::net::UnixListener,
     router: axum::Router,
-    header_timeout: Duration,
-    drain: Duration,
+    conn: ConnLimits,
     stop: watch::Receiver<bool>,
 ) {
     serve(
         || async { listener.accept().await.map(|(s, _)| s) },
         router,
-        header_timeout,
-        drain,
+        conn,
         stop,
     )
     .await;
@@ -272,8 +366,7 @@ async fn serve_unix(
 async fn serve_tcp(
     listener: tokio::net::TcpListener,
     router: axum::Router,
-    header_timeout: Duration,
-    drain: Duration,
+    conn: ConnLimits,
     stop: watch::Receiver<bool>,
 ) {
     serve(
@@ -283,8 +376,7 @@ async fn serve_tcp(
             Ok(s)
         },
         router,
-        header_timeout,
-        drain,
+        conn,
         stop,
     )
     .await;
@@ -292,12 +384,12 @@ async fn serve_tcp(
 
 /// The connection loop: each accepted connection is served by hyper's HTTP/1.1 server (with
 /// keep-alive and a header read timeout) until `stop`; then the connections finish their
-/// requests in flight, for at most `drain`.
+/// requests in flight, for at most `drain`. A connection over `--max-connections` is
+/// answered `503 busy` and closed.
 async fn serve<S, F, Fut>(
     mut accept: F,
     router: axum::Router,
-    header_timeout: Duration,
-    drain: Duration,
+    caps: ConnLimits,
     mut stop: watch::Receiver<bool>,
 ) where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
@@ -317,12 +409,26 @@ async fn serve<S, F, Fut>(
                         continue;
                     }
                 };
+                let Ok(place) = caps.open.clone().try_acquire_owned() else {
+                    let busy = tower::service_fn(|_: Request<hyper::body::Incoming>| async {
+                        Ok::<_, std::convert::Infallible>(limits::over_connection_cap())
+                    });
+                    let conn = hyper::server::conn::http1::Builder::new()
+                        .timer(TokioTimer::new())
+                        .header_read_timeout(caps.header_timeout)
+                        .keep_alive(false)
+                        .serve_connection(TokioIo::new(stream), TowerToHyperService::new(busy));
+                    tokio::spawn(async move {
+                        let _ = conn.await;
+                    });
+                    continue;
+                };
                 let service = router
                     .clone()
                     .map_request(|req: Request<hyper::body::Incoming>| req.map(axum::body::Body::new));
                 let conn = hyper::server::conn::http1::Builder::new()
                     .timer(TokioTimer::new())
-                    .header_read_timeout(header_timeout)
+                    .header_read_timeout(caps.header_timeout)
                     .keep_alive(true)
                     // A client that shuts down its write side after a request still gets
                     // the answer.
@@ -331,11 +437,13 @@ async fn serve<S, F, Fut>(
                 let watched = graceful.watch(conn);
                 tokio::spawn(async move {
                     let _ = watched.await;
+                    drop(place);
                 });
             }
             _ = stop.changed() => break,
         }
     }
+    let drain = caps.drain;
     tokio::select! {
         () = graceful.shutdown() => {}
         () = tokio::time::sleep(drain) => {

@@ -139,13 +139,9 @@ pub(super) struct ReplayQuery {
     follow: Option<bool>,
 }
 
-/// How long a followed replay waits for a write before it checks that its client is still
-/// there and the server still runs.
-const FOLLOW_CHECK: std::time::Duration = std::time::Duration::from_millis(250);
-
 /// `GET .../replay`: the session's history as JSON lines (`grove replay`); with
 /// `follow=true`, new operations as they are committed, until `untilOp`, the client leaves,
-/// or the server stops.
+/// or the server stops (`follow.rs`).
 pub(super) async fn replay(
     state: State,
     Path(sid): Path<String>,
@@ -158,29 +154,16 @@ pub(super) async fn replay(
         follow: q.follow.unwrap_or(false),
         ..grove::ReplayOptions::default()
     };
-    ndjson(move |sink| {
-        let mut replay = store.session(&sid)?.replay(options)?;
-        loop {
-            // Without waiting while the log has more; caught up, hand the lines over, then
-            // wait for a write.
-            let event = match replay.poll(std::time::Duration::ZERO)? {
-                grove::Poll::Event(event) => event,
-                grove::Poll::End => return Ok(()),
-                grove::Poll::Idle => {
-                    if !sink.flush_now() || state.stopping() {
-                        return Ok(());
-                    }
-                    match replay.poll(FOLLOW_CHECK)? {
-                        grove::Poll::Event(event) => event,
-                        grove::Poll::End => return Ok(()),
-                        grove::Poll::Idle => continue,
-                    }
-                }
-            };
-            if !sink.line(&event.to_json()) {
+    if options.follow {
+        return super::follow::follow(state, store, sid, options).await;
+    }
+    ndjson(&state, move |sink| {
+        for event in store.session(&sid)?.replay(options)? {
+            if !sink.line(&event?.to_json()) {
                 return Ok(());
             }
         }
+        Ok(())
     })
     .await
 }

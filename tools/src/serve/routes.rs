@@ -22,6 +22,9 @@ use grove::summary::{PathMode, Summarizer};
 use grove::{NavigateOptions, NavigateOutcome, Navigator};
 
 use super::api::{ApiError, ApiResult, Body, Path, Query, Raw};
+use super::full_disk::FullDisk;
+use super::health::Writes;
+use super::limits::Limits;
 use super::oplog::{self, At};
 use super::stores::Stores;
 use super::stream::{forward_body, json_stream, ndjson, BodyEnd, BodyReader, Sink};
@@ -40,19 +43,22 @@ pub struct State {
 
 struct Shared {
     stores: Stores,
-    max_body: usize,
-    max_import: usize,
+    limits: Arc<Limits>,
     durability: Durability,
     summarizer: Option<Arc<dyn Summarizer>>,
     /// Set when the server stops: streams that would go on forever (a followed replay) end.
-    stopping: std::sync::atomic::AtomicBool,
+    stopping: tokio::sync::watch::Sender<bool>,
+    /// The write requests in flight, for health.
+    writes: Writes,
+    /// Set when the store's disk was too full to open it for writing: it is open to read.
+    full_disk: Option<FullDisk>,
 }
 
 impl State {
     pub fn new(
         stores: Stores,
-        max_body: usize,
-        max_import: usize,
+        limits: Limits,
+        full_disk: Option<FullDisk>,
         durability: Durability,
         summarizer: Option<Arc<dyn Summarizer>>,
     ) -> State {
@@ -63,27 +69,39 @@ impl State {
             },
             inner: Arc::new(Shared {
                 stores,
-                max_body,
-                max_import,
+                limits: Arc::new(limits),
                 durability,
                 summarizer,
-                stopping: std::sync::atomic::AtomicBool::new(false),
+                stopping: tokio::sync::watch::Sender::new(false),
+                writes: Writes::default(),
+                full_disk,
             }),
         }
     }
 
     /// The server is stopping: followed streams end.
     pub fn stop(&self) {
-        self.inner
-            .stopping
-            .store(true, std::sync::atomic::Ordering::Relaxed);
+        self.inner.stopping.send_replace(true);
     }
 
-    /// Whether the server is stopping.
-    pub(super) fn stopping(&self) -> bool {
-        self.inner
-            .stopping
-            .load(std::sync::atomic::Ordering::Relaxed)
+    /// Changes to `true` when the server stops.
+    pub(super) fn stopping(&self) -> tokio::sync::watch::Receiver<bool> {
+        self.inner.stopping.subscribe()
+    }
+
+    /// The server's limits.
+    pub(super) fn limits(&self) -> &Limits {
+        &self.inner.limits
+    }
+
+    /// The write requests in flight.
+    pub(super) fn writes(&self) -> &Writes {
+        &self.inner.writes
+    }
+
+    /// Whether the store's disk was too full to open it for writing ([`FullDisk`]).
+    pub(super) fn full_disk(&self) -> Option<&FullDisk> {
+        self.inner.full_disk.as_ref()
     }
 
     /// The store of this request, stamping operations with its client.
@@ -207,7 +225,7 @@ pub const ROUTES: &[(&str, &str)] = &[
 /// The handler of one route of [`ROUTES`].
 fn handler(method: &str, route: &str) -> Option<MethodRouter<State>> {
     Some(match (method, route) {
-        ("GET", "/v1/health") => get(health),
+        ("GET", "/v1/health") => get(super::health::health),
         ("POST", "/v1/verify") => post(verify),
         ("POST", "/v1/gc") => post(gc),
         ("GET", "/v1/sessions") => get(list_sessions),
@@ -261,7 +279,10 @@ fn handler(method: &str, route: &str) -> Option<MethodRouter<State>> {
 /// The router of exactly the routes of [`ROUTES`]; with `token`, every request must carry
 /// it as a bearer token. `GET /view`, the HTML view, is added after the token check.
 pub fn router(state: State, token: Option<Arc<str>>) -> Router {
-    let max_body = state.inner.max_body;
+    let max_body = state.inner.limits.max_body;
+    let limits = state.inner.limits.clone();
+    let tracked = state.clone();
+    let guarded = state.clone();
     let mut app = Router::new();
     for (method, path) in ROUTES {
         if let Some(h) = handler(method, path) {
@@ -272,6 +293,19 @@ pub fn router(state: State, token: Option<Arc<str>>) -> Router {
         .fallback(unknown_route)
         .method_not_allowed_fallback(wrong_method)
         .layer(DefaultBodyLimit::max(max_body))
+        .layer(axum::middleware::from_fn(
+            move |req: Request, next: Next| {
+                super::full_disk::refuse_writes(guarded.clone(), req, next)
+            },
+        ))
+        .layer(axum::middleware::from_fn(
+            move |req: Request, next: Next| super::health::track_writes(tracked.clone(), req, next),
+        ))
+        .layer(axum::middleware::from_fn(
+            move |req: Request, next: Next| {
+                super::limits::declared_length(limits.clone(), req, next)
+            },
+        ))
         .with_state(state);
     let app = match token {
         None => app,
@@ -429,28 +463,6 @@ fn session_json(session: &Session) -> grove::Result<Value> {
 
 // ---- server ----
 
-async fn health(state: State) -> Response {
-    let stores = state.stores().all();
-    let poisoned = stores.iter().find_map(Store::poisoned);
-    let backend = stores.first().map_or("postgres", Store::backend_name);
-    // Sharded: the statements sent to every cluster.
-    let round_trips = stores
-        .iter()
-        .filter_map(Store::round_trips)
-        .reduce(u64::saturating_add);
-    json_answer(
-        StatusCode::OK,
-        json!({
-            "ok": poisoned.is_none(),
-            "backend": backend,
-            "durability": format!("{:?}", state.inner.durability).to_lowercase(),
-            "version": env!("CARGO_PKG_VERSION"),
-            "poisoned": poisoned,
-            "roundTrips": round_trips,
-        }),
-    )
-}
-
 /// `POST /v1/gc`: removes the payloads no session references, as `grove gc --json` reports.
 async fn gc(state: State) -> ApiResult<Response> {
     if state.stores().is_sharded() {
@@ -604,7 +616,8 @@ async fn import(state: State, body: axum::body::Body) -> ApiResult<Response> {
             }
         }
     });
-    let end = forward_body(body, feed, state.inner.max_import).await;
+    let limits = state.limits();
+    let end = forward_body(body, feed, limits.max_import, limits.body_timeout).await;
     let result = job.await.map_err(|e| {
         ApiError::new(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -621,6 +634,7 @@ async fn import(state: State, body: axum::body::Body) -> ApiResult<Response> {
                  was imported",
             ))
         }
+        (BodyEnd::TimedOut, _) => return Err(super::limits::body_timed_out(limits.body_timeout)),
         (BodyEnd::Broken, Err(_)) => {
             return Err(ApiError::invalid_request(
                 "the connection failed while sending the body; nothing was imported",
@@ -655,7 +669,7 @@ async fn export(
     let flavors = [("harness", Flavor::Harness), ("cli", Flavor::Cli)];
     let flavor = choice("flavor", q.flavor.as_deref(), &flavors)?.unwrap_or(Flavor::Harness);
     let store = state.store()?;
-    ndjson(move |sink| {
+    ndjson(&state, move |sink| {
         let session = store.session(&sid)?;
         let mut out = SinkWriter { sink };
         session.export(flavor, &mut out).map(drop)
@@ -932,7 +946,7 @@ async fn entries(
     Query(q): Query<Cursor>,
 ) -> ApiResult<Response> {
     let store = state.store()?;
-    ndjson(move |sink| {
+    ndjson(&state, move |sink| {
         let session = store.session(&sid)?;
         let skip = usize::try_from(q.after.unwrap_or(0)).unwrap_or(usize::MAX);
         send_all(sink, session.entries().skip(skip), q.limit, q.ty.as_deref())
@@ -946,7 +960,7 @@ async fn log(
     Query(q): Query<Cursor>,
 ) -> ApiResult<Response> {
     let store = state.store()?;
-    ndjson(move |sink| {
+    ndjson(&state, move |sink| {
         let session = store.session(&sid)?;
         send_all(
             sink,
@@ -1023,7 +1037,7 @@ async fn children(
     Query(q): Query<ChildrenQuery>,
 ) -> ApiResult<Response> {
     let store = state.store()?;
-    ndjson(move |sink| {
+    ndjson(&state, move |sink| {
         let session = store.session(&sid)?;
         let children = session.children(q.parent.as_deref())?;
         send_all(sink, children.into_iter().map(Ok), None, None)
@@ -1060,7 +1074,7 @@ async fn branch(
 ) -> ApiResult<Response> {
     let at = q.at()?;
     let store = state.store()?;
-    ndjson(move |sink| {
+    ndjson(&state, move |sink| {
         let session = store.session(&sid)?;
         match at {
             None => session.for_each_on_branch(q.from.as_deref(), &mut |e| send_one(sink, &e)),
@@ -1080,7 +1094,7 @@ async fn path(
 ) -> ApiResult<Response> {
     let at = q.at()?;
     let store = state.store()?;
-    ndjson(move |sink| {
+    ndjson(&state, move |sink| {
         let session = store.session(&sid)?;
         match at {
             None => session.for_each_on_path(q.from.as_deref(), &mut |e| send_one(sink, &e)),
@@ -1179,7 +1193,7 @@ async fn context(
         options.report_active_tools = v;
     }
     let store = state.store()?;
-    json_stream(move |sink| {
+    json_stream(&state, move |sink| {
         let session = store.session(&sid)?;
         match at {
             None => session.write_context(q.leaf.as_deref(), options, &mut SinkWriter { sink }),

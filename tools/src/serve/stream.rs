@@ -17,6 +17,7 @@ use axum::response::{IntoResponse, Response};
 use tokio::sync::{mpsc, oneshot};
 
 use super::api::{ApiError, ApiResult};
+use super::routes::State;
 
 /// Bytes gathered before a chunk is handed over.
 const CHUNK: usize = 64 << 10;
@@ -61,18 +62,6 @@ impl Sink {
         !self.gone
     }
 
-    /// Hands what is buffered to the connection now (a followed stream that caught up).
-    /// `false` when the client is gone.
-    pub fn flush_now(&mut self) -> bool {
-        self.flush();
-        !self.closed()
-    }
-
-    /// Whether the client went away.
-    pub fn closed(&self) -> bool {
-        self.gone || self.tx.is_closed()
-    }
-
     fn flush(&mut self) {
         if self.buf.is_empty() || self.gone {
             return;
@@ -84,30 +73,34 @@ impl Sink {
     }
 }
 
-/// Runs `produce` on the blocking pool and streams what it writes as `application/x-ndjson`.
-pub async fn ndjson<F>(produce: F) -> ApiResult<Response>
+/// Runs `produce` on the blocking pool and streams what it writes as `application/x-ndjson`
+/// (`503 busy` when `--max-streams` streams already run: each holds a thread of the pool).
+pub async fn ndjson<F>(state: &State, produce: F) -> ApiResult<Response>
 where
     F: FnOnce(&mut Sink) -> grove::Result<()> + Send + 'static,
 {
-    streamed("application/x-ndjson", produce).await
+    streamed(state, "application/x-ndjson", produce).await
 }
 
 /// One JSON value written as it is produced (a context), with [`ndjson`]'s rules: an error
 /// before the first byte is an error answer, one after it ends the body early.
-pub async fn json_stream<F>(produce: F) -> ApiResult<Response>
+pub async fn json_stream<F>(state: &State, produce: F) -> ApiResult<Response>
 where
     F: FnOnce(&mut Sink) -> grove::Result<()> + Send + 'static,
 {
-    streamed("application/json", produce).await
+    streamed(state, "application/json", produce).await
 }
 
-async fn streamed<F>(content_type: &'static str, produce: F) -> ApiResult<Response>
+async fn streamed<F>(state: &State, content_type: &'static str, produce: F) -> ApiResult<Response>
 where
     F: FnOnce(&mut Sink) -> grove::Result<()> + Send + 'static,
 {
+    let permit = state.limits().stream()?;
     let (start_tx, start_rx) = oneshot::channel();
     let (tx, rx) = mpsc::channel(DEPTH);
     tokio::task::spawn_blocking(move || {
+        // The place is given back when the reader is done, not when the response is.
+        let _permit = permit;
         let mut sink = Sink {
             start: Some(start_tx),
             tx,
@@ -196,15 +189,31 @@ pub enum BodyEnd {
     TooLarge,
     /// The connection failed while sending it; the reader got an error.
     Broken,
+    /// No chunk arrived within the idle bound; the reader got an error.
+    TimedOut,
 }
 
-/// Hands the chunks of `body` to `feed` until it ends, the reader stops, or `limit` bytes
-/// are passed.
-pub async fn forward_body(body: Body, feed: BodyFeed, limit: usize) -> BodyEnd {
+/// Hands the chunks of `body` to `feed` until it ends, the reader stops, `limit` bytes are
+/// passed, or no chunk arrives for `idle`.
+pub async fn forward_body(
+    body: Body,
+    feed: BodyFeed,
+    limit: usize,
+    idle: std::time::Duration,
+) -> BodyEnd {
     use tokio_stream::StreamExt;
     let mut stream = body.into_data_stream();
     let mut total = 0usize;
-    while let Some(chunk) = stream.next().await {
+    loop {
+        let chunk = match tokio::time::timeout(idle, stream.next()).await {
+            Ok(Some(chunk)) => chunk,
+            Ok(None) => break,
+            Err(_) => {
+                let e = std::io::Error::other("no part of the request body arrived in time");
+                let _ = feed.send(Err(e)).await;
+                return BodyEnd::TimedOut;
+            }
+        };
         let (item, end) = match chunk {
             Ok(bytes) => {
                 total = total.saturating_add(bytes.len());

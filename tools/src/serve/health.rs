@@ -1,0 +1,163 @@
+//! `GET /v1/health` (docs/api.md, "Server"): whether the server can do its work now, which a
+//! load balancer or an operator may trust. This room owns the checks and the bookkeeping
+//! they need: `ok` is false, and the answer `503`, when a store refuses writes (`poisoned`,
+//! code `storage`), when the database server could not be reached at its last round trip
+//! (`unavailable`), or when writes are stuck (`stuck`, code `unavailable`): the blocking pool
+//! every engine call runs on did not run a task within `--health-timeout`, or a write request
+//! has been in flight for longer. A plain check costs no round trip to the database (it says
+//! what the stores last saw); `?deep=true` also makes one read of every store's backend, on
+//! the blocking pool, within `--health-timeout`.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use axum::extract::Request;
+use axum::http::{header, HeaderValue, Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::Response;
+use grove::Store;
+use parking_lot::Mutex;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::api::Query;
+use super::routes::{json_answer, State};
+
+/// The write requests in flight: when each began.
+#[derive(Default)]
+pub struct Writes {
+    next: AtomicU64,
+    started: Mutex<BTreeMap<u64, Instant>>,
+}
+
+/// One write request in flight; it is over when this is dropped.
+struct InFlight<'a> {
+    writes: &'a Writes,
+    ticket: u64,
+}
+
+impl Writes {
+    fn begin(&self) -> InFlight<'_> {
+        let ticket = self.next.fetch_add(1, Ordering::Relaxed);
+        self.started.lock().insert(ticket, Instant::now());
+        InFlight {
+            writes: self,
+            ticket,
+        }
+    }
+
+    /// How long the oldest write in flight has been running.
+    fn oldest(&self) -> Option<Duration> {
+        self.started
+            .lock()
+            .first_key_value()
+            .map(|(_, at)| at.elapsed())
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.writes.started.lock().remove(&self.ticket);
+    }
+}
+
+/// Counts the write requests in flight, for [`health`]. An import (whose time is its upload's)
+/// and a navigation (whose time is its summarizer's) are not counted.
+pub async fn track_writes(state: State, req: Request, next: Next) -> Response {
+    let path = req.uri().path();
+    let write = !matches!(*req.method(), Method::GET | Method::HEAD)
+        && path != "/v1/import"
+        && !path.ends_with("/navigate");
+    if !write {
+        return next.run(req).await;
+    }
+    let _in_flight = state.writes().begin();
+    next.run(req).await
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct HealthQuery {
+    deep: Option<bool>,
+}
+
+/// `GET /v1/health[?deep=true]`.
+pub(super) async fn health(state: State, Query(q): Query<HealthQuery>) -> Response {
+    let stores = state.stores().all();
+    let bound = state.limits().health_timeout;
+    let poisoned = stores.iter().find_map(Store::poisoned).or_else(|| {
+        // Opened only to read: the disk was too full to open it for writing.
+        state.full_disk().map(|full| full.error().to_string())
+    });
+    let mut failed: Option<String> = None;
+    let mut unavailable = None;
+    let mut stuck = None;
+    // Every engine call runs on the blocking pool: if it runs nothing, every request waits.
+    let pool = tokio::time::timeout(bound, tokio::task::spawn_blocking(|| ())).await;
+    if pool.is_err() {
+        stuck = Some(format!(
+            "the server's blocking pool did not run a task within {} s: requests wait",
+            bound.as_secs_f64()
+        ));
+    } else if let Some(age) = state.writes().oldest().filter(|age| *age > bound) {
+        stuck = Some(format!(
+            "a write request has been in flight for {:.1} s",
+            age.as_secs_f64()
+        ));
+    }
+    if q.deep == Some(true) && stuck.is_none() {
+        let readers = stores.clone();
+        let read =
+            tokio::task::spawn_blocking(move || readers.iter().try_for_each(Store::check_backend));
+        match tokio::time::timeout(bound, read).await {
+            Ok(Ok(Ok(()))) => {}
+            Ok(Ok(Err(e))) if e.code() == "unavailable" => unavailable = Some(e.to_string()),
+            Ok(Ok(Err(e))) => failed = Some(e.to_string()),
+            Ok(Err(e)) => failed = Some(format!("the read failed inside the server: {e}")),
+            Err(_) => {
+                unavailable = Some(format!(
+                    "the backend did not answer a read within {} s",
+                    bound.as_secs_f64()
+                ))
+            }
+        }
+    }
+    // What the stores saw last (a deep read that succeeded has cleared it).
+    if unavailable.is_none() {
+        unavailable = stores.iter().find_map(Store::backend_unavailable);
+    }
+    let backend = stores.first().map_or("postgres", Store::backend_name);
+    // Sharded: the statements sent to every cluster.
+    let round_trips = stores
+        .iter()
+        .filter_map(Store::round_trips)
+        .reduce(u64::saturating_add);
+    let problem = match (&unavailable, &stuck, &poisoned, &failed) {
+        (Some(why), _, _, _) => Some(("unavailable", format!("the database: {why}"))),
+        (None, Some(why), _, _) => Some(("unavailable", why.clone())),
+        (None, None, Some(why), _) => Some(("storage", format!("writes are refused: {why}"))),
+        (None, None, None, Some(why)) => Some(("storage", why.clone())),
+        (None, None, None, None) => None,
+    };
+    let mut body = json!({
+        "ok": problem.is_none(),
+        "backend": backend,
+        "durability": format!("{:?}", state.durability()).to_lowercase(),
+        "version": env!("CARGO_PKG_VERSION"),
+        "poisoned": poisoned,
+        "unavailable": unavailable,
+        "stuck": stuck,
+        "roundTrips": round_trips,
+    });
+    let Some((code, message)) = problem else {
+        return json_answer(StatusCode::OK, body);
+    };
+    body["code"] = json!(code);
+    body["message"] = json!(message);
+    let mut response = json_answer(StatusCode::SERVICE_UNAVAILABLE, body);
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    response
+}
