@@ -202,8 +202,10 @@ impl Session {
             let content = digest::content_hash(step.line);
             if content != step.node.content {
                 return Err(GroveError::Corrupt(format!(
-                    "session {}, record {}: the stored line does not match its content hash",
+                    "session {}, entry {} (record {}): the stored line does not match its \
+                     content hash",
                     self.id(),
+                    step.node.id,
                     step.seq
                 )));
             }

@@ -21,7 +21,7 @@ use grove_codec::{time, EntryKind, Envelope};
 
 use crate::error::{GroveError, Result};
 use crate::labels::Label;
-use crate::session::Session;
+use crate::session::{decode_row_stamped, Session};
 use crate::tree::Tree;
 use crate::write::{transact, Staged};
 
@@ -126,19 +126,21 @@ pub(crate) struct Step<'a> {
 const SEAL_CONTEXT: &[u8] = b"grove 2026-12 session seal v1\0";
 
 impl Session {
-    /// Visits every record in log order with its node, stamp and line.
+    /// Visits every record in log order with its node, stamp and line. Each line passes the
+    /// read checks of context and export ([`decode_row_stamped`]: its CRC-32 or content hash)
+    /// before it is visited, so no seal, seal check or audit file is ever a digest of damaged
+    /// bytes: damage is `Corrupt` naming the session and the entry.
     pub(crate) fn walk_log(&self, mut visit: impl FnMut(Step<'_>) -> Result<()>) -> Result<()> {
+        let kv = self.inner.kv.as_ref();
         for row in self.log_range(0, u64::MAX) {
             let (seq, row) = row?;
-            let parts = record::decode_log(&row)
-                .map_err(|e| GroveError::Corrupt(format!("log record {seq}: {e}")))?;
             // A line stored cut is seen whole: seals and audit files cover the content.
-            let line = crate::payloads::expand(self.inner.kv.as_ref(), parts.line)?;
+            let (entry, stamp) = decode_row_stamped(kv, self.id(), seq, row)?;
             visit(Step {
                 seq,
-                node: &parts.node,
-                stamp: parts.op.as_ref(),
-                line: &line,
+                node: &entry.node,
+                stamp: stamp.as_ref(),
+                line: entry.line.as_bytes(),
             })?;
         }
         Ok(())

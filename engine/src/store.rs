@@ -67,6 +67,15 @@ pub enum Backend {
     },
 }
 
+/// A sled store sled could not open, read by [`Store::open_for_salvage`] without it.
+#[derive(Debug)]
+pub struct SledRescue {
+    /// Why sled's own reading was not used: its error, or the writes it lost.
+    pub error: String,
+    /// What the scan of its files read and could not read.
+    pub scan: kv::sled_scan::SledScan,
+}
+
 /// How to open a store.
 #[derive(Debug, Clone)]
 pub struct StoreConfig {
@@ -972,6 +981,57 @@ impl Store {
                 lock,
             },
         )
+    }
+
+    /// Opens the store of `config` read-only for salvage, never letting a backend change
+    /// its files. A sled store is opened from a private copy ([`SledKv::open_private_copy`]:
+    /// sled cuts a damaged log at open); when sled finds it damaged, its files are read
+    /// **without sled** ([`kv::sled_scan`]) and the scan comes back with the store, sled's
+    /// error beside it. The store's lock is taken as for any reader, and what its
+    /// durable-commit record says was lost is reported ([`Store::lost_writes`]).
+    pub fn open_for_salvage(config: &StoreConfig) -> Result<(Store, Option<SledRescue>)> {
+        let config = config.clone().read_only(true);
+        let Backend::Sled(dir) = &config.backend else {
+            return Ok((Store::open_with(config)?, None));
+        };
+        let lock = lock_dir(dir, "sled", &config)?;
+        let opening = |lock| Opening {
+            durability: config.durability,
+            read_only: true,
+            accept_lost_writes: false,
+            disk_reserve: config.disk_reserve,
+            roomy: None,
+            dir: Some(dir.clone()),
+            lock: Some(lock),
+        };
+        let cache = config.cache_bytes;
+        let opened = kv::guarded("sled", || {
+            Ok(Guarded::new(SledKv::open_private_copy(dir, cache)?))
+        });
+        // sled may also open a damaged log cut at the damage (it takes it for a torn tail),
+        // holding less than the durable-commit record says: the files are scanned then too.
+        let error = match opened {
+            Ok(kv) => {
+                let lost = crate::durable::check(dir, &kv)?;
+                match lost {
+                    None => return Ok((Store::start(Box::new(kv), opening(lock))?, None)),
+                    Some(lost) => {
+                        format!("sled opened it holding less than it acknowledged: {lost}")
+                    }
+                }
+            }
+            Err(e) if kv::sled_scan::is_damage(&e) => format!("sled could not open it: {e}"),
+            Err(e) => return Err(e.into()),
+        };
+        let mut scan = kv::sled_scan::scan(dir)?;
+        let memory = MemoryKv::new();
+        let mut batch = WriteBatch::new();
+        for (key, value) in std::mem::take(&mut scan.pairs) {
+            batch.put(key, value);
+        }
+        memory.apply(batch)?;
+        let store = Store::start(Box::new(memory), opening(lock))?;
+        Ok((store, Some(SledRescue { error, scan })))
     }
 
     /// Opens a store on any backend.

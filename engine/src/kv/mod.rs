@@ -14,6 +14,7 @@ mod memory;
 mod postgres_kv;
 mod redb_kv;
 mod sled_kv;
+pub mod sled_scan;
 
 use std::path::Path;
 

@@ -98,6 +98,20 @@ impl SledKv {
         }
     }
 
+    /// Opens a private copy of the sled database in `dir`, never the files themselves: sled
+    /// 0.34.7 cuts its log at the first message that fails its checksum when it opens a
+    /// database — it zeroes the rest of that segment, even when the open then fails — so a
+    /// store that may be damaged is opened this way (salvage), leaving its files for
+    /// [`super::sled_scan`] to read.
+    pub fn open_private_copy(dir: &Path, cache_bytes: u64) -> Result<SledKv, KvError> {
+        let copy = copy_store(dir)?;
+        let db = SledKv::open_db(copy.path(), cache_bytes, false)?;
+        Ok(SledKv {
+            db,
+            _copy: Some(copy),
+        })
+    }
+
     /// A temporary database, deleted when dropped.
     pub fn temporary() -> Result<SledKv, KvError> {
         let db = sled::Config::new().temporary(true).open()?;

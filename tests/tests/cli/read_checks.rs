@@ -202,3 +202,122 @@ fn a_layout_8_store_reads_as_before_and_refuses_a_damaged_line() {
     assert_eq!(out.status.code(), Some(3));
     assert!(String::from_utf8_lossy(&out.stdout).contains("does not match its content hash"));
 }
+
+/// Asserts that `out` is the storage exit with `Corrupt` naming seed-harness's entry a36c3dcf,
+/// and that it printed no digest and no "extends".
+fn assert_seal_refused(args: &[&str], out: &std::process::Output) {
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(3), "{args:?}: {stdout}{stderr}");
+    assert!(
+        stderr.contains("Corrupt")
+            && stderr.contains("session seed-harness")
+            && stderr.contains("entry a36c3dcf"),
+        "{args:?}: {stderr}"
+    );
+    assert!(
+        !stdout.contains("extends") && !stdout.contains(DAMAGED),
+        "{args:?}: {stdout}"
+    );
+    assert!(
+        !stdout
+            .split(|c: char| !c.is_ascii_hexdigit())
+            .any(|w| w.len() == 64),
+        "{args:?} printed a digest: {stdout}"
+    );
+}
+
+/// Regression (issue 28, point 3): after a byte of a stored line changed in the redb file,
+/// `grove seal` printed a digest of the damaged bytes with exit 0, and `verify --seal` of the
+/// seal taken before said the history was rewritten. Seals, their check and the audit file
+/// read the lines through the read checks of context and export.
+#[test]
+fn seals_their_check_and_the_audit_file_refuse_a_line_damaged_in_the_redb_file() {
+    let g = Grove::new();
+    let backend = ["--backend", "redb"];
+    let sound = import(&g, &backend);
+    let seal = |id: &str| {
+        g.ok(&[&backend[..], &["seal", id]].concat())
+            .trim()
+            .to_owned()
+    };
+    let before = seal("seed-harness");
+    let sound_seal = seal(&sound);
+    edit_file(
+        &g.store_dir().join(grove::kv::REDB_FILE),
+        "\"text\":\"assistant B\"",
+        "\"text\":\"assistant Z\"",
+    );
+    let audit = g.store_dir().with_file_name("audit.jsonl");
+    let audit_arg = audit.to_str().unwrap();
+    let commands: [&[&str]; 6] = [
+        &["seal", "seed-harness"],
+        &["seal", "seed-harness", "--json"],
+        &["verify", "seed-harness", "--seal", &before],
+        &["verify", "seed-harness", "--seal", &before, "--json"],
+        &["export", "seed-harness", "--audit"],
+        &["export", "seed-harness", "--audit", "-o", audit_arg],
+    ];
+    for command in commands {
+        let args = [&backend[..], command].concat();
+        assert_seal_refused(&args, &g.run(&args));
+    }
+    assert!(
+        !audit.exists(),
+        "an audit file of damaged bytes was written"
+    );
+    // The other session's seal is as it was, and still extended.
+    assert_eq!(seal(&sound), sound_seal);
+    let check = g.json(
+        &[
+            &backend[..],
+            &["verify", &sound, "--seal", &sound_seal, "--json"],
+        ]
+        .concat(),
+    );
+    assert_eq!(check["seal"]["extends"], true, "{check}");
+}
+
+/// Point 3 of issue 28 through the server: `GET .../seal` and `POST .../seal/check` answer
+/// the storage error naming the session and the entry, never a digest or "extends": false.
+#[test]
+fn the_seal_routes_refuse_a_line_damaged_in_the_redb_file() {
+    let g = Grove::new();
+    let backend = ["--backend", "redb"];
+    let sound = import(&g, &backend);
+    let before = g.ok(&[&backend[..], &["seal", "seed-harness"]].concat());
+    edit_file(
+        &g.store_dir().join(grove::kv::REDB_FILE),
+        "\"text\":\"assistant B\"",
+        "\"text\":\"assistant Z\"",
+    );
+    let dir = g.store_dir().parent().unwrap().to_owned();
+    let s = crate::serve::Server::start_with(&dir, &["--backend", "redb"], &[]);
+    let body = serde_json::json!({ "digest": before.trim() }).to_string();
+    for (method, path, body) in [
+        ("GET", "/v1/sessions/seed-harness/seal", None),
+        (
+            "POST",
+            "/v1/sessions/seed-harness/seal/check",
+            Some(body.as_str()),
+        ),
+    ] {
+        let (status, text) = s.call(method, path, body);
+        assert_eq!(status, 500, "{method} {path}: {text}");
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["code"], "storage", "{text}");
+        let message = v["message"].as_str().unwrap();
+        assert!(
+            message.contains("session seed-harness") && message.contains("entry a36c3dcf"),
+            "{text}"
+        );
+        assert!(
+            v.get("digest").is_none() && v.get("extends").is_none(),
+            "{text}"
+        );
+    }
+    let seal = s.ok(200, "GET", &format!("/v1/sessions/{sound}/seal"), None);
+    assert_eq!(seal["digest"].as_str().map(str::len), Some(64));
+}

@@ -200,3 +200,123 @@ fn salvage_never_creates_src() {
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     assert!(String::from_utf8_lossy(&out.stderr).contains("same directory"));
 }
+
+/// Regression (issue 28, point 4): one bit flipped at byte 20,000 or 100,000 of a sled `db`
+/// file made sled refuse to open the store (`Read corrupted data`), and salvage failed with
+/// the same error, recovering nothing. Salvage now opens sled on a private copy (sled cuts a
+/// damaged log at open) and, when sled refuses, reads the files without sled: every session
+/// is recovered equal to its export before the damage or reported by name, DEST verifies,
+/// and SRC's files are left as they were.
+#[test]
+fn salvage_reads_a_sled_store_sled_refuses_to_open_around_a_flipped_bit() {
+    let g = Grove::new();
+    let fixtures: Vec<String> = (0..50)
+        .map(|n| fixture(&format!("r{n:03}-harness.jsonl")))
+        .filter(|p| p.exists())
+        .take(12)
+        .map(|p| p.display().to_string())
+        .collect();
+    assert!(fixtures.len() >= 10);
+    // One import per file (one commit each), the layout in which sled refuses the store.
+    for file in &fixtures {
+        g.ok(&["import", file]);
+    }
+    let ids: Vec<String> = g
+        .json(&["ls", "--json"])
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap().to_owned())
+        .collect();
+    let before: BTreeMap<String, String> = ids
+        .iter()
+        .map(|id| (id.clone(), g.ok(&["export", id])))
+        .collect();
+    let db = g.store_dir().join("db");
+    assert!(std::fs::metadata(&db).unwrap().len() > 100_001);
+    for offset in [20_000usize, 100_000] {
+        let root = tempfile::tempdir().unwrap();
+        let (src, dest) = (root.path().join("src"), root.path().join("dest"));
+        copy_dir(&g.store_dir(), &src);
+        let mut bytes = std::fs::read(src.join("db")).unwrap();
+        bytes[offset] ^= 0x10;
+        std::fs::write(src.join("db"), &bytes).unwrap();
+        // Without its snapshot sled reads its whole log at open, and meets the flipped bit.
+        for entry in std::fs::read_dir(&src).unwrap() {
+            let path = entry.unwrap().path();
+            if path
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("snap."))
+            {
+                std::fs::remove_file(path).unwrap();
+            }
+        }
+        let on = |store: &Path, args: &[&str]| {
+            std::process::Command::new(super::grove_bin())
+                .arg("--store")
+                .arg(store)
+                .args(args)
+                .output()
+                .unwrap()
+        };
+        let out = on(
+            &src,
+            &[
+                "salvage",
+                src.to_str().unwrap(),
+                dest.to_str().unwrap(),
+                "--json",
+            ],
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(3), "{offset}: {stdout}");
+        let report: Value = serde_json::from_str(&stdout).unwrap();
+        assert!(
+            report["damage"][0]
+                .as_str()
+                .is_some_and(|d| d.contains("read without sled")),
+            "{offset}: {report}"
+        );
+        // SRC is as the damage left it: nothing opened it in place.
+        assert_eq!(std::fs::read(src.join("db")).unwrap(), bytes, "{offset}");
+        let names = |key: &str| -> Vec<String> {
+            report[key]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| r["session"].as_str().unwrap().to_owned())
+                .collect()
+        };
+        let (recovered, lost) = (names("recovered"), names("lost"));
+        assert!(!recovered.is_empty(), "{offset}: {report}");
+        for id in &ids {
+            assert!(
+                recovered.contains(id) || lost.contains(id),
+                "{offset}: session {id} is neither recovered nor reported: {report}"
+            );
+        }
+        assert!(on(&dest, &["verify"]).status.success(), "{offset}");
+        for id in &recovered {
+            let out = on(&dest, &["export", id]);
+            assert_eq!(
+                String::from_utf8_lossy(&out.stdout),
+                before[id],
+                "{offset}: {id}"
+            );
+        }
+    }
+}
+
+/// Copies the files of a store directory (one level of subdirectories: sled's blobs).
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}

@@ -3,7 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use grove::salvage::{salvage, SalvageReport};
+use grove::salvage::{salvage, Lost, SalvageReport};
+use grove::store::SledRescue;
 use grove::{Backend, Store, StoreConfig};
 use serde_json::json;
 
@@ -62,11 +63,11 @@ pub fn run(args: Args, env: &mut Env<'_>) -> CmdResult {
             "salvage into a new directory",
         ));
     }
-    // A store that lost acknowledged writes opens read-only; salvage reports the loss.
-    let src = Store::open_with(
-        StoreConfig::new(&args.src)
+    // A store that lost acknowledged writes opens read-only; salvage reports the loss. A sled
+    // database sled refuses to open is read without sled (`grove::kv::sled_scan`).
+    let (src, rescue) = Store::open_for_salvage(
+        &StoreConfig::new(&args.src)
             .backend(backend(env.backend, &args.src)?)
-            .read_only(true)
             .lock_wait(env.lock_wait),
     )?;
     let dest_backend = args.dest_backend.unwrap_or(env.backend);
@@ -79,7 +80,10 @@ pub fn run(args: Args, env: &mut Env<'_>) -> CmdResult {
         dest_config = dest_config.disk_reserve(bytes);
     }
     let dest = Store::open_with(dest_config)?;
-    let report = salvage(&src, &dest)?;
+    let mut report = salvage(&src, &dest)?;
+    if let Some(rescue) = &rescue {
+        note_scan(&mut report, rescue);
+    }
     dest.flush()?;
     if args.json {
         print_json(&report, env)?;
@@ -93,6 +97,33 @@ pub fn run(args: Args, env: &mut Env<'_>) -> CmdResult {
             lost: report.lost.len(),
             damage: report.damage.len(),
         })
+    }
+}
+
+/// Adds to `report` that sled could not open the source and what the scan of its files
+/// could not read; a session whose keys were in a damaged page and that was not recovered is
+/// reported lost by name.
+fn note_scan(report: &mut SalvageReport, rescue: &SledRescue) {
+    let scan = &rescue.scan;
+    let mut damage = vec![format!(
+        "{}; the store's files were read without sled",
+        rescue.error
+    )];
+    damage.extend(scan.damage.iter().cloned());
+    damage.append(&mut report.damage);
+    report.damage = damage;
+    for id in scan.lost_keys.iter().filter_map(|key| {
+        grove::keys::string_suffix(key, 1)
+            .filter(|_| key.first() == Some(&grove::keys::T_SESSION_ID))
+    }) {
+        let known = report.recovered.iter().any(|r| r.session == id)
+            || report.lost.iter().any(|l| l.session == id);
+        if !known {
+            report.lost.push(Lost {
+                session: id,
+                reason: "its keys were in a damaged sled page".into(),
+            });
+        }
     }
 }
 
