@@ -112,17 +112,48 @@ pub async fn declared_length(limits: Arc<Limits>, req: Request, next: Next) -> R
         false => (limits.max_body, "--max-body"),
     };
     match declared {
-        Some(length) if length > limit as u64 => ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "payload_too_large",
-            format!(
-                "the request body is {length} bytes, over the server's limit of {limit} \
-                 ({option}); nothing was read"
-            ),
-        )
-        .into_response(),
+        Some(length) if length > limit as u64 => {
+            // A client that sends its body before it reads the answer (most do) would meet a
+            // reset instead of the answer if the connection closed on the unread body: what
+            // arrives is read and dropped for a while (a lingering close, as nginx does), never
+            // kept, then the connection is closed.
+            tokio::spawn(linger(req.into_body(), limits.body_timeout));
+            let mut response = ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "payload_too_large",
+                format!(
+                    "the request body is {length} bytes, over the server's limit of {limit} \
+                     ({option}); it is not read"
+                ),
+            )
+            .into_response();
+            response.headers_mut().insert(
+                header::CONNECTION,
+                axum::http::HeaderValue::from_static("close"),
+            );
+            response
+        }
         _ => next.run(req).await,
     }
+}
+
+/// The most of a refused body [`linger`] reads and drops.
+const LINGER_BYTES: usize = 1 << 20;
+
+/// Reads and drops a refused request's body for at most `timeout` and [`LINGER_BYTES`].
+async fn linger(body: axum::body::Body, timeout: Duration) {
+    use tokio_stream::StreamExt;
+    let mut stream = body.into_data_stream();
+    let mut read = 0usize;
+    let drain = async {
+        while let Some(Ok(chunk)) = stream.next().await {
+            read = read.saturating_add(chunk.len());
+            if read > LINGER_BYTES {
+                break;
+            }
+        }
+    };
+    let _ = tokio::time::timeout(timeout, drain).await;
 }
 
 /// The answer to a connection over `--max-connections`: `503 busy`, and the connection is
