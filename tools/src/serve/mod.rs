@@ -14,6 +14,7 @@
 
 mod api;
 mod batch;
+mod depth;
 mod oplog;
 mod routes;
 mod stores;
