@@ -6,6 +6,7 @@
 mod bad_input;
 mod cluster;
 mod crash;
+mod input_limits;
 mod oplog;
 mod payloads;
 mod replay;
