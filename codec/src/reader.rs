@@ -153,6 +153,14 @@ impl<R: BufRead> JsonlReader<R> {
                         Header::parse(text).map_err(|reason| CodecError::InvalidSession {
                             reason: format!("line {line}: {reason}"),
                         })?;
+                    // A legacy (v1, v2) header may have an empty id; any other keeps the rule.
+                    if !header.id.is_empty() {
+                        crate::ids::check_id("session", &header.id).map_err(|e| {
+                            CodecError::InvalidSession {
+                                reason: format!("line {line}: {e}"),
+                            }
+                        })?;
+                    }
                     if header.source_version < 3 {
                         let migrator = Migrator::new(header.source_version);
                         header.raw = migrator.header(&header.raw).ok_or_else(|| {
@@ -258,6 +266,7 @@ impl<R: BufRead> JsonlReader<R> {
             }
         };
         let envelope = Envelope::parse(&text)?;
+        crate::ids::check_id("entry", &envelope.id).map_err(|e| e.to_string())?;
         Ok((text, envelope, migrated))
     }
 

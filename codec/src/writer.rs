@@ -96,7 +96,8 @@ pub enum NewEntry {
         name: Option<String>,
     },
     /// Any entry given as a JSON object; its `type` and other fields are kept in order,
-    /// and `id`, `parentId`, `timestamp` are set by grove.
+    /// and `parentId`, `timestamp` are set by grove. Its `id`, when it has one, is the id
+    /// the entry is appended with ([`NewEntry::given_id`]); else grove makes one.
     Raw {
         /// The entry object's JSON text.
         object: String,
@@ -124,6 +125,29 @@ impl NewEntry {
                     .ok_or_else(|| InvalidNewEntry("entry object needs a string type".into()))
             }
             typed => typed.type_name_str().map(String::from),
+        }
+    }
+
+    /// The `id` a `Raw` entry object names (`None`: absent or `null`; every other kind has
+    /// none): the id its append uses when it is new to the session.
+    pub fn given_id(&self) -> Result<Option<String>, InvalidNewEntry> {
+        let NewEntry::Raw { object } = self else {
+            return Ok(None);
+        };
+        #[derive(serde::Deserialize)]
+        struct Id<'a> {
+            #[serde(default, borrow)]
+            id: Option<&'a RawValue>,
+        }
+        let Ok(Id { id: Some(raw) }) = serde_json::from_str::<Id<'_>>(object) else {
+            return Ok(None);
+        };
+        match crate::entry::nullable_string(raw) {
+            Some(id) => Ok(id),
+            None => Err(InvalidNewEntry(format!(
+                "the entry's id must be a string, got {}",
+                raw.get()
+            ))),
         }
     }
 

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use grove_codec::CodecError;
+use grove_codec::{CodecError, IdError};
 
 use crate::kv::KvError;
 
@@ -93,8 +93,12 @@ pub enum GroveError {
     /// A caller-supplied value is not acceptable (pi `invalid_argument`).
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
-    /// An entry id that the session already uses.
-    #[error("entry id {0} is already used in this session")]
+    /// A session or entry id given to the store that breaks the id rule (empty, longer than
+    /// [`grove_codec::MAX_ID_BYTES`], or holding a control character; docs/format.md, "Ids").
+    #[error("invalid argument: {0}")]
+    InvalidId(#[from] IdError),
+    /// An entry id that the session already uses, by another entry.
+    #[error("entry id {0} is already used in this session by another entry")]
     DuplicateId(String),
     /// A session id that the store already holds.
     #[error("session {0} already exists")]
@@ -195,6 +199,7 @@ impl GroveError {
             | GroveError::RejectedEntry { .. }
             | GroveError::LineTooLong { .. } => "invalid_entry",
             GroveError::InvalidArgument(_)
+            | GroveError::InvalidId(_)
             | GroveError::AmbiguousPrefix { .. }
             | GroveError::DuplicateId(_)
             | GroveError::SessionExists(_) => "invalid_argument",
@@ -230,6 +235,7 @@ impl GroveError {
             GroveError::RejectedEntry { .. } => "RejectedEntry",
             GroveError::LineTooLong { .. } => "LineTooLong",
             GroveError::InvalidArgument(_) => "InvalidArgument",
+            GroveError::InvalidId(_) => "InvalidId",
             GroveError::DuplicateId(_) => "DuplicateId",
             GroveError::SessionExists(_) => "SessionExists",
             GroveError::ExportIncompatible { .. } => "ExportIncompatible",

@@ -16,7 +16,7 @@ use crate::index_packs;
 use crate::keys;
 use crate::kv::WriteBatch;
 use crate::store::{Durability, Inner};
-use crate::write::{transact, LeaseCheck, Staged};
+use crate::write::{transact, Appended, LeaseCheck, Staged};
 
 /// One record of a session log: an entry or a leaf record, with its stored line.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -384,12 +384,21 @@ impl Session {
         self.append_with(entry, AppendOptions::default())
     }
 
-    /// [`Session::append`] with per-call options.
+    /// [`Session::append`] with per-call options. The id is `options.id`, else the `id` of a
+    /// [`NewEntry::Raw`] object (both given, they must agree), else a fresh one. A given id
+    /// must be new to the session, unless it names this same entry (same type and fields,
+    /// `parentId` and `timestamp` aside; the timestamp compared when one is given): then the
+    /// append is a retry of one that was applied, and answers its id, writing nothing. Under
+    /// another entry it is [`GroveError::DuplicateId`].
     pub fn append_with(&self, entry: NewEntry, options: AppendOptions) -> Result<String> {
         let durability = options.durability.unwrap_or(self.inner.durability);
         transact(self, OpKind::Append, durability, None, |txn| {
-            txn.append(&entry, options.id.clone(), options.timestamp.clone())
-                .map(Staged::Commit)
+            Ok(
+                match txn.append(&entry, options.id.clone(), options.timestamp.clone())? {
+                    Appended::New(id) => Staged::Commit(id),
+                    Appended::Stored { id, .. } => Staged::Abandon(id),
+                },
+            )
         })
     }
 
@@ -416,7 +425,11 @@ impl Session {
         transact(self, OpKind::Append, durability, None, |txn| {
             let before = txn.head.leaf;
             let seq = txn.head.next_seq;
-            let id = txn.append_exact(entry.trim().to_owned())?;
+            let id = match txn.append_exact(entry.trim().to_owned())? {
+                Appended::New(id) => id,
+                // The same line is stored under its id: a retry.
+                Appended::Stored { id, .. } => return Ok(Staged::Abandon(id)),
+            };
             if options.keep_leaf {
                 if txn.node(seq)?.kind == EntryKind::Leaf.tag() {
                     return Err(GroveError::RejectedEntry {
@@ -434,9 +447,19 @@ impl Session {
 
     /// Optimistic append: appends only if the leaf is still `expected_leaf` (`None`: the root
     /// position). When another writer moved the leaf meanwhile, nothing is written and the
-    /// outcome says where the leaf is now — a value, not an error.
+    /// outcome says where the leaf is now — a value, not an error. An entry object's `id` is
+    /// used as [`Session::append_with`] uses it; the same entry stored under it as a child of
+    /// `expected_leaf` (a retry of an append that was applied) is `Appended` again.
     pub fn append_if(&self, expected_leaf: Option<&str>, entry: NewEntry) -> Result<AppendOutcome> {
         transact(self, OpKind::Append, self.inner.durability, None, |txn| {
+            if let Some(id) = entry.given_id().ok().flatten() {
+                if txn
+                    .stored_as(&entry, &id, None)?
+                    .is_some_and(|p| p.as_deref() == expected_leaf)
+                {
+                    return Ok(Staged::Abandon(AppendOutcome::Appended(id)));
+                }
+            }
             let actual = match txn.head.leaf {
                 None => None,
                 Some(seq) => Some(txn.node(seq)?.id.into()),
@@ -446,7 +469,7 @@ impl Session {
                     actual_leaf: actual,
                 }));
             }
-            let id = txn.append(&entry, None, None)?;
+            let id = txn.append(&entry, None, None)?.staged()?;
             Ok(Staged::Commit(AppendOutcome::Appended(id)))
         })
     }
@@ -454,6 +477,10 @@ impl Session {
     /// Appends several entries as a chain (each the child of the one before), atomically: after
     /// a crash either all of them are in the log or none is (up to 256 entries and 128 KiB
     /// are one log value, more one atomic batch; docs/format.md, "Batches"). Returns their ids.
+    /// An entry object's `id` is used as [`Session::append_with`] uses it. A batch whose every
+    /// entry names the same entry stored under its id, as the same chain (a retry of a batch
+    /// that was applied), answers their ids and writes nothing; a batch of which only some are
+    /// stored is [`GroveError::InvalidArgument`] naming the first.
     pub fn append_many(&self, entries: &[NewEntry]) -> Result<Vec<String>> {
         transact(
             self,
@@ -462,10 +489,31 @@ impl Session {
             None,
             |txn| {
                 txn.reserve(entries.len());
-                let ids = entries
+                let appended = entries
                     .iter()
                     .map(|e| txn.append(e, None, None))
                     .collect::<Result<Vec<_>>>()?;
+                let ids: Vec<String> = appended.iter().map(|a| a.id().to_owned()).collect();
+                let stored = |(i, a): (usize, &Appended)| match a {
+                    Appended::Stored { parent, .. } => {
+                        i == 0 || parent.as_deref() == ids.get(i - 1).map(String::as_str)
+                    }
+                    Appended::New(_) => false,
+                };
+                if !appended.is_empty() && appended.iter().enumerate().all(stored) {
+                    return Ok(Staged::Abandon(ids));
+                }
+                if let Some(Appended::Stored { id, .. }) = appended
+                    .into_iter()
+                    .find(|a| matches!(a, Appended::Stored { .. }))
+                {
+                    return Err(GroveError::InvalidArgument(format!(
+                        "entry id {} is stored already, but not the whole batch: a batch is \
+                         answered as stored only when all of its entries are, as one chain (a \
+                         retry); give the new entries new ids",
+                        grove_codec::ids::show_id(&id)
+                    )));
+                }
                 Ok(Staged::Commit(ids))
             },
         )
@@ -512,10 +560,11 @@ impl Session {
             txn.move_leaf(target_seq)?;
             let summary_id = match summary {
                 None => None,
-                Some(entry) => Some(txn.append(entry, None, None)?),
+                Some(entry) => Some(txn.append(entry, None, None)?.staged()?),
             };
             if let Some(label) = &label {
-                txn.append(&label(summary_id.as_deref()), None, None)?;
+                txn.append(&label(summary_id.as_deref()), None, None)?
+                    .staged()?;
             }
             Ok(Staged::Commit(summary_id))
         })

@@ -94,18 +94,20 @@ pub fn random_entry_id() -> String {
     hex(&b)
 }
 
-/// Checks pi-CLI's rule for caller-chosen session ids.
+/// Checks a caller-chosen session id: grove's id rule ([`grove_codec::check_id`]: at most
+/// 256 bytes) and pi-CLI's rule for custom ids.
 pub fn check_session_id(id: &str) -> Result<()> {
+    grove_codec::check_id("session", id)?;
     let ok_inner = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
-    let valid = !id.is_empty()
-        && id.starts_with(|c: char| c.is_ascii_alphanumeric())
+    let valid = id.starts_with(|c: char| c.is_ascii_alphanumeric())
         && id.ends_with(|c: char| c.is_ascii_alphanumeric())
         && id.chars().all(ok_inner);
     if valid {
         Ok(())
     } else {
         Err(GroveError::InvalidArgument(format!(
-            "session id '{id}' must match ^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$"
+            "session id {} must match ^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$",
+            grove_codec::ids::show_id(id)
         )))
     }
 }

@@ -206,25 +206,80 @@ impl<'s> Txn<'s> {
         Ok(())
     }
 
-    /// Stages an entry as a child of the (staged) leaf; it becomes the leaf.
+    /// The entry's id: the one given to the append, the one its object names (they must
+    /// agree), or none (a fresh one is made).
+    fn given_id(entry: &NewEntry, id: Option<String>) -> Result<Option<String>> {
+        let named = entry
+            .given_id()
+            .map_err(|e| GroveError::InvalidArgument(e.0))?;
+        match (id, named) {
+            (Some(a), Some(b)) if a != b => Err(GroveError::InvalidArgument(format!(
+                "the append's id {} and the entry's id {} differ; give one",
+                grove_codec::ids::show_id(&a),
+                grove_codec::ids::show_id(&b)
+            ))),
+            (Some(id), _) | (None, Some(id)) => Ok(Some(id)),
+            (None, None) => Ok(None),
+        }
+    }
+
+    /// Whether `entry`, appended with the taken id `id`, is the entry already stored under it
+    /// (a retry of an append that was applied): same type and fields, its `parentId` and
+    /// `timestamp` aside (the timestamp compared when `timestamp` is given). The stored
+    /// entry's parent when it is; `None` when it is not, or is staged by this transaction.
+    pub(crate) fn stored_as(
+        &self,
+        entry: &NewEntry,
+        id: &str,
+        timestamp: Option<&str>,
+    ) -> Result<Option<Option<String>>> {
+        if self.ids.contains_key(id) {
+            return Ok(None);
+        }
+        let Some(seq) = self.session.seq_of_any(id)? else {
+            return Ok(None);
+        };
+        if self.node(seq)?.kind == EntryKind::Leaf.tag() {
+            return Ok(None);
+        }
+        let line = self.session.line(seq)?;
+        let Ok(env) = grove_codec::Envelope::parse(&line) else {
+            return Ok(None);
+        };
+        if timestamp.is_some_and(|t| t != env.timestamp) {
+            return Ok(None);
+        }
+        let same = entry
+            .render_line(id, env.parent_id.as_deref(), &env.timestamp)
+            .is_ok_and(|r| r.line == line);
+        Ok(same.then_some(env.parent_id))
+    }
+
+    /// Stages an entry as a child of the (staged) leaf; it becomes the leaf. An id given (in
+    /// `id` or in the entry object) is used when it is new to the session; when it names the
+    /// same entry already stored ([`Txn::stored_as`]), nothing is staged and the answer says
+    /// so; any other entry under it is [`GroveError::DuplicateId`].
     pub(crate) fn append(
         &mut self,
         entry: &NewEntry,
         id: Option<String>,
         timestamp: Option<String>,
-    ) -> Result<String> {
+    ) -> Result<Appended> {
         let parent = match self.head.leaf {
             None => None,
             Some(seq) => Some((seq, self.node(seq)?)),
         };
-        let id = match id {
-            Some(id) if id.is_empty() => {
-                return Err(GroveError::InvalidArgument(
-                    "entry id must not be empty".into(),
-                ))
+        let id = match Self::given_id(entry, id)? {
+            Some(id) => {
+                grove_codec::check_id("entry", &id)?;
+                if self.id_taken(&id)? {
+                    return match self.stored_as(entry, &id, timestamp.as_deref())? {
+                        Some(parent) => Ok(Appended::Stored { id, parent }),
+                        None => Err(GroveError::DuplicateId(id)),
+                    };
+                }
+                id
             }
-            Some(id) if self.id_taken(&id)? => return Err(GroveError::DuplicateId(id)),
-            Some(id) => id,
             None => self.fresh_id()?,
         };
         let timestamp = self.timestamp(timestamp);
@@ -252,6 +307,7 @@ impl<'s> Txn<'s> {
             }
             _ => {}
         }
+        grove_codec::shape::check_entry(&line).map_err(|reason| self.rejected(reason))?;
         let seq = self.head.next_seq;
         if kind == EntryKind::Label {
             self.require_entry(target_id.as_deref().unwrap_or_default())?;
@@ -278,7 +334,7 @@ impl<'s> Txn<'s> {
             timestamp: &timestamp,
         };
         self.put_record(seq, line, node, written)?;
-        Ok(id)
+        Ok(Appended::New(id))
     }
 
     /// Stages the caller's exact entry line (pi's `SessionStorage.appendEntry`): its id,
@@ -286,8 +342,9 @@ impl<'s> Txn<'s> {
     /// the session; the parent must be one of its entries or null (a `leaf` line's parent, the
     /// leaf before its move, may also be a leaf record or unknown, as import takes it). It
     /// becomes the leaf; a `leaf` line moves the leaf to its `targetId`, which must be an entry
-    /// or null. Returns the id.
-    pub(crate) fn append_exact(&mut self, line: String) -> Result<String> {
+    /// or null. The same line stored under its id already (a retry) stages nothing. Returns
+    /// the id.
+    pub(crate) fn append_exact(&mut self, line: String) -> Result<Appended> {
         let invalid = |reason: String| GroveError::RejectedEntry {
             session: self.session.id().to_owned(),
             reason,
@@ -298,8 +355,25 @@ impl<'s> Txn<'s> {
             ));
         }
         let env = grove_codec::Envelope::parse(&line).map_err(invalid)?;
+        grove_codec::check_id("entry", &env.id)?;
         if self.id_taken(&env.id)? {
-            return Err(GroveError::DuplicateId(env.id));
+            // The same bytes again (a retry of an append that was applied): nothing to stage.
+            let stored = match self.session.seq_of_any(&env.id)? {
+                Some(seq) if !self.ids.contains_key(env.id.as_str()) => {
+                    Some(self.session.line(seq)?)
+                }
+                _ => None,
+            };
+            return match stored {
+                Some(stored) if stored == line => Ok(Appended::Stored {
+                    id: env.id,
+                    parent: env.parent_id,
+                }),
+                _ => Err(GroveError::DuplicateId(env.id)),
+            };
+        }
+        if env.kind != EntryKind::Leaf {
+            grove_codec::shape::check_entry(&line).map_err(invalid)?;
         }
         let seq = self.head.next_seq;
         let content = digest::content_hash(line.as_bytes());
@@ -366,7 +440,15 @@ impl<'s> Txn<'s> {
         };
         let id = env.id.clone();
         self.put_record(seq, line, node, written)?;
-        Ok(id)
+        Ok(Appended::New(id))
+    }
+
+    /// [`GroveError::RejectedEntry`] for this session.
+    fn rejected(&self, reason: String) -> GroveError {
+        GroveError::RejectedEntry {
+            session: self.session.id().to_owned(),
+            reason,
+        }
     }
 
     /// Stages a leaf record moving the leaf to `target` (`None`: the root position).
@@ -487,6 +569,38 @@ impl<'s> Txn<'s> {
             *tip = next_tip;
         }
         Ok(committed)
+    }
+}
+
+/// What staging one append did ([`Txn::append`], [`Txn::append_exact`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Appended {
+    /// The entry is staged under this id.
+    New(String),
+    /// The id names this same entry, stored already (the append is a retry): nothing staged.
+    Stored {
+        /// The entry's id.
+        id: String,
+        /// The stored entry's parent.
+        parent: Option<String>,
+    },
+}
+
+impl Appended {
+    /// The entry's id.
+    pub(crate) fn id(&self) -> &str {
+        match self {
+            Appended::New(id) | Appended::Stored { id, .. } => id,
+        }
+    }
+
+    /// The id of an entry staged now; [`GroveError::DuplicateId`] for one stored already
+    /// (where an append is part of a larger operation, a retry of it alone means nothing).
+    pub(crate) fn staged(self) -> Result<String> {
+        match self {
+            Appended::New(id) => Ok(id),
+            Appended::Stored { id, .. } => Err(GroveError::DuplicateId(id)),
+        }
     }
 }
 

@@ -58,8 +58,17 @@ fn append_then_goto() {
         "{stored}"
     );
 
-    // The same id again is refused.
-    let out = g.run_with_stdin(&["append", "seed-harness"], entry);
+    // The same entry again is a retry: answered with its id, nothing written.
+    let out = g.run_with_stdin(&["append", "seed-harness", "--json"], entry);
+    super::assert_success(&["append"], &out);
+    assert_eq!(
+        serde_json::from_slice::<Value>(&out.stdout).unwrap(),
+        json!({"id": "note-1"})
+    );
+    assert_eq!(g.ok(&["path", "seed-harness", "--json"]), stored);
+    // Another entry under the id is refused.
+    let other = entry.replace(r#""z":1"#, r#""z":3"#);
+    let out = g.run_with_stdin(&["append", "seed-harness"], &other);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("error: DuplicateId"));
 

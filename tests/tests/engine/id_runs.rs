@@ -37,9 +37,13 @@ fn append_as(s: &Session, id: &str, oracle: &mut Oracle) {
 }
 
 /// Whether `id` is refused as a duplicate (when it is not, an entry with it is appended).
+/// Each try's text is new: the same entry again would be a retry, answered with the stored
+/// one.
 fn taken(s: &Session, id: &str) -> bool {
+    static TRIES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = TRIES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let again = s.append_with(
-        user(id),
+        user(&format!("try {n}")),
         AppendOptions {
             id: Some(id.to_owned()),
             ..Default::default()

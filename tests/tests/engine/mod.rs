@@ -16,6 +16,7 @@ mod full_disk;
 mod hostile;
 mod id_runs;
 mod index_packs;
+mod input_limits;
 mod keys;
 mod line_limit;
 mod lost_writes;

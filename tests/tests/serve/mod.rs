@@ -7,6 +7,7 @@ mod bad_input;
 mod cluster;
 mod crash;
 mod health;
+mod input_limits;
 mod limits;
 mod oplog;
 mod payloads;

@@ -339,7 +339,7 @@ fn appends_to_many_sessions_in_one_request() {
         {"session": "p", "entry": {"type": "custom", "customType": "k", "data": 1}, "timestamp": "2026-01-01T00:00:00.000Z"},
         {"session": "p", "entry": {"content": "neither a type nor a role"}},
         {"session": "q", "entry": user("q dup"), "id": "p0000001"},
-        {"session": "q", "entry": user("q dup"), "id": "p0000001"},
+        {"session": "q", "entry": user("q other"), "id": "p0000001"},
         {"session": "p", "entry": user("p3")},
     ]});
     let answer = s.ok(200, "POST", "/v1/appends", Some(&body.to_string()));
@@ -353,7 +353,11 @@ fn appends_to_many_sessions_in_one_request() {
     assert!(results[2]["message"].as_str().unwrap().contains("nope"));
     assert_eq!(code(4), "invalid_argument", "a bad entry: {answer}");
     assert_eq!(id(5), "p0000001", "ids are per session");
-    assert_eq!(code(6), "invalid_argument", "an id in use: {answer}");
+    assert_eq!(
+        code(6),
+        "invalid_argument",
+        "an id in use by another entry: {answer}"
+    );
     for i in [0, 1, 3, 5, 7] {
         assert!(results[i]["code"].is_null(), "item {i} appended: {answer}");
     }

@@ -1,8 +1,9 @@
 //! The server's error body and request extractors: every failure is `{"code", "message"}`
 //! with a stable code (docs/api.md, "Errors"), pi's where pi has one; a body over the limit is
-//! 413, one that is not the JSON a route takes is 400, and neither reaches the store. A
-//! request's `Grove-Client` header names who its operations are stamped with
-//! ([`client_name`]); the handlers' [`State`] is the server's state as that client sees it.
+//! 413, one nested deeper than the depth limit or not the JSON a route takes is 400, and
+//! none reaches the store. A request's `Grove-Client` header names who its operations are
+//! stamped with ([`client_name`]); the handlers' [`State`] is the server's state as that
+//! client sees it.
 
 use axum::extract::rejection::{BytesRejection, QueryRejection};
 use axum::extract::{FromRequest, FromRequestParts, Request};
@@ -12,6 +13,7 @@ use axum::response::{IntoResponse, Response};
 use grove::GroveError;
 use serde::de::DeserializeOwned;
 
+use super::depth::{self, MAX_JSON_DEPTH};
 use super::routes::State;
 
 /// An error answer.
@@ -93,8 +95,21 @@ pub type ApiResult<T> = std::result::Result<T, ApiError>;
 /// A JSON body of type `T`, read up to the server's limit.
 pub struct Body<T>(pub T);
 
-/// The raw bytes of a body, read up to the server's limit.
+/// The raw bytes of a JSON body, read up to the server's limit and refused when it nests
+/// deeper than [`MAX_JSON_DEPTH`] (every JSON body is read through it, [`Body`] too).
 pub struct Raw(pub axum::body::Bytes);
+
+/// `invalid_argument` naming where a body nests too deep, and the limit.
+fn too_deep(e: depth::TooDeep) -> ApiError {
+    let at = match e.path.as_str() {
+        "" => "the body".to_owned(),
+        path => format!("the field {path}"),
+    };
+    ApiError::invalid_argument(format!(
+        "{at} nests arrays and objects deeper than {MAX_JSON_DEPTH} levels, the limit of a \
+         JSON body (the body itself counts as one)"
+    ))
+}
 
 fn bytes_rejection(r: BytesRejection) -> ApiError {
     if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
@@ -115,13 +130,18 @@ impl FromRequest<State> for Raw {
     type Rejection = ApiError;
 
     /// The whole body must arrive within `--body-timeout`: a client that trickles it gets
-    /// `408 timeout`, and the connection is closed (the rest of the body is never read).
+    /// `408 timeout`, and the connection is closed (the rest of the body is never read). A
+    /// body nested deeper than [`MAX_JSON_DEPTH`] is refused before it is parsed.
     async fn from_request(req: Request, state: &State) -> ApiResult<Raw> {
         let timeout = state.limits().body_timeout;
-        match tokio::time::timeout(timeout, axum::body::Bytes::from_request(req, state)).await {
-            Ok(read) => read.map(Raw).map_err(bytes_rejection),
-            Err(_) => Err(super::limits::body_timed_out(timeout)),
-        }
+        let bytes = match tokio::time::timeout(timeout, axum::body::Bytes::from_request(req, state))
+            .await
+        {
+            Ok(read) => read.map_err(bytes_rejection)?,
+            Err(_) => return Err(super::limits::body_timed_out(timeout)),
+        };
+        depth::check(&bytes, MAX_JSON_DEPTH).map_err(too_deep)?;
+        Ok(Raw(bytes))
     }
 }
 

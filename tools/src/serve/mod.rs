@@ -14,6 +14,7 @@
 
 mod api;
 mod batch;
+mod depth;
 mod follow;
 mod full_disk;
 mod health;

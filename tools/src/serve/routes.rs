@@ -426,10 +426,6 @@ pub(super) fn json_answer(status: StatusCode, value: Value) -> Response {
     raw_json(status, value.to_string())
 }
 
-fn parse_raw(text: &str) -> Value {
-    serde_json::from_str(text).unwrap_or(Value::Null)
-}
-
 fn summary_json(s: &SessionSummary) -> Value {
     json!({
         "id": s.id,
@@ -441,24 +437,42 @@ fn summary_json(s: &SessionSummary) -> Value {
     })
 }
 
-/// A session's summary, header metadata, leaf and name.
-fn session_json(session: &Session) -> grove::Result<Value> {
+/// A session's summary, header metadata, leaf and name, as JSON text. The metadata is the
+/// stored header's text as it is (not parsed into a value, which could fail on a deep one:
+/// what is stored is answered as stored).
+fn session_json(session: &Session) -> grove::Result<String> {
+    #[derive(serde::Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Info<'a> {
+        id: &'a str,
+        created: &'a str,
+        cwd: &'a str,
+        entries: u64,
+        parent_session_id: Option<&'a str>,
+        parent_session: Option<&'a str>,
+        metadata: Option<&'a RawValue>,
+        leaf: Option<String>,
+        name: Option<String>,
+    }
     let rec = session.record();
     let metadata = grove::codec::header::Header::parse(&rec.header)
         .ok()
-        .and_then(|h| h.metadata)
-        .map_or(Value::Null, |m| parse_raw(&m));
-    Ok(json!({
-        "id": rec.id,
-        "created": rec.created,
-        "cwd": rec.cwd,
-        "entries": session.head()?.entries,
-        "parentSessionId": rec.parent_session_id,
-        "parentSession": rec.parent_session,
-        "metadata": metadata,
-        "leaf": session.leaf()?,
-        "name": session.name()?,
-    }))
+        .and_then(|h| h.metadata);
+    let info = Info {
+        id: &rec.id,
+        created: &rec.created,
+        cwd: &rec.cwd,
+        entries: session.head()?.entries,
+        parent_session_id: rec.parent_session_id.as_deref(),
+        parent_session: rec.parent_session.as_deref(),
+        metadata: metadata
+            .as_deref()
+            .and_then(|m| serde_json::from_str::<&RawValue>(m).ok()),
+        leaf: session.leaf()?,
+        name: session.name()?,
+    };
+    serde_json::to_string(&info)
+        .map_err(|e| grove::GroveError::Corrupt(format!("session {}: {e}", rec.id)))
 }
 
 // ---- server ----
@@ -564,13 +578,13 @@ async fn create_session(state: State, Body(body): Body<NewSession>) -> ApiResult
         session_json(&session)
     })
     .await?;
-    Ok(json_answer(StatusCode::CREATED, info))
+    Ok(raw_json(StatusCode::CREATED, info))
 }
 
 async fn get_session(state: State, Path(sid): Path<String>) -> ApiResult<Response> {
     let store = state.store()?;
     let info = blocking(move || session_json(&store.session(&sid)?)).await?;
-    Ok(json_answer(StatusCode::OK, info))
+    Ok(raw_json(StatusCode::OK, info))
 }
 
 async fn delete_session(state: State, Path(sid): Path<String>) -> ApiResult<StatusCode> {
@@ -742,7 +756,7 @@ async fn fork(
         session_json(&forked)
     })
     .await?;
-    Ok(json_answer(StatusCode::CREATED, info))
+    Ok(raw_json(StatusCode::CREATED, info))
 }
 
 // ---- appends ----

@@ -25,6 +25,6 @@ class GroveError(Exception):
     def retryable(self) -> bool:
         """Whether the same request may succeed if sent again (`RETRYABLE`). A write that failed
         with `unavailable` or `transport` may still have been applied (the answer, not the
-        commit, was lost): give appends their own entry `id`, so that a repeated one is refused
-        (`invalid_argument`) instead of stored twice, or append with compare-and-swap."""
+        commit, was lost): give appends their own entry `id` and send the same append again; the
+        server answers a retry of an applied append as the first time, without storing it twice."""
         return self.code in RETRYABLE

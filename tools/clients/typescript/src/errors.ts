@@ -28,8 +28,8 @@ export class GroveError extends Error {
 	/**
 	 * Whether the same request may succeed if sent again (see `RETRYABLE`). A write that failed
 	 * with `unavailable` or `transport` may still have been applied (the answer, not the commit,
-	 * was lost): give appends their own entry `id`, so that a repeated one is refused
-	 * (`invalid_argument`) instead of stored twice, or append with compare-and-swap.
+	 * was lost): give appends their own entry `id` and send the same append again; the server
+	 * answers a retry of an applied append as the first time, without storing it twice.
 	 */
 	get retryable(): boolean {
 		return RETRYABLE.has(this.code);

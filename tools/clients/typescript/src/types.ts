@@ -12,7 +12,13 @@ export interface WireEntry {
 	[field: string]: unknown;
 }
 
-/** A new entry: an entry object with a `type` (id, parentId, timestamp set by grove) or a message with a `role`. */
+/**
+ * A new entry: an entry object with a `type` (parentId and timestamp set by grove; its `id`, when
+ * given, is the entry's id, else grove makes one) or a message with a `role` (its id is
+ * `AppendOptions.id`). An append that names an id is retry-safe: sent again after a lost answer,
+ * it is answered as the first time when the id already holds the same entry, and nothing is
+ * written; another entry under the id is `invalid_argument`.
+ */
 export type NewEntry = { type: string; [field: string]: unknown } | { role: string; [field: string]: unknown };
 
 /** What `POST /v1/gc` removed: payloads no session references, with their blake3 and size. */
