@@ -185,7 +185,11 @@ describe("appending", () => {
 		};
 		expect(await client.appendExact(id, exact)).toEqual({ id: "exact-1", leaf: "exact-1" });
 		expect(await client.getEntry(id, "exact-1")).toEqual(exact);
-		expect(await rejection(client.appendExact(id, exact))).toMatchObject({ code: "invalid_argument" });
+		// A retry of the same entry is answered as the first time; another entry under its id is refused.
+		expect(await client.appendExact(id, exact)).toEqual({ id: "exact-1", leaf: "exact-1" });
+		expect(await rejection(client.appendExact(id, { ...exact, message: user("other") }))).toMatchObject({
+			code: "invalid_argument",
+		});
 		expect(await rejection(client.appendExact(id, { ...exact, id: "exact-2", parentId: "ghost" }))).toMatchObject({
 			code: "invalid_entry",
 		});
@@ -230,12 +234,16 @@ describe("appending to many sessions", () => {
 			{ session: `${p}-missing`, entry: user("lost") },
 			{ session: p, entry: user("p2"), timestamp: "2026-01-01T00:00:00.000Z" },
 			{ session: q, entry: user("dup"), id: "b0000001" },
+			// A retry of the item before (answered as it was), and another entry under its id.
 			{ session: q, entry: user("dup"), id: "b0000001" },
+			{ session: q, entry: user("not a dup"), id: "b0000001" },
 		]);
-		expect(results).toHaveLength(6);
+		expect(results).toHaveLength(7);
 		expect(results[0]).toEqual({ id: "b0000001" });
 		expect(results[2]).toMatchObject({ code: "not_found", status: 404 });
-		expect(results[5]).toMatchObject({ code: "invalid_argument", status: 400 });
+		expect(results[4]).toEqual({ id: "b0000001" });
+		expect(results[5]).toEqual({ id: "b0000001" });
+		expect(results[6]).toMatchObject({ code: "invalid_argument", status: 400 });
 		const ids = (i: number) => (results[i] as { id: string }).id;
 		expect((await client.path(p)).map((e) => e.id)).toEqual([ids(0), ids(3)]);
 		expect((await client.path(p))[1]!.timestamp).toBe("2026-01-01T00:00:00.000Z");
