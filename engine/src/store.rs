@@ -1163,6 +1163,14 @@ impl Store {
         Ok(store)
     }
 
+    /// How many handles share this open store: every `Store` cloned from it (whatever its
+    /// actor) and every [`Session`] or replay made through one. The backend is closed when the
+    /// last is dropped, so a caller that must reopen the store (`grove serve` on a disk that
+    /// got room again) waits for this to reach 1, its own.
+    pub fn handles(&self) -> usize {
+        Arc::strong_count(&self.inner)
+    }
+
     /// Whether the store was opened only to read ([`StoreConfig::read_only`]).
     pub fn is_read_only(&self) -> bool {
         self.inner.read_only

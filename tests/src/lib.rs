@@ -6,6 +6,7 @@ pub mod campaign;
 pub mod crash;
 pub mod pg_cluster;
 pub mod rows;
+pub mod tmpfs;
 
 pub mod oracle {
     //! Discovery of the pi-oracle fixtures (tests/fixtures/pi-oracle, see its README).

@@ -15,38 +15,9 @@ use grove::{
     ForkOptions, GroveError, ImportOptions, NavigateOptions, Navigator, Store, StoreConfig,
 };
 
+use grove_tests::tmpfs::Tmpfs;
+
 use super::{assistant, user};
-
-/// A tmpfs of `mib` MiB mounted on a new temporary directory, unmounted when dropped.
-struct Tmpfs {
-    dir: tempfile::TempDir,
-}
-
-impl Tmpfs {
-    fn mount(mib: u64) -> Tmpfs {
-        let dir = tempfile::tempdir().unwrap();
-        let status = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={mib}m"), "tmpfs"])
-            .arg(dir.path())
-            .status()
-            .expect("running mount");
-        assert!(
-            status.success(),
-            "mounting a tmpfs failed: this test needs root (CI runs as root)"
-        );
-        Tmpfs { dir }
-    }
-
-    fn path(&self) -> &Path {
-        self.dir.path()
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg(self.dir.path()).status();
-    }
-}
 
 fn config(dir: &Path, redb: bool) -> StoreConfig {
     super::sync_config(dir, redb).cache_bytes(8 << 20)

@@ -109,6 +109,21 @@ impl DurabilityArg {
     }
 }
 
+/// Opens a store ([`Env::store_opener`]).
+pub type StoreOpener = Box<dyn Fn() -> CmdResult<Store> + Send + Sync>;
+
+/// `store`, opened to read, unless it lost acknowledged writes and `accept` is false
+/// (`--accept-lost-writes`): then `LostWrites`. With `accept`, a warning says what was lost.
+fn lost_writes_checked(store: Store, accept: bool) -> CmdResult<Store> {
+    if let Some(lost) = store.lost_writes() {
+        if !accept {
+            return Err(GroveError::LostWrites(lost.clone()).into());
+        }
+        eprintln!("warning: {lost}");
+    }
+    Ok(store)
+}
+
 /// What every command gets: where the store is, how to open it, and stdout.
 pub struct Env<'a> {
     /// The store directory.
@@ -154,14 +169,22 @@ impl Env<'_> {
     /// is refused with `LostWrites` (what it serves is not what was acknowledged) unless
     /// `--accept-lost-writes` was given, then read with a warning.
     pub fn read_store(&self) -> CmdResult<Store> {
-        let store = self.inspect_store()?;
-        if let Some(lost) = store.lost_writes() {
-            if !self.accept_lost_writes {
-                return Err(GroveError::LostWrites(lost.clone()).into());
+        lost_writes_checked(self.inspect_store()?, self.accept_lost_writes)
+    }
+
+    /// What opens the store again later, without this `Env` (`grove serve`, whose store was
+    /// opened to read on a full disk, reopens it for writing once there is room): for writing
+    /// as [`Env::open_store`], or (`read_only`) to read as [`Env::read_store`].
+    pub fn store_opener(&self, read_only: bool) -> CmdResult<StoreOpener> {
+        let config = self.config(read_only)?;
+        let accept_lost_writes = self.accept_lost_writes;
+        Ok(Box::new(move || {
+            let store = Store::open_with(config.clone())?;
+            match read_only {
+                true => lost_writes_checked(store, accept_lost_writes),
+                false => Ok(store.with_actor("cli")),
             }
-            eprintln!("warning: {lost}");
-        }
-        Ok(store)
+        }))
     }
 
     /// Opens the existing store only to read it, as it is: a store that lost acknowledged

@@ -221,7 +221,7 @@ impl FromRequestParts<State> for State {
 
     async fn from_request_parts(parts: &mut Parts, state: &State) -> ApiResult<State> {
         // Sharded, the session of the path chooses the store.
-        let sid = match state.stores().is_sharded() {
+        let sid = match state.is_sharded() {
             false => None,
             true => axum::extract::RawPathParams::from_request_parts(parts, state)
                 .await
@@ -236,6 +236,8 @@ impl FromRequestParts<State> for State {
             parts.method,
             axum::http::Method::GET | axum::http::Method::HEAD
         );
-        state.for_request(client_name(&parts.headers)?, sid.as_deref(), write)
+        state
+            .for_request(client_name(&parts.headers)?, sid.as_deref(), write)
+            .await
     }
 }

@@ -48,7 +48,7 @@ pub(super) async fn appends(state: State, Body(body): Body<AppendsBody>) -> ApiR
         )));
     }
     // Sharded, each item goes to its session's store, and every store written is flushed.
-    let stores = state.stores().clone();
+    let stores = state.stores()?.clone();
     let direct = state.routed();
     let actor = state.actor();
     let durability = state.durability();

@@ -1,6 +1,7 @@
 //! Followed replays (`GET .../replay?follow=true`): a stream that stays open at the end of a
 //! session's log and carries each new operation as it is committed, until `untilOp`, the
-//! client leaving, or the server stopping.
+//! client leaving, the server stopping, or the store being reopened for writing (a server
+//! started on a full disk, once there is room: `full_disk.rs`).
 //!
 //! A follower holds no thread while it waits: a task awaits the store's commit notice
 //! ([`grove::Store::on_commit`]) and runs only the short reads of what was written, without
@@ -46,6 +47,8 @@ pub(super) async fn follow(
     options: ReplayOptions,
 ) -> ApiResult<Response> {
     let place = state.limits().follower()?;
+    // Before the replay holds the store: a reopening that begins during its first read is seen.
+    let mut reopened = state.store_changes();
     // Listening before the replay starts: no commit after its first read goes unnoticed.
     let woken = Arc::new(Notify::new());
     let wake = woken.clone();
@@ -105,13 +108,17 @@ pub(super) async fn follow(
                 }
             }
             // Caught up: wait for a commit, the time of a keep-alive line or a check, the
-            // client leaving, or the server stopping.
+            // client leaving, the server stopping, or the store being reopened.
             let quiet = keepalive.saturating_sub(last_sent.elapsed());
             let quiet_for_long = tokio::select! {
                 () = woken.notified() => false,
                 () = tokio::time::sleep(check.min(quiet)) => last_sent.elapsed() >= keepalive,
                 () = tx.closed() => return,
                 _ = stopping.wait_for(|stopped| *stopped) => return,
+                // The store is reopened for writing (`full_disk.rs`): the stream ends, and
+                // with it this replay's hold on the old store; the client resumes from its
+                // last operation.
+                _ = reopened.changed() => return,
             };
             if quiet_for_long {
                 if tx.send(Ok(Bytes::from_static(b"\n"))).await.is_err() {

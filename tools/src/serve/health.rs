@@ -23,6 +23,7 @@ use serde_json::json;
 
 use super::api::Query;
 use super::routes::{json_answer, State};
+use super::stores::Stores;
 
 /// The write requests in flight: when each began.
 #[derive(Default)]
@@ -84,7 +85,7 @@ pub(super) struct HealthQuery {
 
 /// `GET /v1/health[?deep=true]`.
 pub(super) async fn health(state: State, Query(q): Query<HealthQuery>) -> Response {
-    let stores = state.stores().all();
+    let stores = state.stores().map(Stores::all).unwrap_or_default();
     let bound = state.limits().health_timeout;
     let poisoned = stores.iter().find_map(Store::poisoned).or_else(|| {
         // Opened only to read: the disk was too full to open it for writing.

@@ -143,13 +143,19 @@ pub fn run(env: &mut Env<'_>, args: &Args) -> CmdResult<()> {
                 eprintln!(
                     "grove serve: {} has {available} bytes free, less than the reserve of \
                      {required}: serving reads; writes are refused (DiskFull) until space is \
-                     freed and the server restarted",
+                     freed (the store is then reopened for writing)",
                     dir.display()
                 );
-                full_disk = Some(full_disk::FullDisk {
-                    dir,
-                    reserve: required,
-                });
+                full_disk = Some((
+                    full_disk::FullDisk {
+                        dir,
+                        reserve: required,
+                    },
+                    full_disk::Openers {
+                        write: env.store_opener(false)?,
+                        read: env.store_opener(true)?,
+                    },
+                ));
                 (Stores::One(env.read_store()?), None)
             }
             Err(e) => return Err(e),
@@ -197,10 +203,12 @@ pub fn run(env: &mut Env<'_>, args: &Args) -> CmdResult<()> {
         args.max_followers,
         args.max_streams,
     );
+    // The state holds the only handle to the stores: a store opened to read on a full disk
+    // is closed and reopened for writing once there is room (full_disk.rs).
     let state = routes::State::new(
-        stores.clone(),
+        stores,
         limits,
-        full_disk.clone(),
+        full_disk.as_ref().map(|(full, _)| full.clone()),
         env.durability.durability(),
         args.summarizer.summarizer(),
     );
@@ -216,7 +224,11 @@ pub fn run(env: &mut Env<'_>, args: &Args) -> CmdResult<()> {
         open: Arc::new(tokio::sync::Semaphore::new(args.max_connections)),
     };
     let out = &mut *env.out;
+    let served = state.clone();
     runtime.block_on(async move {
+        if let Some((full, openers)) = full_disk {
+            tokio::spawn(full_disk::reopen_when_room(state.clone(), full, openers));
+        }
         let (stop_tx, stop_rx) = watch::channel(false);
         let mut servers = Vec::new();
         let unix = bind_unix(&socket)?;
@@ -260,9 +272,13 @@ pub fn run(env: &mut Env<'_>, args: &Args) -> CmdResult<()> {
     // Every request is finished (or abandoned after the drain timeout): flush and close.
     drop(runtime);
     drop(refresher);
+    let stores = served.current_stores();
+    drop(served);
     // (A store opened only to read, on a full disk, has nothing to flush.)
-    for store in stores.all().iter().filter(|s| !s.is_read_only()) {
-        store.flush()?;
+    for store in stores.iter().flat_map(Stores::all) {
+        if !store.is_read_only() {
+            store.flush()?;
+        }
     }
     drop(stores);
     Ok(())

@@ -32,17 +32,25 @@ use super::stream::{forward_body, json_stream, ndjson, BodyEnd, BodyReader, Sink
 /// What every handler shares, as one request sees it: a handler takes `State` itself (not
 /// `axum::extract::State<State>`), whose store stamps the request's writes with its client's
 /// name (`Grove-Client`, [`super::api::client_name`]; `server` without one) and, sharded, is
-/// the store of the session its path names ([`Stores`]).
+/// the store of the session its path names ([`Stores`]). The router's own state (which the
+/// middleware sees) holds no store: the stores served can be swapped (a store opened to read
+/// on a full disk is reopened for writing, `full_disk.rs`), and each request takes the ones
+/// served when it begins.
 #[derive(Clone)]
 pub struct State {
     inner: Arc<Shared>,
+    /// The stores this request is served by; `None` for the router's own state.
+    stores: Option<Stores>,
     /// The store of this request (stamping operations with its client); `None` for a sharded
     /// server's request that names no session.
     store: Option<Store>,
 }
 
 struct Shared {
-    stores: Stores,
+    /// The stores served now; `None` only while they are being reopened ([`State::take_stores`]).
+    stores: tokio::sync::watch::Sender<Option<Stores>>,
+    /// Whether sessions are sharded (fixed at start).
+    sharded: bool,
     limits: Arc<Limits>,
     durability: Durability,
     summarizer: Option<Arc<dyn Summarizer>>,
@@ -50,9 +58,13 @@ struct Shared {
     stopping: tokio::sync::watch::Sender<bool>,
     /// The write requests in flight, for health.
     writes: Writes,
-    /// Set when the store's disk was too full to open it for writing: it is open to read.
-    full_disk: Option<FullDisk>,
+    /// Set while the store's disk is too full to open it for writing: it is open to read.
+    full_disk: parking_lot::Mutex<Option<FullDisk>>,
 }
+
+/// The longest a request waits for the stores while they are being reopened; then it is
+/// answered `503 busy`.
+const REOPEN_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 impl State {
     pub fn new(
@@ -63,18 +75,17 @@ impl State {
         summarizer: Option<Arc<dyn Summarizer>>,
     ) -> State {
         State {
-            store: match &stores {
-                Stores::One(store) => Some(store.with_actor(DEFAULT_CLIENT)),
-                Stores::Sharded(_) => None,
-            },
+            stores: None,
+            store: None,
             inner: Arc::new(Shared {
-                stores,
+                sharded: stores.is_sharded(),
+                stores: tokio::sync::watch::Sender::new(Some(stores)),
                 limits: Arc::new(limits),
                 durability,
                 summarizer,
                 stopping: tokio::sync::watch::Sender::new(false),
                 writes: Writes::default(),
-                full_disk,
+                full_disk: parking_lot::Mutex::new(full_disk),
             }),
         }
     }
@@ -89,6 +100,17 @@ impl State {
         self.inner.stopping.subscribe()
     }
 
+    /// Changes when the stores served are taken to be reopened: a stream that holds a store
+    /// for long (a followed replay) ends then, so that the store can be closed.
+    pub(super) fn store_changes(&self) -> tokio::sync::watch::Receiver<Option<Stores>> {
+        let mut changes = self.inner.stores.subscribe();
+        // Taken out already, since this request began: that is a change too.
+        if changes.borrow().is_none() {
+            changes.mark_changed();
+        }
+        changes
+    }
+
     /// The server's limits.
     pub(super) fn limits(&self) -> &Limits {
         &self.inner.limits
@@ -99,9 +121,36 @@ impl State {
         &self.inner.writes
     }
 
-    /// Whether the store's disk was too full to open it for writing ([`FullDisk`]).
-    pub(super) fn full_disk(&self) -> Option<&FullDisk> {
-        self.inner.full_disk.as_ref()
+    /// Whether the store's disk is too full to open it for writing ([`FullDisk`]).
+    pub(super) fn full_disk(&self) -> Option<FullDisk> {
+        self.inner.full_disk.lock().clone()
+    }
+
+    /// Writes are no longer refused: the store was reopened for writing.
+    pub(super) fn clear_full_disk(&self) {
+        *self.inner.full_disk.lock() = None;
+    }
+
+    /// Whether sessions are sharded over several stores.
+    pub(super) fn is_sharded(&self) -> bool {
+        self.inner.sharded
+    }
+
+    /// The stores served now (`None` while they are being reopened), for the server itself
+    /// (its reopening and its shutdown), not a request.
+    pub(super) fn current_stores(&self) -> Option<Stores> {
+        self.inner.stores.borrow().clone()
+    }
+
+    /// Takes the stores served out, to reopen them: requests that begin now wait (at most
+    /// [`REOPEN_WAIT`]) until [`State::put_stores`], and followed replays end.
+    pub(super) fn take_stores(&self) -> Option<Stores> {
+        self.inner.stores.send_replace(None)
+    }
+
+    /// Serves `stores` from now on.
+    pub(super) fn put_stores(&self, stores: Stores) {
+        self.inner.stores.send_replace(Some(stores));
     }
 
     /// The store of this request, stamping operations with its client.
@@ -115,9 +164,15 @@ impl State {
         })
     }
 
-    /// The server's stores.
-    pub(super) fn stores(&self) -> &Stores {
-        &self.inner.stores
+    /// The stores this request is served by.
+    pub(super) fn stores(&self) -> ApiResult<&Stores> {
+        self.stores.as_ref().ok_or_else(|| {
+            ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "storage",
+                "the server's own state has no stores; a request's has",
+            )
+        })
     }
 
     /// The store of this request, if it has one (not a sharded request naming no session).
@@ -133,25 +188,35 @@ impl State {
     }
 
     /// This state as a request from client `name` (none: [`DEFAULT_CLIENT`]) on session
-    /// `sid` (if its path names one) sees it; `write` says whether the request writes.
-    pub(super) fn for_request(
+    /// `sid` (if its path names one) sees it; `write` says whether the request writes. While
+    /// the stores are being reopened it waits for them, at most [`REOPEN_WAIT`] (then
+    /// `503 busy`).
+    pub(super) async fn for_request(
         &self,
         name: Option<&str>,
         sid: Option<&str>,
         write: bool,
     ) -> ApiResult<State> {
-        let store = match (&self.inner.stores, name, sid) {
-            (Stores::One(_), None, _) => self.store.clone(),
-            (Stores::One(store), Some(name), _) => Some(store.with_actor(name)),
-            (Stores::Sharded(_), _, None) => None,
-            (stores @ Stores::Sharded(_), name, Some(sid)) => Some(
-                stores
-                    .for_session(sid, write)?
-                    .with_actor(name.unwrap_or(DEFAULT_CLIENT)),
-            ),
+        let mut served = self.inner.stores.subscribe();
+        let stores = match tokio::time::timeout(REOPEN_WAIT, served.wait_for(Option::is_some)).await
+        {
+            Ok(Ok(stores)) => stores.clone(),
+            _ => None,
+        };
+        let stores = stores.ok_or_else(|| {
+            super::limits::busy("the store is being reopened for writing; try again later")
+        })?;
+        let name = name.unwrap_or(DEFAULT_CLIENT);
+        let store = match (&stores, sid) {
+            (Stores::One(store), _) => Some(store.with_actor(name)),
+            (Stores::Sharded(_), None) => None,
+            (Stores::Sharded(_), Some(sid)) => {
+                Some(stores.for_session(sid, write)?.with_actor(name))
+            }
         };
         Ok(State {
             inner: self.inner.clone(),
+            stores: Some(stores),
             store,
         })
     }
@@ -159,7 +224,7 @@ impl State {
     /// The store of a new session `id` (sharded: by its id, generated when not given),
     /// stamping with this request's client, and the id.
     fn for_new_session(&self, id: Option<String>) -> ApiResult<(Store, Option<String>)> {
-        let (store, id) = self.inner.stores.for_new_session(id)?;
+        let (store, id) = self.stores()?.for_new_session(id)?;
         Ok((store.with_actor(&self.actor()), id))
     }
 
@@ -479,7 +544,7 @@ fn session_json(session: &Session) -> grove::Result<String> {
 
 /// `POST /v1/gc`: removes the payloads no session references, as `grove gc --json` reports.
 async fn gc(state: State) -> ApiResult<Response> {
-    if state.stores().is_sharded() {
+    if state.is_sharded() {
         return Err(ApiError::new(
             StatusCode::CONFLICT,
             "invalid_state",
@@ -496,7 +561,7 @@ async fn gc(state: State) -> ApiResult<Response> {
 
 async fn verify(state: State) -> ApiResult<Response> {
     // Sharded: every cluster's store, the counts summed.
-    let stores = state.stores().all();
+    let stores = state.stores()?.all();
     let reports: Vec<grove::VerifyReport> =
         blocking(move || stores.iter().map(Store::verify).collect()).await?;
     let problems: Vec<String> = reports
@@ -524,7 +589,7 @@ struct Page {
 }
 
 async fn list_sessions(state: State, Query(page): Query<Page>) -> ApiResult<Response> {
-    let stores = state.stores().clone();
+    let stores = state.stores()?.clone();
     let limit = page.limit.unwrap_or(1000);
     if limit == 0 {
         return Err(ApiError::invalid_argument("limit must be at least 1"));
@@ -600,7 +665,7 @@ async fn import(state: State, body: axum::body::Body) -> ApiResult<Response> {
     // Streamed into the import as it arrives: memory is a few chunks, whatever the size.
     // Sharded, the session's id is read from the header line first, and routes the import.
     let direct = state.store.clone();
-    let stores = state.stores().clone();
+    let stores = state.stores()?.clone();
     let actor = state.actor();
     let (reader, feed) = BodyReader::new();
     let job = tokio::task::spawn_blocking(move || -> ApiResult<grove::ImportReport> {
@@ -746,7 +811,7 @@ async fn fork(
         mode,
         cwd: body.cwd,
         metadata,
-        id: state.stores().fork_id(&sid, body.id)?,
+        id: state.stores()?.fork_id(&sid, body.id)?,
         parent_session: body.parent_session,
     };
     let store = state.store()?;
