@@ -38,7 +38,12 @@ fn campaign(backend: &str, default_cases: u64) {
         report.failures.is_empty(),
         "{report}\n(GROVE_CAMPAIGN_SEED={seed} reruns these cases)"
     );
-    assert_eq!(report.cases, cases);
+    // sled runs the fixed cases of issue 28 after the seeded ones.
+    let fixed = match backend {
+        "sled" => 2 * grove_tests::campaign::sled_log::OFFSETS.len() as u64,
+        _ => 0,
+    };
+    assert_eq!(report.cases, cases + fixed);
     if cases >= 40 {
         assert!(report.by_damage.len() >= 3, "{report}");
         assert!(
