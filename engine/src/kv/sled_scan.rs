@@ -162,7 +162,9 @@ pub fn scan(dir: &Path) -> Result<SledScan, KvError> {
             },
             _ => m.payload,
         };
-        let payload = if compressed && m.kind != CAP {
+        // Only pages' nodes and links are compressed; a batch manifest, a cap, a free page,
+        // the counter and the meta page are read as written (their contents are not used).
+        let payload = if compressed && (INLINE_NODE..=BLOB_LINK).contains(&m.kind) {
             match decompress(&payload) {
                 Some(p) => p,
                 None => {

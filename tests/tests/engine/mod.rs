@@ -34,6 +34,7 @@ mod replay;
 mod salvage;
 mod seed_questions;
 mod sled_guard;
+mod sled_scan;
 mod streaming;
 mod torn;
 mod verify;
