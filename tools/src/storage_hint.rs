@@ -75,6 +75,17 @@ fn kv_hint(e: &KvError) -> String {
         KvError::Sled(e) => (Some("sled"), sled_cause(e)),
         KvError::Redb(e) => (Some("redb"), redb_cause(e)),
         KvError::Io { source, .. } => (None, io_cause(source)),
+        // salvage reads a sled store sled cannot (`grove::kv::sled_scan`), but a redb file
+        // only through redb: where redb fails at open, salvage fails the same way.
+        KvError::Panic {
+            backend: "redb", ..
+        } => {
+            return format!(
+                "redb failed on data it did not expect (a damaged store): `grove verify` lists the \
+                 problems and `grove salvage SRC DEST` copies every session that is intact, as long \
+                 as redb can open the file; if they fail the same way, {REDB_RESTORE}"
+            )
+        }
         KvError::Panic { backend, .. } => {
             return format!(
                 "{backend} failed on data it did not expect (a damaged store): `grove verify` \
@@ -133,6 +144,10 @@ fn io_cause(e: &io::Error) -> Cause {
     }
 }
 
+/// What to do with a redb store redb cannot open.
+const REDB_RESTORE: &str = "restore the store's directory from a copy or a backup, or import \
+                            the sessions again from their exports";
+
 /// The hint for a cause, naming the backend when the backend said it.
 fn cause_hint(cause: Cause, backend: Option<&str>) -> String {
     let who = backend.unwrap_or("the backend");
@@ -154,6 +169,12 @@ fn cause_hint(cause: Cause, backend: Option<&str>) -> String {
                                  is a file: name a directory"
             .to_owned(),
         Cause::Damaged => match backend {
+            // redb reports these when it opens the file; salvage reads it only through redb.
+            Some("redb") => format!(
+                "the store's redb file is damaged or is not a redb database (another backend's \
+                 store? see --backend); `grove salvage` reads a redb store only through redb, so it \
+                 cannot read this one either: {REDB_RESTORE}"
+            ),
             Some(b) => format!(
                 "the store's {b} files are damaged or are not a {b} database (another backend's \
                  store? see --backend): `grove salvage SRC DEST` copies every session that is \

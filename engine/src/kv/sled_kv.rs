@@ -39,9 +39,14 @@ impl SledKv {
 
     /// Opens the existing sled database in `dir` to read it. Where sled cannot open it in
     /// place — its files cannot be written, or the disk has no room for what sled writes at
-    /// open (`in_place` false: the caller saw too little free space) — the database is
-    /// copied to a temporary directory and opened there.
+    /// open (`in_place` false: the caller saw too little free space) — or where the log sled
+    /// reads at open holds a message that fails its checksum
+    /// ([`super::sled_scan::recovery_is_damaged`]: sled would zero the rest of its segment)
+    /// — the database is copied to a temporary directory and opened there.
     pub fn open_read_only(dir: &Path, cache_bytes: u64, in_place: bool) -> Result<SledKv, KvError> {
+        // sled zeroes a damaged log's segment from the damage on when it opens it, even to
+        // read: such a store is read from a copy, its files left for `grove salvage`.
+        let in_place = in_place && !super::sled_scan::recovery_is_damaged(dir).unwrap_or(false);
         let writable = if in_place {
             std::fs::OpenOptions::new()
                 .read(true)

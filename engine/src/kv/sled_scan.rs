@@ -162,7 +162,9 @@ pub fn scan(dir: &Path) -> Result<SledScan, KvError> {
             },
             _ => m.payload,
         };
-        let payload = if compressed && m.kind != CAP {
+        // Only pages' nodes and links are compressed; a batch manifest, a cap, a free page,
+        // the counter and the meta page are read as written (their contents are not used).
+        let payload = if compressed && (INLINE_NODE..=BLOB_LINK).contains(&m.kind) {
             match decompress(&payload) {
                 Some(p) => p,
                 None => {
@@ -317,6 +319,71 @@ pub fn scan(dir: &Path) -> Result<SledScan, KvError> {
     out.lost_keys.dedup();
     out.lost_keys.retain(|k| !out.pairs.contains_key(k));
     Ok(out)
+}
+
+/// Whether the part of the log sled reads when it opens the database in `dir` — every
+/// segment from the one holding the newest snapshot's sequence number on (all of them without
+/// a snapshot) — holds a message that fails its checksum. sled takes such a message for a torn
+/// tail and zeroes the rest of its segment when it opens the database, so a store for which
+/// this is true is opened only from a copy by commands that read ([`super::SledKv::open_read_only`]).
+/// A torn tail left by a crash counts too. Costs one read of that part of the log.
+pub fn recovery_is_damaged(dir: &Path) -> Result<bool, KvError> {
+    let io = |what: String| {
+        move |source| KvError::Io {
+            context: what,
+            source,
+        }
+    };
+    let segment = std::fs::read(dir.join("conf")).map_or(DEFAULT_SEGMENT, |c| read_conf(&c).0);
+    let snapshot_lsn = std::fs::read_dir(dir)
+        .map_err(io(format!("listing {}", dir.display())))?
+        .filter_map(|e| {
+            let name = e.ok()?.file_name();
+            let hex = name.to_str()?.strip_prefix("snap.")?.to_owned();
+            u64::from_str_radix(&hex, 16).ok()
+        })
+        .max()
+        .unwrap_or(0);
+    let first = snapshot_lsn / segment * segment;
+    let db = dir.join("db");
+    let mut file = match std::fs::File::open(&db) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(io(format!("opening {}", db.display()))(e)),
+    };
+    let mut buf = Vec::new();
+    let mut base = 0u64;
+    loop {
+        buf.clear();
+        let read = (&mut file)
+            .take(segment)
+            .read_to_end(&mut buf)
+            .map_err(io(format!("reading {}", db.display())))?;
+        if read == 0 {
+            return Ok(false);
+        }
+        if segment_lsn(&buf).is_some_and(|lsn| lsn >= first) {
+            let (mut messages, mut damaged) = (Vec::new(), Vec::new());
+            scan_segment(&buf, base, segment, &mut messages, &mut damaged);
+            if !damaged.is_empty() {
+                return Ok(true);
+            }
+        }
+        base += segment;
+    }
+}
+
+/// The sequence number of the segment whose bytes `buf` holds, when its header checks out
+/// (sled: CRC-32 of bytes 4..20, inverted; the lsn and the highest stable lsn, each xored
+/// with `i64::MAX`).
+fn segment_lsn(buf: &[u8]) -> Option<u64> {
+    let header = buf.get(..SEGMENT_HEADER)?;
+    let stored = u32::from_le_bytes(header.get(..4)?.try_into().ok()?) ^ 0xFFFF_FFFF;
+    if crc32fast::hash(header.get(4..)?) != stored {
+        return None;
+    }
+    let lsn = u64::from_le_bytes(header.get(4..12)?.try_into().ok()?) ^ 0x7FFF_FFFF_FFFF_FFFF;
+    Some(lsn)
 }
 
 /// The damage line of a page that cannot be trusted, with the key range it covered if known.

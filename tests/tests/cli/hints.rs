@@ -64,3 +64,29 @@ fn a_store_held_by_another_process_names_the_way_to_wait() {
     assert!(hint.contains("--lock-wait"), "{err}");
     assert!(!hint.contains("sled"), "{err}");
 }
+
+/// Issue 28, point 4: a redb file redb refuses to open cannot be salvaged either (salvage reads
+/// redb's file only through redb), so its hint names a copy or a backup, not `grove salvage`.
+/// Checked against salvage itself: it fails on the same file.
+#[test]
+fn a_redb_file_redb_refuses_is_not_sent_to_salvage() {
+    let g = Grove::new();
+    let seed = fixture("edge-seed-harness.jsonl");
+    g.ok(&["--backend", "redb", "import", seed.to_str().unwrap()]);
+    let db = g.store_dir().join("grove.redb");
+    let mut bytes = std::fs::read(&db).unwrap();
+    bytes[0] ^= 0x10;
+    std::fs::write(&db, bytes).unwrap();
+
+    let (code, err) = g.fail(&["--backend", "redb", "ls"]);
+    assert_eq!(code, 3, "{err}");
+    let hint = hint_of(&err);
+    assert!(
+        !hint.contains("grove salvage SRC DEST") && hint.contains("from a copy or a backup"),
+        "{err}"
+    );
+    let src = g.store_dir().to_str().unwrap().to_owned();
+    let dest = g.store_dir().with_extension("dest");
+    let (code, err) = g.fail(&["--backend", "redb", "salvage", &src, dest.to_str().unwrap()]);
+    assert_eq!(code, 3, "salvage read a file redb refuses: {err}");
+}

@@ -35,6 +35,7 @@ mod replay;
 mod salvage;
 mod seed_questions;
 mod sled_guard;
+mod sled_scan;
 mod streaming;
 mod torn;
 mod verify;
