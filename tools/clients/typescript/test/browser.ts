@@ -40,7 +40,7 @@ export function findChromium(): string {
 	return found;
 }
 
-/** Launches the system's chromium, headless. */
-export function launchChromium(): Promise<Browser> {
-	return chromium.launch({ executablePath: findChromium(), headless: true });
+/** Launches the system's chromium, headless, with command-line switches `args`. */
+export function launchChromium(args: string[] = []): Promise<Browser> {
+	return chromium.launch({ executablePath: findChromium(), headless: true, args });
 }
