@@ -1,7 +1,8 @@
 //! `grove serve`: one process owns a store and serves it to many clients over HTTP/1.1 with
 //! JSON bodies (docs/api.md is the contract). This room owns the server: its listeners (a
-//! unix socket, and TCP behind a bearer token), the connection loop (hyper, with header
-//! timeouts and graceful shutdown), the routes (`routes.rs`; appends to many sessions in one
+//! unix socket, and TCP behind a bearer token), who may send a request (`guard.rs`: the
+//! `Host` and `Origin` of a TCP request, every body's type), the connection loop (hyper, with
+//! header timeouts and graceful shutdown), the routes (`routes.rs`; appends to many sessions in one
 //! request in `batch.rs`), the error body (`api.rs`) and streamed results (`stream.rs`). It
 //! calls the engine's public API only (`grove::Store`, `grove::Session`), each call on tokio's
 //! blocking pool, and nothing else in the tool but `commands::Env` to open the store as every
