@@ -70,17 +70,42 @@ fn entries(s: &Server, sid: &str) -> u64 {
         .unwrap()
 }
 
-/// A `grove serve` that must refuse to start; its stderr.
+/// A `grove serve` that must refuse to start; its stderr. One that starts is killed after
+/// 30 s, and the test fails.
 fn refused_start(dir: &std::path::Path, args: &[&str]) -> String {
-    let out = Command::new(grove_bin())
+    let mut child = Command::new(grove_bin())
         .arg("--store")
         .arg(dir.join("store"))
         .arg("serve")
         .args(args)
-        .output()
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .unwrap();
-    assert!(!out.status.success(), "{args:?} started");
-    String::from_utf8_lossy(&out.stderr).into_owned()
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if started.elapsed() > std::time::Duration::from_secs(30) {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert!(
+        status.is_some_and(|s| !s.success()),
+        "{args:?} started: {stderr}"
+    );
+    stderr
 }
 
 #[test]
