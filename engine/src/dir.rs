@@ -60,7 +60,7 @@ pub(crate) fn is_unwritable(e: &std::io::Error) -> bool {
 /// lock file exists, and no lock when it cannot even be created: nobody can write there.
 pub(crate) fn lock(dir: &Path, mode: LockMode, wait: Duration) -> Result<DirLock> {
     let path = dir.join(LOCK_FILE);
-    let opened = OpenOptions::new()
+    let opened = crate::private::owner_only(&mut OpenOptions::new())
         .read(true)
         .write(true)
         .create(true)

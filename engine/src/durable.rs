@@ -248,7 +248,7 @@ impl Durable {
     /// ([`check`]) and refuses such a store unless the user accepted the loss.
     pub(crate) fn open(dir: &Path, kv: &dyn Kv) -> Result<Durable> {
         let path = dir.join(COMMIT_FILE);
-        let file = OpenOptions::new()
+        let file = crate::private::owner_only(&mut OpenOptions::new())
             .read(true)
             .write(true)
             .create(true)

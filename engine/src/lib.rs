@@ -33,6 +33,7 @@ pub mod oplog;
 mod paths;
 mod payloads;
 mod plan;
+mod private;
 pub mod proof;
 pub mod replay;
 pub mod salvage;

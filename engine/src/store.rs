@@ -735,13 +735,13 @@ fn old_views_removed(inner: &Inner) -> Result<WriteBatch> {
     Ok(batch)
 }
 
-/// Creates the store directory `path` if missing, and refuses one that holds another backend's
-/// database (opening it would start an empty store beside it).
+/// Creates the store directory `path` if missing (mode 0700, [`crate::private`]), and refuses
+/// one that holds another backend's database (opening it would start an empty store beside it).
 fn prepare_dir(path: &Path, backend: &str) -> Result<()> {
     if let Some(found) = kv::existing_backend(path).filter(|found| *found != backend) {
         return Err(other_backend(path, found, backend));
     }
-    std::fs::create_dir_all(path).map_err(|source| GroveError::Io {
+    crate::private::create_dir_all(path).map_err(|source| GroveError::Io {
         path: path.to_owned(),
         source,
     })

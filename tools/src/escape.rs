@@ -1,10 +1,13 @@
 //! Escaping control characters of stored text in human output, so that a message holding
 //! terminal escape sequences cannot recolour, move the cursor, retitle or ring the terminal
-//! it is printed on.
+//! it is printed on, and one holding bidirectional controls cannot reorder what is shown
+//! after it (a name that reads differently from what it is).
 //!
 //! The control characters are C0 (U+0000–U+001F) except LF and TAB, DEL (U+007F) and C1
 //! (U+0080–U+009F, among them CSI). Each is written as Rust's `char::escape_debug` writes it
-//! (`\u{1b}`, `\u{7}`, `\r`, `\0`), as `grove ls` shows a session's name. Whether to escape is
+//! (`\u{1b}`, `\u{7}`, `\r`, `\0`), as `grove ls` shows a session's name. The bidirectional
+//! controls are the embeddings and overrides (U+202A–U+202E), the isolates (U+2066–U+2069)
+//! and the marks (U+200E, U+200F, U+061C); each is written `\u{202e}`. Whether to escape is
 //! decided once per command (`--escape`, `GROVE_ESCAPE`; on a terminal by default).
 
 use std::borrow::Cow;
@@ -34,7 +37,58 @@ impl EscapeArg {
 
 /// Whether `c` is a control character that is escaped.
 fn is_escaped(c: char) -> bool {
-    c.is_control() && c != '\n' && c != '\t'
+    (c.is_control() && c != '\n' && c != '\t') || is_bidi_control(c)
+}
+
+/// Whether `c` is a bidirectional control (an embedding, override, isolate or mark).
+fn is_bidi_control(c: char) -> bool {
+    matches!(
+        c,
+        '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' | '\u{061c}'
+    )
+}
+
+/// Writes the escape of `c`, an escaped character.
+fn push_escape(out: &mut String, c: char) {
+    if c.is_control() {
+        out.extend(c.escape_debug());
+    } else {
+        out.extend(c.escape_unicode());
+    }
+}
+
+/// The longest UTF-8 sequence of an escaped character (the bidirectional controls').
+const MAX_ESCAPED_LEN: usize = 3;
+
+/// What the bytes at the start of `rest` are, for [`Escaping`].
+enum Lead {
+    /// A character passed as it is (or a byte of one).
+    Plain,
+    /// An escaped character of this many bytes.
+    Escaped(char, usize),
+    /// The start of a character that may be escaped and continues in the next write.
+    Incomplete,
+}
+
+fn lead(rest: &[u8]) -> Lead {
+    let len = match rest[0] {
+        b'\n' | b'\t' => return Lead::Plain,
+        b @ (0x00..=0x1f | 0x7f) => return Lead::Escaped(char::from(b), 1),
+        // C1 controls and U+061C; the bidirectional controls of the U+2000 block.
+        0xc2 | 0xd8 => 2,
+        0xe2 => MAX_ESCAPED_LEN,
+        _ => return Lead::Plain,
+    };
+    let Some(bytes) = rest.get(..len) else {
+        return Lead::Incomplete;
+    };
+    match std::str::from_utf8(bytes)
+        .ok()
+        .and_then(|s| s.chars().next())
+    {
+        Some(c) if is_escaped(c) => Lead::Escaped(c, len),
+        _ => Lead::Plain,
+    }
 }
 
 /// `text` with its control characters escaped (borrowed when it has none).
@@ -45,7 +99,7 @@ pub fn escape_controls(text: &str) -> Cow<'_, str> {
     let mut out = String::with_capacity(text.len() + 8);
     for c in text.chars() {
         if is_escaped(c) {
-            out.extend(c.escape_debug());
+            push_escape(&mut out, c);
         } else {
             out.push(c);
         }
@@ -53,12 +107,14 @@ pub fn escape_controls(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// A writer that escapes the control characters of the UTF-8 text written through it (a C1
-/// character split across two writes included). Bytes that are not UTF-8 pass unchanged.
+/// A writer that escapes the control characters of the UTF-8 text written through it (an
+/// escaped character split across two writes included). Bytes that are not UTF-8 pass
+/// unchanged.
 pub struct Escaping<W: Write> {
     inner: W,
-    /// A 0xC2 lead byte whose continuation has not been written yet.
-    pending_c2: bool,
+    /// The start of a character that may be escaped, whose other bytes have not been written
+    /// yet (at most [`MAX_ESCAPED_LEN`] - 1 bytes).
+    pending: Vec<u8>,
 }
 
 impl<W: Write> Escaping<W> {
@@ -66,62 +122,48 @@ impl<W: Write> Escaping<W> {
     pub fn new(inner: W) -> Escaping<W> {
         Escaping {
             inner,
-            pending_c2: false,
+            pending: Vec::new(),
         }
     }
 
-    /// Writes the escape of the control character with code point `code`.
-    fn write_escape(&mut self, code: u8) -> io::Result<()> {
-        let c = char::from(code);
-        write!(self.inner, "{}", c.escape_debug())
+    /// Writes `buf` escaped, keeping a character it ends in the middle of for the next write.
+    fn escape(&mut self, buf: &[u8]) -> io::Result<()> {
+        let mut start = 0;
+        let mut i = 0;
+        while i < buf.len() {
+            match lead(&buf[i..]) {
+                Lead::Plain => i += 1,
+                Lead::Escaped(c, len) => {
+                    self.inner.write_all(&buf[start..i])?;
+                    let mut escaped = String::new();
+                    push_escape(&mut escaped, c);
+                    self.inner.write_all(escaped.as_bytes())?;
+                    i += len;
+                    start = i;
+                }
+                Lead::Incomplete => {
+                    self.inner.write_all(&buf[start..i])?;
+                    self.pending = buf[i..].to_vec();
+                    return Ok(());
+                }
+            }
+        }
+        self.inner.write_all(&buf[start..])
     }
 }
 
 impl<W: Write> Write for Escaping<W> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let mut start = 0;
-        let mut i = 0;
-        if self.pending_c2 {
-            let Some(&b) = buf.first() else {
-                return Ok(0);
-            };
-            self.pending_c2 = false;
-            if (0x80..=0x9f).contains(&b) {
-                self.write_escape(b)?;
-                start = 1;
-                i = 1;
-            } else {
-                self.inner.write_all(&[0xc2])?;
-            }
+        if buf.is_empty() {
+            return Ok(0);
         }
-        while i < buf.len() {
-            let b = buf[i];
-            let escape = match b {
-                b'\n' | b'\t' => None,
-                0x00..=0x1f | 0x7f => Some((b, 1)),
-                0xc2 => match buf.get(i + 1) {
-                    Some(&next) if (0x80..=0x9f).contains(&next) => Some((next, 2)),
-                    Some(_) => None,
-                    None => {
-                        // The character continues in the next write.
-                        self.inner.write_all(&buf[start..i])?;
-                        self.pending_c2 = true;
-                        return Ok(buf.len());
-                    }
-                },
-                _ => None,
-            };
-            match escape {
-                Some((code, len)) => {
-                    self.inner.write_all(&buf[start..i])?;
-                    self.write_escape(code)?;
-                    i += len;
-                    start = i;
-                }
-                None => i += 1,
-            }
+        if self.pending.is_empty() {
+            self.escape(buf)?;
+        } else {
+            let mut joined = std::mem::take(&mut self.pending);
+            joined.extend_from_slice(buf);
+            self.escape(&joined)?;
         }
-        self.inner.write_all(&buf[start..])?;
         Ok(buf.len())
     }
 
@@ -132,9 +174,10 @@ impl<W: Write> Write for Escaping<W> {
 
 impl<W: Write> Drop for Escaping<W> {
     fn drop(&mut self) {
-        if self.pending_c2 {
-            // Not UTF-8 after all: the byte as it was. Nothing to report an error to here.
-            let _ = self.inner.write_all(&[0xc2]);
+        if !self.pending.is_empty() {
+            // Not a whole character after all: the bytes as they were. Nothing to report an
+            // error to here.
+            let _ = self.inner.write_all(&self.pending);
         }
     }
 }

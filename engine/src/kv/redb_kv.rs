@@ -76,6 +76,22 @@ impl RedbKv {
             Durability::None | Durability::Group => false,
             Durability::Sync => true,
         };
+        // A new database file is created owner-only (`crate::private`); redb takes an empty
+        // file for a new database.
+        match crate::private::owner_only(&mut std::fs::OpenOptions::new())
+            .write(true)
+            .create_new(true)
+            .open(path)
+        {
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(source) => {
+                return Err(KvError::Io {
+                    context: format!("creating {}", path.display()),
+                    source,
+                })
+            }
+        }
         let db = redb::Builder::new()
             .set_cache_size(usize::try_from(cache_bytes).unwrap_or(usize::MAX))
             .create(path)

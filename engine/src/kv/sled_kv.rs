@@ -32,9 +32,25 @@ impl SledKv {
     /// Opens (or creates) the sled database in `dir`. `compress` (zstd pages) applies when
     /// the database is created; an existing one keeps the setting recorded in its `conf` file
     /// (sled refuses to open a database with a different one).
+    /// A new database's files are made owner-only, and so are the snapshots earlier runs
+    /// left in a directory only its owner may enter (`crate::private`).
     pub fn open(dir: &Path, cache_bytes: u64, compress: bool) -> Result<SledKv, KvError> {
         remove_stale_snapshots(dir)?;
-        SledKv::open_db(dir, cache_bytes, compress).map(|db| SledKv { db, _copy: None })
+        let new = !dir.join("db").exists();
+        let db = SledKv::open_db(dir, cache_bytes, compress)?;
+        if new {
+            for file in ["db", "conf", "blobs"] {
+                crate::private::restrict(&dir.join(file));
+            }
+        }
+        if crate::private::is_private(dir) {
+            for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+                if entry.file_name().to_string_lossy().starts_with("snap.") {
+                    crate::private::restrict(&entry.path());
+                }
+            }
+        }
+        Ok(SledKv { db, _copy: None })
     }
 
     /// Opens the existing sled database in `dir` to read it. Where sled cannot open it in

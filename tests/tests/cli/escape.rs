@@ -168,3 +168,41 @@ fn errors_quoting_text_are_escaped_when_asked() {
     // As stored when asked (a log file that keeps the bytes).
     assert!(stderr("never").contains(id));
 }
+
+/// Issue 28 §10: bidirectional controls (U+202A–U+202E, U+2066–U+2069, the marks) in stored
+/// text reorder what a terminal shows after them; `ls` printed a session's cwd with them raw,
+/// and so did the other human outputs with a message's text.
+#[test]
+fn bidirectional_controls_are_escaped_like_controls() {
+    let g = hostile();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bidi.jsonl");
+    let header = serde_json::json!({
+        "type": "session", "version": 3, "id": "bidi",
+        "timestamp": "2025-03-01T00:00:00.000Z", "cwd": "/home/\u{202e}cod.exe\u{202c}/\u{2066}x\u{2069}",
+    });
+    std::fs::write(&file, format!("{header}\n")).unwrap();
+    g.ok(&["import", file.to_str().unwrap()]);
+    let message =
+        r#"{"role":"user","content":"txt.\u202egnp\u2067 \u200e\u061c\u200f","timestamp":1}"#;
+    let out = g.run_with_stdin(&["append", "seed-harness"], message);
+    super::assert_success(&["append"], &out);
+    let raw = [
+        '\u{202e}', '\u{202c}', '\u{2066}', '\u{2069}', '\u{200f}', '\u{2067}', '\u{200e}',
+        '\u{61c}',
+    ];
+    let expectations: [(&[&str], &str); 3] = [
+        (&["ls"], r"/home/\u{202e}cod.exe\u{202c}/\u{2066}x\u{2069}"),
+        (&["tree", "seed-harness"], r"txt.\u{202e}gnp\u{2067}"),
+        (&["context", "seed-harness"], r"\u{200e}\u{61c}\u{200f}"),
+    ];
+    for (args, wanted) in expectations {
+        let out = run(&g, Some("always"), args);
+        let text = String::from_utf8(out).unwrap();
+        assert!(!text.contains(raw), "{args:?}: a raw control in {text}");
+        assert!(text.contains(wanted), "{args:?}: {text}");
+        // As stored when not asked.
+        let plain = String::from_utf8(run(&g, Some("never"), args)).unwrap();
+        assert!(plain.contains(raw), "{args:?}: {plain}");
+    }
+}

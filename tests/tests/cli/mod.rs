@@ -16,6 +16,7 @@ mod limits;
 mod navigate;
 mod oplog;
 mod payloads;
+mod permissions;
 mod read;
 mod read_checks;
 mod salvage;

@@ -1,11 +1,13 @@
 //! `grove serve` as a process (issue 17): its routes, bad input, slow and half-closed
 //! connections, tokens, SIGTERM and SIGKILL; three nodes over one PostgreSQL primary with a
-//! synchronous standby (issue 20). Each test starts the real binary.
+//! synchronous standby (issue 20); requests from browsers and other hosts (issue 28). Each
+//! test starts the real binary.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod bad_input;
 mod cluster;
 mod crash;
+mod guard;
 mod health;
 mod input_limits;
 mod limits;
@@ -48,8 +50,7 @@ impl Server {
 
     /// [`Server::start`] with global options `global` (before `serve`).
     pub fn start_with(dir: &Path, global: &[&str], extra: &[&str]) -> Server {
-        let token_file = dir.join("token");
-        std::fs::write(&token_file, format!("{TOKEN}\n")).unwrap();
+        let token_file = write_token_file(dir, TOKEN);
         let mut command = Command::new(grove_bin());
         command
             .arg("--store")
@@ -182,6 +183,16 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Writes `token` to the token file `dir/token`, readable by its owner only (as `grove serve`
+/// requires); its path.
+pub fn write_token_file(dir: &Path, token: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join("token");
+    std::fs::write(&path, format!("{token}\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    path
 }
 
 /// Starts `command` with its stdout piped; its lines arrive on the receiver as it prints them.

@@ -308,7 +308,7 @@ fn raw_status(s: &Server, header: &[u8]) -> u16 {
     let addr = s.url.trim_start_matches("http://");
     let mut conn = TcpStream::connect(addr).unwrap();
     let mut req = format!(
-        "GET /v1/sessions/c1/leaf HTTP/1.1\r\nhost: x\r\nauthorization: Bearer {TOKEN}\r\n\
+        "GET /v1/sessions/c1/leaf HTTP/1.1\r\nhost: {addr}\r\nauthorization: Bearer {TOKEN}\r\n\
          connection: close\r\n"
     )
     .into_bytes();

@@ -62,3 +62,39 @@ fn the_setting() {
     assert!(EscapeArg::Always.enabled(false));
     assert!(!EscapeArg::Never.enabled(true));
 }
+
+/// Bidirectional controls, each in its own place, and characters next to them that are kept
+/// (U+2060, U+2070, U+061B share their lead bytes).
+const BIDI: &str = "a\u{202a}b\u{202b}c\u{202c}d\u{202d}e\u{202e}f\u{2066}g\u{2067}h\u{2068}i\
+                    \u{2069}j\u{200e}k\u{200f}l\u{61c}m \u{2060}\u{2070}\u{61b}—€";
+
+fn bidi_expected() -> &'static str {
+    concat!(
+        r"a\u{202a}b\u{202b}c\u{202c}d\u{202d}e\u{202e}f\u{2066}g\u{2067}h\u{2068}i",
+        r"\u{2069}j\u{200e}k\u{200f}l\u{61c}m ",
+        "\u{2060}\u{2070}\u{61b}—€"
+    )
+}
+
+#[test]
+fn bidirectional_controls_are_escaped_by_the_function_and_the_writer() {
+    assert_eq!(escape_controls(BIDI), bidi_expected());
+    let bytes = BIDI.as_bytes();
+    // Every pair of split points: a three-byte control split in three writes included.
+    for first in 0..=bytes.len() {
+        for second in first..=bytes.len() {
+            let mut out = Vec::new();
+            {
+                let mut w = Escaping::new(&mut out);
+                w.write_all(&bytes[..first]).unwrap();
+                w.write_all(&bytes[first..second]).unwrap();
+                w.write_all(&bytes[second..]).unwrap();
+            }
+            assert_eq!(
+                String::from_utf8(out).unwrap(),
+                bidi_expected(),
+                "cut at {first} and {second}"
+            );
+        }
+    }
+}

@@ -1,7 +1,8 @@
 //! `grove serve`: one process owns a store and serves it to many clients over HTTP/1.1 with
 //! JSON bodies (docs/api.md is the contract). This room owns the server: its listeners (a
-//! unix socket, and TCP behind a bearer token), the connection loop (hyper, with header
-//! timeouts and graceful shutdown), the routes (`routes.rs`; appends to many sessions in one
+//! unix socket, and TCP behind a bearer token), who may send a request (`guard.rs`: the
+//! `Host` and `Origin` of a TCP request, every body's type), the connection loop (hyper, with
+//! header timeouts and graceful shutdown), the routes (`routes.rs`; appends to many sessions in one
 //! request in `batch.rs`), the error body (`api.rs`) and streamed results (`stream.rs`). It
 //! calls the engine's public API only (`grove::Store`, `grove::Session`), each call on tokio's
 //! blocking pool, and nothing else in the tool but `commands::Env` to open the store as every
@@ -17,6 +18,7 @@ mod batch;
 mod depth;
 mod follow;
 mod full_disk;
+mod guard;
 mod health;
 mod limits;
 mod oplog;
@@ -45,7 +47,8 @@ use grove::GroveError;
 use stores::Stores;
 
 /// Serve the store to many clients at once over HTTP/1.1 (docs/api.md): on a unix socket
-/// (mode 0600, no token) and, with --listen, on TCP behind a bearer token. Writes are as
+/// (mode 0600, no token) and, with --listen, on TCP behind a bearer token; TCP answers only
+/// requests naming its own address and coming from no other site. Writes are as
 /// durable as --durability says before they are acknowledged. SIGTERM or SIGINT stops
 /// accepting, finishes the requests in flight, flushes and closes the store.
 #[derive(Debug, clap::Args)]
@@ -54,13 +57,18 @@ pub struct Args {
     #[arg(long, value_name = "PATH")]
     socket: Option<PathBuf>,
     /// Also listen on TCP at HOST:PORT (port 0: any free port; the line printed at start
-    /// names it). Needs --token-file unless HOST is a loopback address.
+    /// names it). Needs --token-file.
     #[arg(long, value_name = "HOST:PORT")]
     listen: Option<SocketAddr>,
     /// A file whose first line is the bearer token every TCP request must carry
-    /// (`authorization: Bearer TOKEN`).
+    /// (`authorization: Bearer TOKEN`); readable by its owner only (mode 0600 or 0400).
     #[arg(long, value_name = "FILE")]
     token_file: Option<PathBuf>,
+    /// A host name TCP requests may name in their `Host` header (any port), besides the
+    /// listener's own address (and `localhost` on a loopback listener): the name of a proxy
+    /// or of the machine. May be given more than once.
+    #[arg(long, value_name = "NAME")]
+    allow_host: Vec<String>,
     /// The largest request body accepted, in bytes; larger ones get 413.
     #[arg(long, value_name = "BYTES", default_value_t = 64 << 20)]
     max_body: usize,
@@ -120,14 +128,27 @@ pub fn run(env: &mut Env<'_>, args: &Args) -> CmdResult<()> {
         None => None,
         Some(path) => Some(read_token(path)?),
     };
-    if let Some(addr) = args.listen {
-        if token.is_none() && !addr.ip().is_loopback() {
-            return Err(CommandError::invalid(
-                format!("refusing to listen on {addr} without a token: anyone who can reach it could read and change every session"),
-                "give --token-file FILE, or listen on a loopback address (127.0.0.1, ::1)",
-            ));
-        }
+    if let (Some(addr), None) = (args.listen, &token) {
+        return Err(CommandError::invalid(
+            format!(
+                "refusing to listen on {addr} without a token: any local user, and any web page \
+                 open in a browser, could read and change every session"
+            ),
+            format!("make a token file and give it with --token-file: `(umask 077; openssl rand -hex 32 > grove.token)`, then `grove serve --listen {addr} --token-file grove.token`"),
+        ));
     }
+    let allowed = args
+        .allow_host
+        .iter()
+        .map(|name| {
+            guard::allowed_name(name).map_err(|message| {
+                CommandError::invalid(
+                    message,
+                    "give --allow-host a host name, such as grove.example.com",
+                )
+            })
+        })
+        .collect::<CmdResult<Vec<_>>>()?;
     // Sharded (--etcd): one store per cluster of the shard map, which a thread keeps fresh.
     let mut full_disk = None;
     let (stores, refresher) = match &args.etcd {
@@ -235,7 +256,7 @@ pub fn run(env: &mut Env<'_>, args: &Args) -> CmdResult<()> {
         writeln!(out, "listening on unix:{}", socket.display())
             .and_then(|()| out.flush())
             .map_err(|e| CommandError::io("writing to stdout", e))?;
-        let router = routes::router(state.clone(), None);
+        let router = guard::unix(routes::router(state.clone(), None));
         servers.push(tokio::spawn(serve_unix(
             unix,
             router,
@@ -252,7 +273,10 @@ pub fn run(env: &mut Env<'_>, args: &Args) -> CmdResult<()> {
             writeln!(out, "listening on http://{local}")
                 .and_then(|()| out.flush())
                 .map_err(|e| CommandError::io("writing to stdout", e))?;
-            let router = routes::router(state.clone(), token.clone().map(Arc::from));
+            let router = guard::tcp(
+                routes::router(state.clone(), token.clone().map(Arc::from)),
+                guard::Hosts::new(local, allowed),
+            );
             servers.push(tokio::spawn(serve_tcp(
                 tcp,
                 router,
@@ -297,7 +321,23 @@ fn seconds(name: &str, value: f64) -> CmdResult<Duration> {
         })
 }
 
+/// The token of the token file `path`, which only its owner may read.
 fn read_token(path: &Path) -> CmdResult<String> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(path)
+        .map_err(|e| CommandError::io(format!("reading the token file {}", path.display()), e))?
+        .permissions()
+        .mode();
+    if mode & 0o077 != 0 {
+        return Err(CommandError::invalid(
+            format!(
+                "the token file {} has mode {:o}: users other than its owner may read the token",
+                path.display(),
+                mode & 0o777
+            ),
+            format!("run `chmod 600 {}`", path.display()),
+        ));
+    }
     let text = std::fs::read_to_string(path)
         .map_err(|e| CommandError::io(format!("reading the token file {}", path.display()), e))?;
     let token = text.lines().next().unwrap_or_default().trim().to_owned();
@@ -308,7 +348,7 @@ fn read_token(path: &Path) -> CmdResult<String> {
                 path.display(),
                 token.len()
             ),
-            "write a long random token to the file, e.g. `openssl rand -hex 32 > FILE`",
+            "write a long random token to the file, e.g. `(umask 077; openssl rand -hex 32 > FILE)`",
         ));
     }
     Ok(token)

@@ -390,7 +390,7 @@ async fn authorize(token: &str, req: Request, next: Next) -> Response {
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
+        .and_then(super::guard::bearer_token);
     match given {
         Some(t) if constant_time_eq(t.as_bytes(), token.as_bytes()) => next.run(req).await,
         Some(_) => ApiError::new(

@@ -38,6 +38,7 @@ def serve(directory: pathlib.Path) -> Iterator[Server]:
     file in `directory`; the server is stopped (and the store closed) when the block ends."""
     token_file = directory / "token"
     token_file.write_text(TOKEN + "\n")
+    token_file.chmod(0o600)  # grove serve refuses a token file others may read
     socket = directory / "grove.sock"
     proc = subprocess.Popen(
         [grove_bin(), "--store", str(directory / "store"), "--durability", "none", "serve",

@@ -64,10 +64,11 @@ const KEPT = 40;
 
 /**
  * Launches the system's chromium, headless, with no background networking (this machine's
- * network is closed) and no GPU. Its output and how its process ended are kept
- * ([`browserLog`]), so that a browser that dies says why; closing the browser stops its process.
+ * network is closed) and no GPU, and more command-line switches `args`. Its output and how its
+ * process ended are kept ([`browserLog`]), so that a browser that dies says why; closing the
+ * browser stops its process.
  */
-export async function launchChromium(): Promise<Browser> {
+export async function launchChromium(args: string[] = []): Promise<Browser> {
 	const tail: string[] = [];
 	const keep = (line: string) => {
 		// chromium's complaints that this machine has no D-Bus say nothing about it dying.
@@ -78,7 +79,7 @@ export async function launchChromium(): Promise<Browser> {
 	const server = await chromium.launchServer({
 		executablePath: findChromium(),
 		headless: true,
-		args: ["--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+		args: ["--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync", ...args],
 	});
 	const child = server.process();
 	keep(`chromium pid=${child.pid ?? "?"}`);

@@ -463,7 +463,7 @@ describe("tcp", () => {
 		const server = await startServer({
 			args: (store) => {
 				const tokenFile = `${store}.token`;
-				writeFileSync(tokenFile, `${token}\n`);
+				writeFileSync(tokenFile, `${token}\n`, { mode: 0o600 });
 				return ["--socket", join(store, "grove.sock"), "--listen", "127.0.0.1:0", "--token-file", tokenFile];
 			},
 			expectedListeners: 2,

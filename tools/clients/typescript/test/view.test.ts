@@ -121,7 +121,7 @@ beforeAll(async () => {
 	server = await startServer({
 		args: (dir) => {
 			const tokenFile = `${dir}.token`;
-			writeFileSync(tokenFile, `${TOKEN}\n`);
+			writeFileSync(tokenFile, `${TOKEN}\n`, { mode: 0o600 });
 			return ["--socket", join(dir, "grove.sock"), "--listen", "127.0.0.1:0", "--token-file", tokenFile];
 		},
 		expectedListeners: 2,
