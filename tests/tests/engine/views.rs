@@ -39,7 +39,9 @@ fn message(role: &str, n: usize) -> NewEntry {
         ""
     };
     NewEntry::Message {
-        message: format!(r#"{{"role":"{role}","content":"m{n}","timestamp":{n}{extra}}}"#),
+        message: format!(
+            r#"{{"role":"{role}","content":[{{"type":"text","text":"m{n}"}}],"timestamp":{n}{extra}}}"#
+        ),
     }
 }
 

@@ -26,6 +26,7 @@ impl Client {
             .agent
             .post(&format!("{}{path}", self.url))
             .set("authorization", &format!("Bearer {TOKEN}"))
+            .set("content-type", "application/json")
             .send_string(body);
         match r {
             Ok(resp) => Ok((

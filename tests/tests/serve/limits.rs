@@ -41,7 +41,8 @@ fn send_head(s: &Server, head: &str) -> TcpStream {
     c.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
     write!(
         c,
-        "{head}\r\nhost: x\r\nauthorization: Bearer {TOKEN}\r\n\r\n"
+        "{head}\r\nhost: {}\r\nauthorization: Bearer {TOKEN}\r\n\r\n",
+        addr(s)
     )
     .unwrap();
     c
