@@ -81,7 +81,8 @@ pub(crate) fn lock(dir: &Path, mode: LockMode, wait: Duration) -> Result<DirLock
         },
         Err(e) => return Err(io_error(&path, e)),
     };
-    let deadline = Instant::now() + wait;
+    let start = Instant::now();
+    let deadline = start + wait;
     loop {
         let attempt = match mode {
             LockMode::Exclusive => file.try_lock(),
@@ -90,6 +91,13 @@ pub(crate) fn lock(dir: &Path, mode: LockMode, wait: Duration) -> Result<DirLock
         match attempt {
             Ok(()) => break,
             Err(TryLockError::WouldBlock) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            // This very process holds it: a store it closed, whose last handle a background
+            // thread drops shortly after (as sled's own lock); a reopen waits for that.
+            Err(TryLockError::WouldBlock)
+                if start.elapsed() < OWN_RELEASE && held_by_this_process(&path) =>
+            {
                 std::thread::sleep(Duration::from_millis(20));
             }
             Err(TryLockError::WouldBlock) => {
@@ -109,6 +117,16 @@ pub(crate) fn lock(dir: &Path, mode: LockMode, wait: Duration) -> Result<DirLock
         _file: Some(file),
         writable,
     })
+}
+
+/// How long a lock held by this process itself is waited for (a closed store's handle that a
+/// background thread drops; a loaded machine can take seconds).
+const OWN_RELEASE: Duration = Duration::from_secs(10);
+
+/// Whether the lock file at `path` names this process as its holder.
+fn held_by_this_process(path: &Path) -> bool {
+    let own = format!("pid {}", std::process::id());
+    std::fs::read_to_string(path).is_ok_and(|text| text.lines().any(|l| l.trim() == own))
 }
 
 fn write_holder(mut file: &File) -> std::io::Result<()> {
