@@ -8,6 +8,27 @@ pub mod pg_cluster;
 pub mod rows;
 pub mod tmpfs;
 
+/// Copies the directory `from` to `to`, subdirectories (sled's blobs) included.
+///
+/// # Panics
+/// On any I/O error: a test's store that cannot be copied is a broken test.
+#[expect(
+    clippy::unwrap_used,
+    reason = "a test helper: a failed copy fails the test"
+)]
+pub fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
 pub mod oracle {
     //! Discovery of the pi-oracle fixtures (tests/fixtures/pi-oracle, see its README).
 

@@ -109,12 +109,6 @@ pub fn is_damage(e: &KvError) -> bool {
 
 /// Reads what it can of the sled database in `dir`.
 pub fn scan(dir: &Path) -> Result<SledScan, KvError> {
-    let io = |what: String| {
-        move |source| KvError::Io {
-            context: what,
-            source,
-        }
-    };
     let mut out = SledScan::default();
     let (segment, compressed) = match std::fs::read(dir.join("conf")) {
         Ok(conf) => read_conf(&conf),
@@ -126,23 +120,12 @@ pub fn scan(dir: &Path) -> Result<SledScan, KvError> {
         }
     };
     let db = dir.join("db");
-    let mut file = std::fs::File::open(&db).map_err(io(format!("opening {}", db.display())))?;
+    let file = std::fs::File::open(&db).map_err(io(format!("opening {}", db.display())))?;
     let mut messages = Vec::new();
     let mut damaged = Vec::new();
-    let seg_len = usize::try_from(segment).unwrap_or(usize::MAX);
-    let mut buf = Vec::with_capacity(seg_len.min(1 << 24));
-    let mut base = 0u64;
-    loop {
-        buf.clear();
-        let read = (&mut file)
-            .take(segment)
-            .read_to_end(&mut buf)
-            .map_err(io(format!("reading {}", db.display())))?;
-        if read == 0 {
-            break;
-        }
-        scan_segment(&buf, base, segment, &mut messages, &mut damaged);
-        base += segment;
+    let mut segments = Segments::new(file, segment);
+    while let Some((base, buf)) = segments.next(&db)? {
+        scan_segment(buf, base, segment, &mut messages, &mut damaged);
     }
     let blobs = dir.join("blobs");
     let mut pages: HashMap<u64, Vec<(i64, Update)>> = HashMap::new();
@@ -254,9 +237,17 @@ pub fn scan(dir: &Path) -> Result<SledScan, KvError> {
             }
         }
         match newest_damage.get(&pid).copied() {
-            // Superseded by a newer good copy: the damage lost nothing.
-            Some((lsn, _)) if lsn < base_lsn => {
+            // Superseded by a newer good copy: the damage lost nothing, and is said.
+            Some((lsn, i)) if lsn < base_lsn => {
                 newest_damage.remove(&pid);
+                let d = &damaged[i];
+                out.damage.push(format!(
+                    "{} (bytes {}..{} of db): an older copy of sled page {pid}, which a newer \
+                     copy replaces: nothing is lost",
+                    d.why,
+                    d.offset,
+                    d.offset + d.len
+                ));
                 if let Some(leaf) = leaf {
                     leaves.push((last, leaf, true));
                 }
@@ -328,12 +319,6 @@ pub fn scan(dir: &Path) -> Result<SledScan, KvError> {
 /// this is true is opened only from a copy by commands that read ([`super::SledKv::open_read_only`]).
 /// A torn tail left by a crash counts too. Costs one read of that part of the log.
 pub fn recovery_is_damaged(dir: &Path) -> Result<bool, KvError> {
-    let io = |what: String| {
-        move |source| KvError::Io {
-            context: what,
-            source,
-        }
-    };
     let segment = std::fs::read(dir.join("conf")).map_or(DEFAULT_SEGMENT, |c| read_conf(&c).0);
     let snapshot_lsn = std::fs::read_dir(dir)
         .map_err(io(format!("listing {}", dir.display())))?
@@ -346,30 +331,65 @@ pub fn recovery_is_damaged(dir: &Path) -> Result<bool, KvError> {
         .unwrap_or(0);
     let first = snapshot_lsn / segment * segment;
     let db = dir.join("db");
-    let mut file = match std::fs::File::open(&db) {
+    let file = match std::fs::File::open(&db) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
         Err(e) => return Err(io(format!("opening {}", db.display()))(e)),
     };
-    let mut buf = Vec::new();
-    let mut base = 0u64;
-    loop {
-        buf.clear();
-        let read = (&mut file)
-            .take(segment)
-            .read_to_end(&mut buf)
-            .map_err(io(format!("reading {}", db.display())))?;
-        if read == 0 {
-            return Ok(false);
-        }
-        if segment_lsn(&buf).is_some_and(|lsn| lsn >= first) {
+    let mut segments = Segments::new(file, segment);
+    while let Some((base, buf)) = segments.next(&db)? {
+        if segment_lsn(buf).is_some_and(|lsn| lsn >= first) {
             let (mut messages, mut damaged) = (Vec::new(), Vec::new());
-            scan_segment(&buf, base, segment, &mut messages, &mut damaged);
+            scan_segment(buf, base, segment, &mut messages, &mut damaged);
             if !damaged.is_empty() {
                 return Ok(true);
             }
         }
-        base += segment;
+    }
+    Ok(false)
+}
+
+/// The error of the I/O `what` (a closure for `map_err`).
+fn io(what: String) -> impl FnOnce(std::io::Error) -> KvError {
+    move |source| KvError::Io {
+        context: what,
+        source,
+    }
+}
+
+/// The segments of sled's `db` file, read one at a time into one buffer.
+struct Segments {
+    file: std::fs::File,
+    segment: u64,
+    base: u64,
+    buf: Vec<u8>,
+}
+
+impl Segments {
+    fn new(file: std::fs::File, segment: u64) -> Segments {
+        let len = usize::try_from(segment).unwrap_or(usize::MAX);
+        Segments {
+            file,
+            segment,
+            base: 0,
+            buf: Vec::with_capacity(len.min(1 << 24)),
+        }
+    }
+
+    /// The next segment's offset and bytes (the last may be short); `None` at the end of
+    /// `db` (the file's path, for the error).
+    fn next(&mut self, db: &Path) -> Result<Option<(u64, &[u8])>, KvError> {
+        self.buf.clear();
+        let read = (&mut self.file)
+            .take(self.segment)
+            .read_to_end(&mut self.buf)
+            .map_err(io(format!("reading {}", db.display())))?;
+        if read == 0 {
+            return Ok(None);
+        }
+        let base = self.base;
+        self.base += self.segment;
+        Ok(Some((base, &self.buf)))
     }
 }
 

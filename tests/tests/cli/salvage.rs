@@ -237,7 +237,7 @@ fn salvage_reads_a_sled_store_sled_refuses_to_open_around_a_flipped_bit() {
     for offset in [20_000usize, 100_000] {
         let root = tempfile::tempdir().unwrap();
         let (src, dest) = (root.path().join("src"), root.path().join("dest"));
-        copy_dir(&g.store_dir(), &src);
+        grove_tests::copy_dir(&g.store_dir(), &src);
         let mut bytes = std::fs::read(src.join("db")).unwrap();
         bytes[offset] ^= 0x10;
         std::fs::write(src.join("db"), &bytes).unwrap();
@@ -303,20 +303,6 @@ fn salvage_reads_a_sled_store_sled_refuses_to_open_around_a_flipped_bit() {
                 before[id],
                 "{offset}: {id}"
             );
-        }
-    }
-}
-
-/// Copies the files of a store directory (one level of subdirectories: sled's blobs).
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
         }
     }
 }

@@ -36,19 +36,6 @@ fn build(dir: &Path, redb: bool, marker: &str) {
     victim.append(user(marker)).unwrap();
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
-
 fn victim_texts(store: &Store) -> Option<Vec<String>> {
     let s = store.session("victim").ok()?;
     let ctx = s.build_context().ok()?;
@@ -73,7 +60,7 @@ fn a_flipped_bit_in_sleds_last_append_is_never_a_silent_loss() {
     let range = at.saturating_sub(64)..(at + marker.len() + 16).min(db.len());
     for offset in range {
         let case = tempfile::tempdir().unwrap();
-        copy_dir(pristine.path(), case.path());
+        grove_tests::copy_dir(pristine.path(), case.path());
         let mut bytes = db.clone();
         bytes[offset] ^= 0x10;
         std::fs::write(case.path().join("db"), &bytes).unwrap();

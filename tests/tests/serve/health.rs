@@ -168,14 +168,7 @@ fn a_server_on_a_disk_under_the_reserve_serves_reads_and_refuses_writes() {
         ("PUT", "/v1/sessions/d/name", Some(r#"{"name":"n"}"#)),
     ] {
         let (status, text) = s.call(method, path, body);
-        let v: Value = serde_json::from_str(&text).unwrap();
-        assert_eq!(
-            (status, &v["code"]),
-            (500, &json!("storage")),
-            "{path}: {v}"
-        );
-        let message = v["message"].as_str().unwrap();
-        assert!(message.contains("free"), "{path}: {message}");
+        assert_disk_full(path, status, &text);
     }
     let (status, v) = health(&s, "");
     assert_eq!((status, &v["ok"]), (503, &json!(false)), "{v}");
