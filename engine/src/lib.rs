@@ -11,70 +11,49 @@
 //! contexts. docs/design.md explains the architecture and docs/format.md the bytes on disk.
 #![forbid(unsafe_code)]
 
-pub mod audit;
-mod commits;
-pub mod context;
-mod dir;
-pub mod durable;
-pub mod error;
-pub mod export;
-mod fold;
-pub mod fork;
-pub mod ids;
-pub mod import;
-mod index_packs;
-pub mod keys;
+mod context;
+mod core;
+mod exchange;
 pub mod kv;
-pub mod labels;
-mod lease;
 mod log;
-pub mod navigate;
-pub mod oplog;
-mod paths;
-mod payloads;
-mod plan;
-mod private;
-pub mod proof;
-pub mod replay;
-pub mod salvage;
+mod maintain;
+mod ops;
 pub mod session;
-pub mod space;
 pub mod store;
-pub mod summary;
-pub mod tree;
-mod util;
-pub mod verify;
-pub mod view;
-mod walk;
-mod write;
+mod tree;
 
-pub use audit::{verify_audit, AuditKey, AuditReport};
-pub use commits::CommitListener;
-pub use context::{
+pub use crate::core::keys;
+pub use crate::exchange::export;
+pub use crate::maintain::salvage;
+pub use crate::ops::summary;
+
+pub use crate::context::build::{
     Context, ContextOptions, NullContent, RetainedTail, SelectionPath, SettingsScope,
 };
-pub use durable::LostWrites;
-pub use error::{GroveError, Result};
-pub use export::{ExportReport, Flavor};
-pub use fork::{ForkMode, ForkOptions, ForkPosition};
+pub use crate::core::commits::CommitListener;
+pub use crate::core::durable::LostWrites;
+pub use crate::core::error::{GroveError, Result};
+pub use crate::core::payloads::{GcReport, PayloadStats, DEFAULT_PAYLOAD_THRESHOLD};
+pub use crate::exchange::audit::{verify_audit, AuditKey, AuditReport};
+pub use crate::exchange::export::{ExportReport, Flavor};
+pub use crate::exchange::fork::{ForkMode, ForkOptions, ForkPosition};
+pub use crate::exchange::import::{ImportOptions, ImportReport, LeafRule};
+pub use crate::log::labels::Label;
+pub use crate::maintain::verify::{Problem, VerifyReport};
+pub use crate::ops::lease::{TurnGuard, DEFAULT_TURN_TTL};
+pub use crate::ops::navigate::{
+    HookDecision, HookSummary, NavigateEvent, NavigateHook, NavigateOptions, NavigateOutcome,
+    Navigator,
+};
+pub use crate::ops::oplog::{Operation, PointInTime, Seal, SealCheck};
+pub use crate::ops::replay::{
+    ContextChange, OperationStart, Poll, Replay, ReplayEvent, ReplayOptions, ReplayRecord,
+};
+pub use crate::tree::proof::EntryProof;
+pub use crate::tree::whole::{Tree, TreeNode};
 pub use grove_codec as codec;
 pub use grove_codec::op::{OpKind, OpStamp};
 pub use grove_codec::reader::Strictness;
 pub use grove_codec::writer::NewEntry;
-pub use import::{ImportOptions, ImportReport, LeafRule};
-pub use labels::Label;
-pub use lease::{TurnGuard, DEFAULT_TURN_TTL};
-pub use navigate::{
-    HookDecision, HookSummary, NavigateEvent, NavigateHook, NavigateOptions, NavigateOutcome,
-    Navigator,
-};
-pub use oplog::{Operation, PointInTime, Seal, SealCheck};
-pub use payloads::{GcReport, PayloadStats, DEFAULT_PAYLOAD_THRESHOLD};
-pub use proof::EntryProof;
-pub use replay::{
-    ContextChange, OperationStart, Poll, Replay, ReplayEvent, ReplayOptions, ReplayRecord,
-};
 pub use session::{AppendOptions, AppendOutcome, Entry, ExactOptions, Session};
 pub use store::{Backend, CreateSession, Durability, SessionSummary, Store, StoreConfig};
-pub use tree::{Tree, TreeNode};
-pub use verify::{Problem, VerifyReport};

@@ -1,6 +1,6 @@
 //! A session handle: reads of the log and the tree, and the two primitive writes
 //! (append an entry, record a leaf move), under the session's writer lock. The log row is
-//! written before the index rows and the head that point at it (see `crate::write`), so a
+//! written before the index rows and the head that point at it (see `crate::log::write`), so a
 //! reader never sees an index without its entry.
 
 use std::sync::Arc;
@@ -11,12 +11,12 @@ use grove_codec::record::{self, LabelRecord, LeafTarget, NodeRecord, SessionReco
 use grove_codec::writer::NewEntry;
 use grove_codec::EntryKind;
 
-use crate::error::{GroveError, Result};
-use crate::index_packs;
-use crate::keys;
+use crate::core::error::{GroveError, Result};
+use crate::core::keys;
 use crate::kv::WriteBatch;
+use crate::log::index_packs;
+use crate::log::write::{transact, Appended, LeaseCheck, Staged};
 use crate::store::{Durability, Inner};
-use crate::write::{transact, Appended, LeaseCheck, Staged};
 
 /// One record of a session log: an entry or a leaf record, with its stored line.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -166,7 +166,7 @@ impl Session {
 
     /// A handle on a stored session: reads its packed count (one point read). Its state
     /// (head, id index) is read, and a last record a crash interrupted completed, the first
-    /// time the process needs it ([`crate::ids`]).
+    /// time the process needs it ([`crate::log::ids`]).
     pub(crate) fn open(inner: Arc<Inner>, sid: u64, record: SessionRecord) -> Result<Session> {
         let packed = packed_count(&inner, sid)?;
         Ok(Session {
@@ -300,7 +300,7 @@ impl Session {
     pub fn fresh_ids(&self, n: usize) -> Result<Vec<String>> {
         let mut out: Vec<String> = Vec::with_capacity(n);
         while out.len() < n {
-            let id = crate::util::random_entry_id();
+            let id = crate::core::util::random_entry_id();
             if !out.contains(&id) && !self.id_taken(&id)? {
                 out.push(id);
             }
@@ -523,7 +523,7 @@ impl Session {
     /// or non-string clears).
     pub(crate) fn label_update(&self, batch: &mut WriteBatch, line: &str, target: &str, seq: u64) {
         let key = keys::label(self.sid, target);
-        match crate::labels::label_value(line) {
+        match crate::log::labels::label_value(line) {
             Some((_, label)) => batch.put(key, record::encode(&LabelRecord { label, set_by: seq })),
             None => batch.delete(key),
         }
@@ -643,7 +643,7 @@ fn decode(kv: &dyn crate::kv::Kv, seq: u64, row: Vec<u8>, check: Option<&str>) -
 }
 
 /// [`decode`] with the record's operation stamp. A line stored cut (its large values in the
-/// payload store) is joined back ([`crate::payloads`]).
+/// payload store) is joined back ([`crate::core::payloads`]).
 fn decode_stamped(
     kv: &dyn crate::kv::Kv,
     seq: u64,
@@ -663,7 +663,7 @@ fn decode_stamped(
     }
     let not_utf8 = || GroveError::Corrupt(format!("line {seq} is not UTF-8"));
     if grove_codec::splice::is_spliced(parts.line) {
-        let line = crate::payloads::expand(kv, parts.line).map_err(|e| {
+        let line = crate::core::payloads::expand(kv, parts.line).map_err(|e| {
             GroveError::Corrupt(format!("entry {} (record {seq}): {e}", parts.node.id))
         })?;
         let line = String::from_utf8(line.into_owned()).map_err(|_| not_utf8())?;

@@ -11,17 +11,17 @@ use grove_codec::header::Header;
 use grove_codec::record::{self, HeadRecord, NodeRecord, SessionRecord};
 use parking_lot::Mutex;
 
-use crate::dir::{DirLock, LockMode};
-use crate::error::{GroveError, Result};
-use crate::keys;
+use crate::context::views::Views;
+use crate::core::dir::{DirLock, LockMode};
+use crate::core::error::{GroveError, Result};
+use crate::core::keys;
+use crate::core::space::Space;
+use crate::core::util;
 use crate::kv::{
     self, Bounded, BufferedKv, Guarded, Kv, MemoryKv, PostgresKv, RedbKv, SledKv, WriteBatch,
 };
-use crate::lease::Leases;
+use crate::ops::lease::Leases;
 use crate::session::Session;
-use crate::space::Space;
-use crate::util;
-use crate::view::Views;
 
 /// What survives a crash once a write call has returned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -84,7 +84,7 @@ pub struct StoreConfig {
     /// The default durability of writes.
     pub durability: Durability,
     /// The backend's page cache, in bytes (default [`DEFAULT_CACHE_BYTES`]). With the view
-    /// cache ([`crate::view::VIEW_CACHE_SESSIONS`] sessions) it bounds the memory of a store.
+    /// cache ([`crate::context::views::VIEW_CACHE_SESSIONS`] sessions) it bounds the memory of a store.
     pub cache_bytes: u64,
     /// sled only: compress pages with zstd (level [`ZSTD_LEVEL`]) when **creating** a store.
     /// It roughly halves the bytes on disk (or better) and costs 3–6× in append throughput
@@ -105,7 +105,7 @@ pub struct StoreConfig {
     /// `grove.lock`) before failing with [`GroveError::Locked`]; default zero, fail at once.
     pub lock_wait: std::time::Duration,
     /// Free space, in bytes, that writes leave on the store's disk (default
-    /// [`crate::space::DEFAULT_RESERVE`]): a write that would eat into it is refused with
+    /// [`crate::core::space::DEFAULT_RESERVE`]): a write that would eat into it is refused with
     /// [`GroveError::DiskFull`] before it reaches the backend (docs/design.md, "A full disk").
     pub disk_reserve: u64,
     /// Open for writing a store whose backend lost acknowledged writes (see
@@ -118,7 +118,7 @@ pub struct StoreConfig {
     pub flush_timeout: std::time::Duration,
     /// String values of at least this many bytes (base64 images, large tool outputs) are
     /// stored once as content-addressed payloads (default
-    /// [`crate::payloads::DEFAULT_PAYLOAD_THRESHOLD`]); `None` stores every line whole.
+    /// [`crate::core::payloads::DEFAULT_PAYLOAD_THRESHOLD`]); `None` stores every line whole.
     pub payload_threshold: Option<usize>,
 }
 
@@ -139,10 +139,10 @@ impl StoreConfig {
             write_buffer: true,
             read_only: false,
             lock_wait: std::time::Duration::ZERO,
-            disk_reserve: crate::space::DEFAULT_RESERVE,
+            disk_reserve: crate::core::space::DEFAULT_RESERVE,
             accept_lost_writes: false,
             flush_timeout: kv::DEFAULT_FLUSH_TIMEOUT,
-            payload_threshold: Some(crate::payloads::DEFAULT_PAYLOAD_THRESHOLD),
+            payload_threshold: Some(crate::core::payloads::DEFAULT_PAYLOAD_THRESHOLD),
         }
     }
 
@@ -257,8 +257,8 @@ pub(crate) struct Inner {
     /// from the counter and not handed out yet (`next .. end`).
     catalogue: Mutex<(u64, u64)>,
     session_locks: Mutex<HashMap<u64, Arc<Mutex<Tip>>>>,
-    /// Each session's id index, loaded on first use ([`crate::ids`]).
-    pub(crate) id_indexes: Mutex<HashMap<u64, Arc<crate::ids::IdIndexSlot>>>,
+    /// Each session's id index, loaded on first use ([`crate::log::ids`]).
+    pub(crate) id_indexes: Mutex<HashMap<u64, Arc<crate::log::ids::IdIndexSlot>>>,
     pub(crate) leases: Leases,
     /// What a session's number stands for, read once: its record and packed count, written
     /// when the session is and never changed (a number is not reused), so that opening a
@@ -270,11 +270,11 @@ pub(crate) struct Inner {
     named: Mutex<HashMap<String, u64>>,
     pub(crate) views: Views,
     /// Bumped after every acknowledged write, for readers that follow a session.
-    pub(crate) commits: crate::commits::Commits,
+    pub(crate) commits: crate::core::commits::Commits,
     /// String values of at least this many bytes are stored as payloads (0: none).
     pub(crate) payload_threshold: std::sync::atomic::AtomicUsize,
     /// Held to read by writers of lines, from the payload check to the commit, and to write
-    /// by the payload collection ([`crate::payloads`]).
+    /// by the payload collection ([`crate::core::payloads`]).
     pub(crate) payload_gate: parking_lot::RwLock<()>,
     poisoned: Mutex<Option<String>>,
     group: GroupCommit,
@@ -284,9 +284,9 @@ pub(crate) struct Inner {
     /// Opened only to read: every write is refused.
     read_only: bool,
     /// What the backend lost of its acknowledged writes (read-only or accepted opens).
-    lost: Option<crate::durable::LostWrites>,
+    lost: Option<crate::core::durable::LostWrites>,
     /// The durable-commit record of an on-disk store opened for writing.
-    durable: Option<Mutex<crate::durable::Durable>>,
+    durable: Option<Mutex<crate::core::durable::Durable>>,
     /// The free-space guard of an on-disk store opened for writing.
     space: Option<Space>,
     /// The store directory's lock, released after the backend is closed (fields drop in
@@ -408,7 +408,7 @@ impl Inner {
         }
     }
 
-    /// A durable commit: `ops` with the next durable-commit epoch ([`crate::durable`]),
+    /// A durable commit: `ops` with the next durable-commit epoch ([`crate::core::durable`]),
     /// applied and flushed, then recorded beside the backend. With no record (a store not in
     /// a directory) it is an apply and a flush.
     fn durable_commit(&self, mut ops: WriteBatch, ordered: bool) -> Result<()> {
@@ -735,13 +735,13 @@ fn old_views_removed(inner: &Inner) -> Result<WriteBatch> {
     Ok(batch)
 }
 
-/// Creates the store directory `path` if missing (mode 0700, [`crate::private`]), and refuses
+/// Creates the store directory `path` if missing (mode 0700, [`crate::kv::files`]), and refuses
 /// one that holds another backend's database (opening it would start an empty store beside it).
 fn prepare_dir(path: &Path, backend: &str) -> Result<()> {
     if let Some(found) = kv::existing_backend(path).filter(|found| *found != backend) {
         return Err(other_backend(path, found, backend));
     }
-    crate::private::create_dir_all(path).map_err(|source| GroveError::Io {
+    crate::kv::files::create_dir_all(path).map_err(|source| GroveError::Io {
         path: path.to_owned(),
         source,
     })
@@ -790,7 +790,7 @@ fn lock_dir(dir: &Path, name: &str, config: &StoreConfig) -> Result<DirLock> {
             Some(found) => return Err(other_backend(dir, found, name)),
             // A directory whose backend files are gone but whose durable-commit record says
             // it held a store lost it: the check after opening says what.
-            None if dir.join(crate::durable::COMMIT_FILE).exists() => {}
+            None if dir.join(crate::core::durable::COMMIT_FILE).exists() => {}
             None => return Err(GroveError::NoStore(dir.to_owned())),
         }
     } else {
@@ -802,7 +802,7 @@ fn lock_dir(dir: &Path, name: &str, config: &StoreConfig) -> Result<DirLock> {
     } else {
         LockMode::Exclusive
     };
-    let lock = crate::dir::lock(dir, mode, config.lock_wait)?;
+    let lock = crate::core::dir::lock(dir, mode, config.lock_wait)?;
     if !config.read_only && !lock.writable() {
         return Err(GroveError::ReadOnly(format!(
             "{} cannot be written (a read-only file system, immutable files or no \
@@ -887,7 +887,7 @@ impl Store {
         // lost is reported before a backend would take the directory for a new store.
         if let Some(dir) = dir.as_ref().filter(|dir| no_data(dir, name)) {
             let empty = MemoryKv::new();
-            match crate::durable::check(dir, &empty)? {
+            match crate::core::durable::check(dir, &empty)? {
                 Some(_) if read_only => {
                     return Store::start(
                         Box::new(empty),
@@ -911,7 +911,7 @@ impl Store {
         // Both backends write at open: a disk without the reserve refuses a writer here, and
         // a reader of sled opens a private copy instead (docs/design.md, "A full disk").
         if let (Some(dir), false) = (&dir, read_only) {
-            crate::space::room_to_open(dir, config.disk_reserve)?;
+            crate::core::space::room_to_open(dir, config.disk_reserve)?;
         }
         let roomy = Arc::new(AtomicBool::new(false));
         let bound = |kv: Guarded<_>| -> Result<Box<dyn Kv>, kv::KvError> {
@@ -928,7 +928,7 @@ impl Store {
         let kv: Box<dyn Kv> = kv::guarded(name, || -> Result<Box<dyn Kv>, kv::KvError> {
             match &config.backend {
                 Backend::Sled(path) if read_only => {
-                    let in_place = crate::space::has_room(path, config.disk_reserve);
+                    let in_place = crate::core::space::has_room(path, config.disk_reserve);
                     bound(Guarded::new(SledKv::open_read_only(
                         path,
                         config.cache_bytes,
@@ -1012,7 +1012,7 @@ impl Store {
         // holding less than the durable-commit record says: the files are scanned then too.
         let error = match opened {
             Ok(kv) => {
-                let lost = crate::durable::check(dir, &kv)?;
+                let lost = crate::core::durable::check(dir, &kv)?;
                 match lost {
                     None => return Ok((Store::start(Box::new(kv), opening(lock))?, None)),
                     Some(lost) => {
@@ -1063,7 +1063,7 @@ impl Store {
         // Acknowledged writes the backend no longer holds, checked before anything is written
         // (a store emptied by a truncated file would otherwise be taken for a new one).
         let lost = match &dir {
-            Some(dir) => crate::durable::check(dir, &*kv)?,
+            Some(dir) => crate::core::durable::check(dir, &*kv)?,
             None => None,
         };
         if let Some(lost) = &lost {
@@ -1073,7 +1073,7 @@ impl Store {
         }
         let writable_dir = dir.as_ref().filter(|_| !read_only);
         let durable = match writable_dir {
-            Some(dir) => Some(Mutex::new(crate::durable::Durable::open(dir, &*kv)?)),
+            Some(dir) => Some(Mutex::new(crate::core::durable::Durable::open(dir, &*kv)?)),
             None => None,
         };
         let inner = Inner {
@@ -1087,9 +1087,9 @@ impl Store {
             described: Mutex::new(HashMap::new()),
             named: Mutex::new(HashMap::new()),
             views: Views::default(),
-            commits: crate::commits::Commits::default(),
+            commits: crate::core::commits::Commits::default(),
             payload_threshold: std::sync::atomic::AtomicUsize::new(
-                crate::payloads::DEFAULT_PAYLOAD_THRESHOLD,
+                crate::core::payloads::DEFAULT_PAYLOAD_THRESHOLD,
             ),
             payload_gate: parking_lot::RwLock::new(()),
             poisoned: Mutex::new(None),
@@ -1142,8 +1142,8 @@ impl Store {
                 inner.commit(batch, Durability::Sync)?;
             }
             Some(m) if FORMAT_MARKERS_OLD.contains(&m.as_slice()) => {
-                while crate::ids::migrate_id_rows(&inner)? {}
-                crate::ids::rebuild_id_filters(&inner)?;
+                while crate::log::ids::migrate_id_rows(&inner)? {}
+                crate::log::ids::rebuild_id_filters(&inner)?;
                 let mut batch = old_views_removed(&inner)?;
                 batch.put(marker_key, FORMAT_MARKER.to_vec());
                 inner.commit(batch, Durability::Sync)?;
@@ -1178,7 +1178,7 @@ impl Store {
 
     /// The acknowledged writes the backend lost, when a store that lost some was opened
     /// read-only or with [`StoreConfig::accept_lost_writes`].
-    pub fn lost_writes(&self) -> Option<&crate::durable::LostWrites> {
+    pub fn lost_writes(&self) -> Option<&crate::core::durable::LostWrites> {
         self.inner.lost.as_ref()
     }
 
@@ -1269,7 +1269,7 @@ impl Store {
     /// it must be quick and must not use the store: waking a waiter that is not a thread (a
     /// task on an async runtime following a replay) is what it is for. Writes other
     /// processes make to a shared backend are not seen.
-    pub fn on_commit(&self, listener: &Arc<crate::commits::CommitListener>) {
+    pub fn on_commit(&self, listener: &Arc<crate::core::commits::CommitListener>) {
         self.inner.commits.listen(listener);
     }
 

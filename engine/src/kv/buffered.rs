@@ -19,7 +19,7 @@
 //! iterators are not snapshots); a buffered operation wins over the stored value of its key.
 //! So a hand-over during a scan can move log records into a batch under a key the scan has
 //! passed: readers of the log check that records come in sequence and reopen their scan at
-//! a skipped one (`crate::log::LogRows`).
+//! a skipped one (`crate::log::rows::LogRows`).
 //!
 //! What a crash keeps is unchanged in kind: every batch handed over is atomic and applied in
 //! order, so what survives is a prefix of the commits; a process kill may lose the commits of
@@ -34,7 +34,7 @@ use grove_codec::pack::{LogPackWriter, LogValue, LOG_PACK_BYTES, LOG_PACK_RECORD
 use parking_lot::{Condvar, Mutex, RwLock};
 
 use super::{Guard, Kv, KvError, Pair, Scan, WriteBatch};
-use crate::keys;
+use crate::core::keys;
 
 /// The buffer is handed to the backend once it holds this many bytes of keys and values.
 pub const BUFFER_BYTES: usize = 512 * 1024;

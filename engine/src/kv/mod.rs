@@ -9,6 +9,7 @@
 
 mod bounded;
 mod buffered;
+pub(crate) mod files;
 mod guarded;
 mod memory;
 mod postgres_kv;

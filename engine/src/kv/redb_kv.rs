@@ -76,9 +76,9 @@ impl RedbKv {
             Durability::None | Durability::Group => false,
             Durability::Sync => true,
         };
-        // A new database file is created owner-only (`crate::private`); redb takes an empty
+        // A new database file is created owner-only (`crate::kv::files`); redb takes an empty
         // file for a new database.
-        match crate::private::owner_only(&mut std::fs::OpenOptions::new())
+        match crate::kv::files::owner_only(&mut std::fs::OpenOptions::new())
             .write(true)
             .create_new(true)
             .open(path)

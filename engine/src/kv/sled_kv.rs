@@ -9,7 +9,7 @@
 //! #1527 and #1533), although the log underneath is intact. [`SledKv::open`] therefore
 //! removes stale `*.generating` files before opening: a snapshot is only an accelerator, and
 //! sled rebuilds state from its log without it. The caller holds the store's lock
-//! ([`crate::dir`]) by then, so the files removed cannot be another live process's.
+//! ([`crate::core::dir`]) by then, so the files removed cannot be another live process's.
 //!
 //! Read-only opening: sled has no read-only mode — it writes at every open (it may zero and
 //! fsync free segments, write a snapshot) and opens its files for writing. A store whose
@@ -33,20 +33,20 @@ impl SledKv {
     /// the database is created; an existing one keeps the setting recorded in its `conf` file
     /// (sled refuses to open a database with a different one).
     /// A new database's files are made owner-only, and so are the snapshots earlier runs
-    /// left in a directory only its owner may enter (`crate::private`).
+    /// left in a directory only its owner may enter (`crate::kv::files`).
     pub fn open(dir: &Path, cache_bytes: u64, compress: bool) -> Result<SledKv, KvError> {
         remove_stale_snapshots(dir)?;
         let new = !dir.join("db").exists();
         let db = SledKv::open_db(dir, cache_bytes, compress)?;
         if new {
             for file in ["db", "conf", "blobs"] {
-                crate::private::restrict(&dir.join(file));
+                crate::kv::files::restrict(&dir.join(file));
             }
         }
-        if crate::private::is_private(dir) {
+        if crate::kv::files::is_private(dir) {
             for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
                 if entry.file_name().to_string_lossy().starts_with("snap.") {
-                    crate::private::restrict(&entry.path());
+                    crate::kv::files::restrict(&entry.path());
                 }
             }
         }
@@ -147,7 +147,7 @@ fn cannot_write(e: &KvError) -> bool {
         KvError::Sled(sled::Error::Io(io)) => io,
         _ => return false,
     };
-    crate::dir::is_unwritable(io) || io.kind() == std::io::ErrorKind::StorageFull
+    crate::core::dir::is_unwritable(io) || io.kind() == std::io::ErrorKind::StorageFull
 }
 
 /// Copies the sled files of `dir` (its `conf`, `db`, snapshots and blobs) into a new

@@ -1,0 +1,504 @@
+//! Audit files (`grove export --audit`, `grove verify --file`): one self-contained file with a
+//! session's records, its operation log and the digests that bind them, optionally signed
+//! with an ed25519 key, checked later without a store.
+//!
+//! The file is JSON lines in one canonical form (docs/format.md, "Audit file"): a header line,
+//! one line per record (its sequence number, chain digest, content digest, operation stamp
+//! when it begins one, and the entry line exactly as stored), and a trailer with the session's
+//! seal, the blake3 of every byte before the trailer and, when signed, the public key and the
+//! signature. [`verify_audit`] re-renders every line it parses and refuses any byte that
+//! differs from the canonical form, recomputes every content digest, every chain digest it
+//! can derive from the file, the seal and the file digest, and checks the signature: any
+//! change to the file is either detected or refused.
+//!
+//! This room reads a session through `Session::walk_log` and the seal of `oplog`; it writes
+//! only to the writer it is given.
+
+use std::collections::HashMap;
+use std::io::Write;
+
+use ed25519_dalek::{Signer, Verifier};
+use grove_codec::digest::{self, Digest};
+use grove_codec::op::{OpKind, OpStamp};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use crate::core::error::{GroveError, Result};
+use crate::ops::oplog::{seal_next, seal_start, seal_step};
+use crate::session::Session;
+
+/// The format version written in the header line.
+pub const AUDIT_VERSION: u64 = 1;
+
+/// What the signature signs: this context, the file digest and the seal.
+const SIGN_CONTEXT: &[u8] = b"grove audit v1\0";
+
+/// An ed25519 signing key, read from a key file: 64 hex digits (the 32-byte secret seed).
+pub struct AuditKey(ed25519_dalek::SigningKey);
+
+impl AuditKey {
+    /// A new random key.
+    pub fn generate() -> Result<AuditKey> {
+        let mut seed = [0u8; 32];
+        getrandom::fill(&mut seed)
+            .map_err(|e| GroveError::InvalidState(format!("no randomness for a key: {e}")))?;
+        Ok(AuditKey(ed25519_dalek::SigningKey::from_bytes(&seed)))
+    }
+
+    /// Parses a key file's text (64 hex digits, surrounding whitespace ignored).
+    pub fn parse(text: &str) -> Result<AuditKey> {
+        let seed = hex32(text.trim()).ok_or_else(|| {
+            GroveError::InvalidArgument(
+                "a signing key file holds 64 hex digits (the ed25519 secret seed)".into(),
+            )
+        })?;
+        Ok(AuditKey(ed25519_dalek::SigningKey::from_bytes(&seed)))
+    }
+
+    /// The key file's text.
+    pub fn to_hex(&self) -> String {
+        digest::hex(&self.0.to_bytes())
+    }
+
+    /// The public key, as 64 hex digits.
+    pub fn public_hex(&self) -> String {
+        digest::hex(self.0.verifying_key().as_bytes())
+    }
+}
+
+/// What an audit file holds, once verified.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditReport {
+    /// The session id.
+    pub session: String,
+    /// Records in the file.
+    pub records: u64,
+    /// Operations in the file.
+    pub operations: u64,
+    /// The session's seal, recomputed (equal to the file's).
+    pub seal: String,
+    /// The public key that signed the file (hex), when it is signed.
+    pub signed_by: Option<String>,
+}
+
+fn hex32(s: &str) -> Option<[u8; 32]> {
+    if s.len() != 64 || !s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).ok()?;
+    }
+    Some(out)
+}
+
+fn hex64(s: &str) -> Option<[u8; 64]> {
+    if s.len() != 128 {
+        return None;
+    }
+    let (a, b) = (hex32(&s[..64])?, hex32(&s[64..])?);
+    let mut out = [0u8; 64];
+    out[..32].copy_from_slice(&a);
+    out[32..].copy_from_slice(&b);
+    Some(out)
+}
+
+fn json_str(s: &str) -> String {
+    serde_json::Value::String(s.to_owned()).to_string()
+}
+
+fn header_line(session: &str, records: u64, operations: u64, header: &str) -> String {
+    format!(
+        "{{\"groveAudit\":{AUDIT_VERSION},\"session\":{},\"records\":{records},\"operations\":{operations},\"header\":{header}}}",
+        json_str(session)
+    )
+}
+
+fn record_line(
+    seq: u64,
+    chain: &Digest,
+    content: &Digest,
+    op: Option<&OpStamp>,
+    line: &str,
+) -> String {
+    let op = match op {
+        None => String::new(),
+        Some(stamp) => format!(
+            ",\"op\":{{\"kind\":{},\"timeMs\":{},\"actor\":{}}}",
+            json_str(stamp.kind().unwrap_or(OpKind::Legacy).name()),
+            stamp.time_ms,
+            json_str(&stamp.actor)
+        ),
+    };
+    format!(
+        "{{\"seq\":{seq},\"digest\":\"{}\",\"content\":\"{}\"{op},\"line\":{line}}}",
+        digest::hex(chain),
+        digest::hex(content)
+    )
+}
+
+fn trailer_line(seal: &str, file_digest: &str, signature: Option<(&str, &str)>) -> String {
+    match signature {
+        None => format!("{{\"seal\":\"{seal}\",\"fileDigest\":\"{file_digest}\"}}"),
+        Some((public, sig)) => format!(
+            "{{\"seal\":\"{seal}\",\"fileDigest\":\"{file_digest}\",\"publicKey\":\"{public}\",\"signature\":\"{sig}\"}}"
+        ),
+    }
+}
+
+fn signed_message(file_digest: &Digest, seal: &Digest) -> Vec<u8> {
+    let mut m = SIGN_CONTEXT.to_vec();
+    m.extend_from_slice(file_digest);
+    m.extend_from_slice(seal);
+    m
+}
+
+/// A writer that hashes what goes through it.
+struct Hashing<'w> {
+    out: &'w mut dyn Write,
+    hasher: blake3::Hasher,
+}
+
+impl Hashing<'_> {
+    fn line(&mut self, text: &str) -> std::io::Result<()> {
+        self.hasher.update(text.as_bytes());
+        self.hasher.update(b"\n");
+        self.out.write_all(text.as_bytes())?;
+        self.out.write_all(b"\n")
+    }
+}
+
+impl Session {
+    /// Writes the session's audit file to `out` (signed with `key` when given) and returns
+    /// its seal. The records are read twice: once to count them, once to write them, so the
+    /// memory it takes is one record.
+    pub fn export_audit(&self, out: &mut dyn Write, key: Option<&AuditKey>) -> Result<String> {
+        let io = |e: std::io::Error| GroveError::Io {
+            path: "audit file".into(),
+            source: e,
+        };
+        let (mut records, mut operations) = (0u64, 0u64);
+        self.walk_log(|step| {
+            operations += u64::from(step.stamp.is_some() || records == 0);
+            records += 1;
+            Ok(())
+        })?;
+        let mut w = Hashing {
+            out,
+            hasher: blake3::Hasher::new(),
+        };
+        let header = &self.record().header;
+        w.line(&header_line(self.id(), records, operations, header))
+            .map_err(io)?;
+        let mut seal = seal_start(self.id(), header);
+        let mut written = 0u64;
+        self.walk_log(|step| {
+            if written == records {
+                // Records appended while the file was written stay out of it.
+                return Ok(());
+            }
+            let line = std::str::from_utf8(step.line)
+                .map_err(|_| GroveError::Corrupt(format!("record {} is not UTF-8", step.seq)))?;
+            let content = digest::content_hash(step.line);
+            if content != step.node.content {
+                return Err(GroveError::Corrupt(format!(
+                    "session {}, entry {} (record {}): the stored line does not match its \
+                     content hash",
+                    self.id(),
+                    step.node.id,
+                    step.seq
+                )));
+            }
+            w.line(&record_line(
+                step.seq,
+                &step.node.digest,
+                &content,
+                step.stamp,
+                line,
+            ))
+            .map_err(io)?;
+            seal = seal_step(&seal, &step);
+            written += 1;
+            Ok(())
+        })?;
+        let file_digest = *w.hasher.finalize().as_bytes();
+        let signature = key.map(|k| {
+            let sig = k.0.sign(&signed_message(&file_digest, &seal));
+            (k.public_hex(), crate::core::util::hex(&sig.to_bytes()))
+        });
+        let seal_hex = digest::hex(&seal);
+        let trailer = trailer_line(
+            &seal_hex,
+            &digest::hex(&file_digest),
+            signature.as_ref().map(|(p, s)| (p.as_str(), s.as_str())),
+        );
+        w.out.write_all(trailer.as_bytes()).map_err(io)?;
+        w.out.write_all(b"\n").map_err(io)?;
+        Ok(seal_hex)
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HeaderJson<'a> {
+    #[serde(rename = "groveAudit")]
+    version: u64,
+    session: String,
+    records: u64,
+    operations: u64,
+    #[serde(borrow)]
+    header: &'a RawValue,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OpJson {
+    kind: String,
+    #[serde(rename = "timeMs")]
+    time_ms: u64,
+    actor: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RecordJson<'a> {
+    seq: u64,
+    digest: String,
+    content: String,
+    op: Option<OpJson>,
+    #[serde(borrow)]
+    line: &'a RawValue,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TrailerJson {
+    seal: String,
+    #[serde(rename = "fileDigest")]
+    file_digest: String,
+    #[serde(rename = "publicKey")]
+    public_key: Option<String>,
+    signature: Option<String>,
+}
+
+/// The minimal fields of an entry line the chain digest needs.
+#[derive(Deserialize)]
+struct EntryIds {
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    id: Option<String>,
+    #[serde(rename = "parentId")]
+    parent_id: Option<String>,
+}
+
+/// Checks an audit file without a store (`grove verify --file`). With `public_key` (64 hex
+/// digits) the file must be signed by that key; without it, a signed file's signature is
+/// checked against the key it names. Any byte that differs from what the file's own contents
+/// imply is refused with `InvalidSession`, naming the line.
+pub fn verify_audit(bytes: &[u8], public_key: Option<&str>) -> Result<AuditReport> {
+    let bad = |line: usize, reason: String| GroveError::InvalidSession {
+        file: None,
+        reason: format!("audit file, line {line}: {reason}"),
+    };
+    let text = std::str::from_utf8(bytes)
+        .map_err(|e| bad(0, format!("not UTF-8 (byte {})", e.valid_up_to())))?;
+    let body = text
+        .strip_suffix('\n')
+        .ok_or_else(|| bad(0, "it does not end with a line feed".into()))?;
+    let lines: Vec<&str> = body.split('\n').collect();
+    if lines.len() < 2 {
+        return Err(bad(1, "a header line and a trailer are required".into()));
+    }
+    let canonical = |n: usize, given: &str, rendered: &str| {
+        if given == rendered {
+            Ok(())
+        } else {
+            Err(bad(n, "not in the canonical form grove writes".into()))
+        }
+    };
+    let json = |n: usize, e: serde_json::Error| bad(n, format!("not the expected JSON: {e}"));
+    // Header.
+    let head: HeaderJson = serde_json::from_str(lines[0]).map_err(|e| json(1, e))?;
+    if head.version != AUDIT_VERSION {
+        return Err(bad(1, format!("audit format {} is unknown", head.version)));
+    }
+    canonical(
+        1,
+        lines[0],
+        &header_line(
+            &head.session,
+            head.records,
+            head.operations,
+            head.header.get(),
+        ),
+    )?;
+    if lines.len() as u64 != head.records + 2 {
+        return Err(bad(
+            lines.len(),
+            format!(
+                "the header announces {} records; the file holds {}",
+                head.records,
+                lines.len().saturating_sub(2)
+            ),
+        ));
+    }
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(lines[0].as_bytes());
+    hasher.update(b"\n");
+    let mut seal = seal_start(&head.session, head.header.get());
+    let mut operations = 0u64;
+    // First every record line, checked on its own; then the chain digests, which may name a
+    // parent further down (an import resolves a parent id to its last occurrence).
+    struct Checked {
+        chain: Digest,
+        content: Digest,
+        ids: EntryIds,
+    }
+    let record_lines = &lines[1..lines.len() - 1];
+    let mut checked: Vec<Checked> = Vec::with_capacity(record_lines.len());
+    let mut last_of: HashMap<String, usize> = HashMap::new();
+    for (i, given) in record_lines.iter().enumerate() {
+        let n = i + 2;
+        let rec: RecordJson = serde_json::from_str(given).map_err(|e| json(n, e))?;
+        if rec.seq != i as u64 {
+            return Err(bad(n, format!("record {} where {i} was expected", rec.seq)));
+        }
+        let line = rec.line.get();
+        let content = digest::content_hash(line.as_bytes());
+        if hex32(&rec.content) != Some(content) {
+            return Err(bad(
+                n,
+                "the entry's bytes do not hash to its content digest".into(),
+            ));
+        }
+        let chain = hex32(&rec.digest)
+            .ok_or_else(|| bad(n, "the chain digest is not 64 lowercase hex digits".into()))?;
+        let stamp = match &rec.op {
+            None => None,
+            Some(op) => {
+                let kind = OpKind::ALL
+                    .into_iter()
+                    .find(|k| k.name() == op.kind)
+                    .ok_or_else(|| bad(n, format!("unknown operation kind '{}'", op.kind)))?;
+                Some(OpStamp::new(kind, &op.actor, op.time_ms))
+            }
+        };
+        canonical(
+            n,
+            given,
+            &record_line(rec.seq, &chain, &content, stamp.as_ref(), line),
+        )?;
+        let ids: EntryIds = serde_json::from_str(line).map_err(|e| json(n, e))?;
+        if ids.kind.as_deref() != Some("leaf") {
+            if let Some(id) = &ids.id {
+                last_of.insert(id.clone(), i);
+            }
+        }
+        operations += u64::from(stamp.is_some() || i == 0);
+        seal = seal_next(&seal, rec.seq, line.as_bytes(), stamp.as_ref());
+        hasher.update(given.as_bytes());
+        hasher.update(b"\n");
+        checked.push(Checked {
+            chain,
+            content,
+            ids,
+        });
+    }
+    for (i, c) in checked.iter().enumerate() {
+        if c.ids.kind.as_deref() == Some("leaf") {
+            if c.chain != c.content {
+                return Err(bad(
+                    i + 2,
+                    "a leaf record's digest is its content digest".into(),
+                ));
+            }
+            continue;
+        }
+        let rootlike = digest::chain(&digest::ROOT_PARENT, &c.content);
+        let ok = match c.ids.parent_id.as_deref() {
+            None | Some("") => c.chain == rootlike,
+            Some(p) if Some(p) == c.ids.id.as_deref() => c.chain == rootlike,
+            Some(p) => match last_of.get(p) {
+                // A parent the session does not hold: a root.
+                None => c.chain == rootlike,
+                Some(&j) => {
+                    c.chain == digest::chain(&checked[j].chain, &c.content)
+                        // The earliest entry of a parent cycle counts as a root.
+                        || (j >= i && c.chain == rootlike)
+                }
+            },
+        };
+        if !ok {
+            return Err(bad(
+                i + 2,
+                "the chain digest does not follow from its parent's".into(),
+            ));
+        }
+    }
+    if operations != head.operations {
+        return Err(bad(
+            1,
+            format!(
+                "the header announces {} operations; the records hold {operations}",
+                head.operations
+            ),
+        ));
+    }
+    let n = lines.len();
+    let last = lines[n - 1];
+    let trailer: TrailerJson = serde_json::from_str(last).map_err(|e| json(n, e))?;
+    let file_digest = *hasher.finalize().as_bytes();
+    let signature = match (&trailer.public_key, &trailer.signature) {
+        (Some(p), Some(s)) => Some((p.as_str(), s.as_str())),
+        (None, None) => None,
+        _ => return Err(bad(n, "a public key and a signature go together".into())),
+    };
+    canonical(
+        n,
+        last,
+        &trailer_line(&trailer.seal, &trailer.file_digest, signature),
+    )?;
+    if hex32(&trailer.file_digest) != Some(file_digest) {
+        return Err(bad(
+            n,
+            "the file digest does not match the file's bytes".into(),
+        ));
+    }
+    if hex32(&trailer.seal) != Some(seal) {
+        return Err(bad(n, "the seal does not match the records".into()));
+    }
+    let signed_by = match signature {
+        None => {
+            if public_key.is_some() {
+                return Err(bad(n, "the file is not signed".into()));
+            }
+            None
+        }
+        Some((public, sig)) => {
+            if let Some(want) = public_key {
+                if want.trim().to_ascii_lowercase() != public {
+                    return Err(bad(n, "the file is signed by another key".into()));
+                }
+            }
+            let key_bytes = hex32(public)
+                .ok_or_else(|| bad(n, "the public key is not 64 hex digits".into()))?;
+            let key = ed25519_dalek::VerifyingKey::from_bytes(&key_bytes)
+                .map_err(|e| bad(n, format!("the public key is not an ed25519 key: {e}")))?;
+            let sig =
+                hex64(sig).ok_or_else(|| bad(n, "the signature is not 128 hex digits".into()))?;
+            key.verify(
+                &signed_message(&file_digest, &seal),
+                &ed25519_dalek::Signature::from_bytes(&sig),
+            )
+            .map_err(|_| bad(n, "the signature does not verify".into()))?;
+            Some(public.to_owned())
+        }
+    };
+    Ok(AuditReport {
+        session: head.session,
+        records: head.records,
+        operations,
+        seal: digest::hex(&seal),
+        signed_by,
+    })
+}

@@ -1,0 +1,10 @@
+//! Sessions in and out of a store: pi JSONL import ([`import`]) and export ([`export`]),
+//! forks into new sessions ([`fork`]) and audit files ([`audit`]).
+//!
+//! May call: [`crate::ops`], [`crate::context`], [`crate::tree`], [`crate::log`],
+//! [`crate::core`], [`crate::kv`].
+
+pub mod audit;
+pub mod export;
+pub mod fork;
+pub mod import;
