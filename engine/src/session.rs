@@ -225,12 +225,12 @@ impl Session {
 
     /// The branch as the session stood at `at` (leaf to root, or to the compaction
     /// boundary, like [`Session::branch`]).
-    pub fn branch_as_of(&self, at: &PointInTime) -> Result<Vec<crate::Entry>> {
+    pub fn branch_as_of(&self, at: &PointInTime) -> Result<Vec<crate::log::handle::Entry>> {
         crate::ops::oplog::branch_as_of(&self.h, at)
     }
 
     /// The full path (root to leaf) as the session stood at `at`.
-    pub fn path_as_of(&self, at: &PointInTime) -> Result<Vec<crate::Entry>> {
+    pub fn path_as_of(&self, at: &PointInTime) -> Result<Vec<crate::log::handle::Entry>> {
         crate::ops::oplog::path_as_of(&self.h, at)
     }
 

@@ -100,7 +100,7 @@ impl Store {
     /// last is dropped, so a caller that must reopen the store (`grove serve` on a disk that
     /// got room again) waits for this to reach 1, its own.
     pub fn handles(&self) -> usize {
-        Arc::strong_count(&self.inner)
+        Arc::strong_count(&self.logs)
     }
 
     /// Whether the store was opened only to read ([`StoreConfig::read_only`]).

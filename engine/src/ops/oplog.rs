@@ -280,7 +280,7 @@ pub(crate) fn context_as_of(
 
 /// The branch as the session stood at `at` (leaf to root, or to the compaction
 /// boundary, like [`Handle::branch`]).
-pub(crate) fn branch_as_of(s: &Handle, at: &PointInTime) -> Result<Vec<crate::Entry>> {
+pub(crate) fn branch_as_of(s: &Handle, at: &PointInTime) -> Result<Vec<crate::log::handle::Entry>> {
     match at.leaf_seq {
         None => Ok(Vec::new()),
         Some(seq) => paths::branch_seq(s, seq),
@@ -288,7 +288,7 @@ pub(crate) fn branch_as_of(s: &Handle, at: &PointInTime) -> Result<Vec<crate::En
 }
 
 /// The full path (root to leaf) as the session stood at `at`.
-pub(crate) fn path_as_of(s: &Handle, at: &PointInTime) -> Result<Vec<crate::Entry>> {
+pub(crate) fn path_as_of(s: &Handle, at: &PointInTime) -> Result<Vec<crate::log::handle::Entry>> {
     match at.leaf_seq {
         None => Ok(Vec::new()),
         Some(seq) => paths::path_to_root_seq(s, seq),
