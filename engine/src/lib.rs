@@ -17,6 +17,7 @@ mod exchange;
 pub mod kv;
 mod log;
 mod maintain;
+mod open;
 mod ops;
 pub mod session;
 pub mod store;
@@ -24,23 +25,29 @@ mod tree;
 
 pub use crate::core::keys;
 pub use crate::exchange::export;
-pub use crate::maintain::salvage;
+/// Salvage: copying what can be read of a damaged store into a new one
+/// (`crate::maintain::salvage`).
+pub mod salvage {
+    pub use crate::maintain::salvage::*;
+    pub use crate::store::salvage;
+}
 pub use crate::ops::summary;
 
 pub use crate::context::build::{
     Context, ContextOptions, NullContent, RetainedTail, SelectionPath, SettingsScope,
 };
 pub use crate::core::commits::CommitListener;
-pub use crate::core::durable::LostWrites;
-pub use crate::core::error::{GroveError, Result};
-pub use crate::core::payloads::{GcReport, PayloadStats, DEFAULT_PAYLOAD_THRESHOLD};
+pub use crate::core::error::{GroveError, LostWrites, Result};
+pub use crate::core::payloads::{PayloadStats, DEFAULT_PAYLOAD_THRESHOLD};
 pub use crate::exchange::audit::{verify_audit, AuditKey, AuditReport};
 pub use crate::exchange::export::{ExportReport, Flavor};
 pub use crate::exchange::fork::{ForkMode, ForkOptions, ForkPosition};
 pub use crate::exchange::import::{ImportOptions, ImportReport, LeafRule};
+pub use crate::log::coalesce::LogCoalesce;
 pub use crate::log::labels::Label;
+pub use crate::maintain::gc::GcReport;
 pub use crate::maintain::verify::{Problem, VerifyReport};
-pub use crate::ops::lease::{TurnGuard, DEFAULT_TURN_TTL};
+pub use crate::ops::lease::DEFAULT_TURN_TTL;
 pub use crate::ops::navigate::{
     HookDecision, HookSummary, NavigateEvent, NavigateHook, NavigateOptions, NavigateOutcome,
     Navigator,
@@ -55,5 +62,5 @@ pub use grove_codec as codec;
 pub use grove_codec::op::{OpKind, OpStamp};
 pub use grove_codec::reader::Strictness;
 pub use grove_codec::writer::NewEntry;
-pub use session::{AppendOptions, AppendOutcome, Entry, ExactOptions, Session};
+pub use session::{AppendOptions, AppendOutcome, Entry, ExactOptions, Session, TurnGuard};
 pub use store::{Backend, CreateSession, Durability, SessionSummary, Store, StoreConfig};

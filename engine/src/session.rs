@@ -1,387 +1,415 @@
-//! A session handle: reads of the log and the tree, and the two primitive writes
-//! (append an entry, record a leaf move), under the session's writer lock. The log row is
-//! written before the index rows and the head that point at it (see `crate::log::write`), so a
-//! reader never sees an index without its entry.
+//! The public face of a session: [`Session`] hands each call to the layer that owns it —
+//! reads and writes of the log to the log's handle ([`crate::log`]), paths and the tree to
+//! [`crate::tree`], contexts to [`crate::context`], turns, operations, replay, navigation and
+//! summaries to [`crate::ops`], export and audit files to [`crate::exchange`], verification
+//! to [`crate::maintain`]. It holds the handle and the caches of the layers above the log
+//! (context views, leases) that the store was opened with (`crate::open`).
+//!
+//! May call: every layer below it.
 
+use std::collections::BTreeMap;
+use std::io::Write;
 use std::sync::Arc;
+use std::time::Duration;
 
-use grove_codec::entry::Envelope;
-use grove_codec::op::OpKind;
-use grove_codec::record::{self, LabelRecord, LeafTarget, NodeRecord, SessionRecord};
+use grove_codec::op::OpStamp;
+use grove_codec::record::{HeadRecord, SessionRecord};
 use grove_codec::writer::NewEntry;
-use grove_codec::EntryKind;
 
-use crate::core::error::{GroveError, Result};
-use crate::core::keys;
-use crate::kv::WriteBatch;
-use crate::log::index_packs;
-use crate::log::write::{transact, Appended, LeaseCheck, Staged};
-use crate::store::{Durability, Inner};
+use crate::context::build::{Context, ContextOptions};
+use crate::context::views::Views;
+use crate::core::error::Result;
+use crate::exchange::audit::AuditKey;
+use crate::exchange::export::{ExportReport, Flavor};
+use crate::kv::Durability;
+use crate::log::handle::Handle;
+use crate::log::labels::Label;
+use crate::maintain::verify::VerifyReport;
+use crate::ops::lease::{self, Leases};
+use crate::ops::navigate::{NavigateOptions, NavigateOutcome, Navigator};
+use crate::ops::oplog::{Operation, PointInTime, Seal, SealCheck};
+use crate::ops::replay::{Replay, ReplayOptions};
+use crate::ops::summary::PathMode;
+use crate::tree::proof::EntryProof;
+use crate::tree::whole::Tree;
 
-/// One record of a session log: an entry or a leaf record, with its stored line.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Entry {
-    /// Position in the session log.
-    pub seq: u64,
-    /// The indexed metadata.
-    pub node: NodeRecord,
-    /// The line exactly as exported.
-    pub line: String,
-}
-
-impl Entry {
-    /// The entry id.
-    pub fn id(&self) -> &str {
-        &self.node.id
-    }
-
-    /// The entry's kind.
-    pub fn kind(&self) -> EntryKind {
-        EntryKind::from_tag(self.node.kind).unwrap_or(EntryKind::Unknown)
-    }
-
-    /// Whether this is a leaf record rather than a tree entry.
-    pub fn is_leaf_record(&self) -> bool {
-        self.kind() == EntryKind::Leaf
-    }
-
-    /// The validated common fields, parsed from the line.
-    pub fn envelope(&self) -> Result<Envelope> {
-        Envelope::parse(&self.line)
-            .map_err(|e| GroveError::Corrupt(format!("entry {}: {e}", self.node.id)))
-    }
-
-    /// The `parentId` as written (`None` for null or "").
-    pub fn parent_id(&self) -> Option<String> {
-        self.envelope().ok().and_then(|e| e.parent_id)
-    }
-
-    /// The entry `timestamp` string.
-    pub fn timestamp(&self) -> String {
-        self.envelope().map(|e| e.timestamp).unwrap_or_default()
-    }
-}
-
-/// The outcome of [`Session::append_if`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum AppendOutcome {
-    /// The entry was appended; its id.
-    Appended(String),
-    /// The leaf had moved; nothing was written.
-    Conflict {
-        /// Where the leaf is now.
-        actual_leaf: Option<String>,
-    },
-}
-
-/// Per-call options of [`Session::append_with`].
-#[derive(Debug, Clone, Default)]
-pub struct AppendOptions {
-    /// Use this id instead of a generated one (it must be new to the session).
-    pub id: Option<String>,
-    /// Use this timestamp instead of now.
-    pub timestamp: Option<String>,
-    /// Override the store's durability for this call.
-    pub durability: Option<Durability>,
-}
-
-/// Per-call options of [`Session::append_exact_with`].
-#[derive(Debug, Clone, Copy, Default)]
-pub struct ExactOptions {
-    /// Override the store's durability for this call.
-    pub durability: Option<Durability>,
-    /// Leave the leaf where it was instead of moving it to the new entry: the operation also
-    /// writes a leaf record moving it back, so that the log read as pi reads it (its last
-    /// record says where the leaf is) agrees. An entry saved beside the conversation (a
-    /// LangGraph checkpoint's pending writes) keeps the leaf of a writer that moved on
-    /// meanwhile. Refused for a `leaf` line, whose whole point is moving the leaf.
-    pub keep_leaf: bool,
-}
+pub use crate::log::handle::{AppendOptions, AppendOutcome, Entry, ExactOptions, DEFAULT_ACTOR};
 
 /// A handle on one session. Cheap to clone; handles of the same store share writer locks.
 #[derive(Clone)]
 pub struct Session {
-    pub(crate) inner: Arc<Inner>,
-    pub(crate) sid: u64,
-    pub(crate) record: Arc<SessionRecord>,
-    /// Records `0 .. packed` are stored in log packs and their ids in id packs (an
-    /// imported session); the rest in single rows. Fixed when the session is written.
-    pub(crate) packed: u64,
-    /// Who this handle's operations are stamped with; `None`: [`crate::store::DEFAULT_ACTOR`].
-    pub(crate) actor: Option<Arc<str>>,
+    pub(crate) h: Handle,
+    pub(crate) views: Arc<Views>,
+    pub(crate) leases: Arc<Leases>,
 }
 
 impl std::fmt::Debug for Session {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Session")
-            .field("id", &self.record.id)
+            .field("id", &self.h.record.id)
             .finish()
     }
 }
 
 impl Session {
-    /// A handle on a session without packs (one just created).
-    pub(crate) fn new(inner: Arc<Inner>, sid: u64, record: SessionRecord) -> Session {
-        Session {
-            inner,
-            sid,
-            record: Arc::new(record),
-            packed: 0,
-            actor: None,
+    /// The face of the log's handle `h`, with the store's views and leases.
+    pub(crate) fn of(h: Handle, views: Arc<Views>, leases: Arc<Leases>) -> Session {
+        Session { h, views, leases }
+    }
+
+    /// The guard of the turn lease `token` just taken.
+    fn turn(&self, token: String) -> TurnGuard {
+        TurnGuard {
+            session: self.clone(),
+            token,
+            detached: false,
         }
+    }
+
+    /// Writes the session's audit file to `out` (signed with `key` when given) and returns
+    /// its seal. The records are read twice: once to count them, once to write them, so the
+    /// memory it takes is one record.
+    pub fn export_audit(&self, out: &mut dyn Write, key: Option<&AuditKey>) -> Result<String> {
+        crate::exchange::audit::export_audit(&self.h, out, key)
+    }
+
+    /// The context at the active leaf with grove's default options.
+    pub fn build_context(&self) -> Result<Context> {
+        crate::context::read::build_context(&self.h, &self.views)
+    }
+
+    /// The context at `leaf` (`None`: the active leaf) with the given options.
+    pub fn build_context_with(
+        &self,
+        leaf: Option<&str>,
+        options: ContextOptions,
+    ) -> Result<Context> {
+        crate::context::read::build_context_with(&self.h, &self.views, leaf, options)
+    }
+
+    /// The context at `leaf` (`None`: the active leaf) computed from scratch, bypassing
+    /// every cached and persisted view: the reference the views are tested against.
+    pub fn build_context_from_scratch(
+        &self,
+        leaf: Option<&str>,
+        options: ContextOptions,
+    ) -> Result<Context> {
+        crate::context::read::build_context_from_scratch(&self.h, leaf, options)
+    }
+
+    /// Writes the session as pi JSONL.
+    pub fn export(&self, flavor: Flavor, out: &mut dyn Write) -> Result<ExportReport> {
+        crate::exchange::export::export(&self.h, flavor, out)
+    }
+
+    /// The head: next sequence number, active leaf, entry count.
+    pub fn head(&self) -> Result<HeadRecord> {
+        self.h.head()
+    }
+
+    /// Every current label, keyed by target id (spec §6.1: last in log order wins, trimmed,
+    /// blank clears).
+    pub fn labels(&self) -> Result<BTreeMap<String, Label>> {
+        self.h.labels()
+    }
+
+    /// The label of one entry.
+    pub fn label(&self, target: &str) -> Result<Option<Label>> {
+        self.h.label(target)
+    }
+
+    /// Appends a `label` entry (`None` clears). The target must be an entry.
+    pub fn set_label(&self, target: &str, label: Option<&str>) -> Result<String> {
+        self.h.set_label(target, label)
+    }
+
+    /// Appends a `session_info` entry with the name normalized as pi does (CR/LF runs become
+    /// one space, then trimmed); it is written even when empty.
+    pub fn set_name(&self, name: &str) -> Result<String> {
+        self.h.set_name(name)
+    }
+
+    /// The session name: the last `session_info` in log order, trimmed; `None` if empty.
+    pub fn name(&self) -> Result<Option<String>> {
+        self.h.name()
+    }
+
+    /// Starts an agent turn: until the guard is dropped, `navigate` and `move_to` on this
+    /// session fail with `Busy`, from every handle of the store — and, in a store whose backend
+    /// processes share, from every process; there the turn expires after
+    /// [`DEFAULT_TURN_TTL`] unless renewed ([`TurnGuard::renew`]).
+    pub fn begin_turn(&self) -> Result<TurnGuard> {
+        let token = lease::begin_turn(&self.h, &self.leases)?;
+        Ok(self.turn(token))
+    }
+
+    /// [`Session::begin_turn`] for `ttl`: the turn ends when its guard is dropped, or when
+    /// `ttl` passes without a renewal ([`Session::renew_turn`]), whichever comes first.
+    pub fn begin_turn_for(&self, ttl: Duration) -> Result<TurnGuard> {
+        let token = lease::begin_turn_for(&self.h, &self.leases, ttl)?;
+        Ok(self.turn(token))
+    }
+
+    /// Extends the turn lease `lease` by its time, from now; `false` when it is not the
+    /// session's live turn (it ended or expired).
+    pub fn renew_turn(&self, lease: &str) -> Result<bool> {
+        crate::ops::lease::renew_turn(&self.h, &self.leases, lease)
+    }
+
+    /// Ends the turn lease `lease`; `false` when it is not the session's live turn.
+    pub fn end_turn(&self, lease: &str) -> Result<bool> {
+        crate::ops::lease::end_turn(&self.h, &self.leases, lease)
+    }
+
+    /// Moves the leaf on behalf of the holder of turn `lease` (spec §7.1: the holder may);
+    /// `InvalidState` when it is not the session's live turn. In a shared store the move's
+    /// commit checks the lease row it read, in the same statement.
+    pub fn move_in_turn(&self, lease: &str, target: Option<&str>) -> Result<()> {
+        crate::ops::lease::move_in_turn(&self.h, &self.leases, lease, target)
+    }
+
+    /// Whether a turn or a navigation holds the session (a lease that cannot be read counts
+    /// as held).
+    pub fn is_busy(&self) -> bool {
+        crate::ops::lease::is_busy(&self.h, &self.leases)
+    }
+
+    /// Navigates to `target` (spec §7.2).
+    pub fn navigate(
+        &self,
+        target: &str,
+        options: &NavigateOptions,
+        nav: &Navigator<'_>,
+    ) -> Result<NavigateOutcome> {
+        crate::ops::navigate::navigate(&self.h, &self.leases, target, options, nav)
+    }
+
+    /// Every operation, oldest first (one pass over the log).
+    pub fn operations(&self) -> Result<Vec<Operation>> {
+        crate::ops::oplog::operations(&self.h)
+    }
+
+    /// The stamps of the session's log: each record that begins an operation, by position,
+    /// with its stamp as stored (unknown kinds included). A copy imported with them
+    /// ([`ImportOptions::stamps`](crate::ImportOptions::stamps)) has the same operations and
+    /// the same seal.
+    pub fn stamps(&self) -> Result<Vec<(u64, OpStamp)>> {
+        crate::ops::oplog::stamps(&self.h)
+    }
+
+    /// Operation `n`, or `OperationNotFound`.
+    pub fn operation(&self, n: u64) -> Result<Operation> {
+        crate::ops::oplog::operation(&self.h, n)
+    }
+
+    /// The session as it stood after operation `n`.
+    pub fn at_op(&self, n: u64) -> Result<PointInTime> {
+        crate::ops::oplog::at_op(&self.h, n)
+    }
+
+    /// The session as it stood at `time` (an ISO-8601 / RFC 3339 time): after the last
+    /// operation committed at or before it, in log order.
+    pub fn at_time(&self, time: &str) -> Result<PointInTime> {
+        crate::ops::oplog::at_time(&self.h, time)
+    }
+
+    /// The context as the session stood at `at`: the context at the leaf it had then (a
+    /// context depends only on the path, which later records never change).
+    pub fn context_as_of(
+        &self,
+        at: &PointInTime,
+        options: crate::ContextOptions,
+    ) -> Result<crate::Context> {
+        crate::ops::oplog::context_as_of(&self.h, &self.views, at, options)
+    }
+
+    /// The branch as the session stood at `at` (leaf to root, or to the compaction
+    /// boundary, like [`Session::branch`]).
+    pub fn branch_as_of(&self, at: &PointInTime) -> Result<Vec<crate::Entry>> {
+        crate::ops::oplog::branch_as_of(&self.h, at)
+    }
+
+    /// The full path (root to leaf) as the session stood at `at`.
+    pub fn path_as_of(&self, at: &PointInTime) -> Result<Vec<crate::Entry>> {
+        crate::ops::oplog::path_as_of(&self.h, at)
+    }
+
+    /// The tree as the session stood at `at`: its entries then, its labels then, its
+    /// active path then.
+    pub fn tree_as_of(&self, at: &PointInTime) -> Result<Tree> {
+        crate::ops::oplog::tree_as_of(&self.h, at)
+    }
+
+    /// Puts the leaf back where it was before the last operation, or before operation
+    /// `to_op`: a leaf move recorded as an `undo` operation, which a later undo can undo in
+    /// turn. History is never rewritten. Refused with `Busy` while a turn or a navigation
+    /// holds the session. Returns the undo operation.
+    pub fn undo(&self, to_op: Option<u64>) -> Result<Operation> {
+        crate::ops::oplog::undo(&self.h, &self.leases, to_op)
+    }
+
+    /// The session's seal: a digest of its header and of every record (its line's blake3 and
+    /// its operation stamp) in log order, so it covers the records and the operation log
+    /// (docs/format.md, "Seal").
+    pub fn seal(&self) -> Result<Seal> {
+        crate::ops::oplog::seal(&self.h)
+    }
+
+    /// Whether the session still extends the seal `digest` (hex): whether the running
+    /// digest after some operation equals it. One pass over the log.
+    pub fn check_seal(&self, digest_hex: &str) -> Result<SealCheck> {
+        crate::ops::oplog::check_seal(&self.h, digest_hex)
+    }
+
+    /// The full path from the root to `from` (default: the active leaf), root first. It never
+    /// stops at a compaction; a missing parent, a self-parent or a cycle ends it quietly.
+    pub fn path_to_root(&self, from: Option<&str>) -> Result<Vec<Entry>> {
+        crate::tree::paths::path_to_root(&self.h, from)
+    }
+
+    /// pi harness `getBranch(from)` (spec §4.1): the path cut at the compaction boundary,
+    /// root first. A missing parent or a cycle is `InvalidSession`.
+    pub fn branch(&self, from: Option<&str>) -> Result<Vec<Entry>> {
+        crate::tree::paths::branch(&self.h, from)
+    }
+
+    /// Calls `each` with every entry of `path_to_root(from)` (default: the active leaf), root
+    /// first, reading one entry at a time.
+    pub fn for_each_on_path(
+        &self,
+        from: Option<&str>,
+        each: &mut dyn FnMut(Entry) -> Result<()>,
+    ) -> Result<()> {
+        crate::context::read::for_each_on_path(&self.h, from, each)
+    }
+
+    /// Calls `each` with every entry of `branch(from)` (pi harness `getBranch`), root first,
+    /// reading one entry at a time. Its errors are `branch`'s, raised before any entry.
+    pub fn for_each_on_branch(
+        &self,
+        from: Option<&str>,
+        each: &mut dyn FnMut(Entry) -> Result<()>,
+    ) -> Result<()> {
+        crate::context::read::for_each_on_branch(&self.h, from, each)
+    }
+
+    /// Writes the context at `leaf` (`None`: the active leaf) as [`Context::to_json`] does,
+    /// message by message as the entries are read: the memory it takes is one entry, not the
+    /// context. Errors found before the first byte is written leave `out` untouched.
+    pub fn write_context(
+        &self,
+        leaf: Option<&str>,
+        options: ContextOptions,
+        out: &mut dyn Write,
+    ) -> Result<()> {
+        crate::context::read::write_context(&self.h, &self.views, leaf, options, out)
+    }
+
+    /// Calls `each` with every message of the context at `leaf` (`None`: the active leaf),
+    /// in order, reading one entry at a time, and returns the context's settings (with no
+    /// messages or entry ids). A context the session's view cache holds is read from there.
+    /// Errors of the selection (a branch with a missing parent) come before any message.
+    pub fn for_each_message(
+        &self,
+        leaf: Option<&str>,
+        options: ContextOptions,
+        each: &mut dyn FnMut(&str) -> Result<()>,
+    ) -> Result<Context> {
+        crate::context::read::for_each_message(&self.h, &self.views, leaf, options, each)
+    }
+
+    /// The proof of tree entry `id` (`EntryNotFound` for an unknown id or a leaf record). A
+    /// line whose bytes no longer hash to the stored content digest, or a chain digest that
+    /// does not follow from the parent's, is `Corrupt`.
+    pub fn proof(&self, id: &str) -> Result<EntryProof> {
+        crate::tree::proof::proof(&self.h, id)
+    }
+
+    /// Replays the session's history ([`ReplayOptions`]): first a `Start` event (the session
+    /// before the first replayed operation), then every operation and its records in log
+    /// order. `OperationNotFound` when `from_op` is past the operation count.
+    pub fn replay(&self, options: ReplayOptions) -> Result<Replay> {
+        crate::ops::replay::replay(&self.h, options)
     }
 
     /// This handle, stamping its operations with `actor`.
     pub fn with_actor(mut self, actor: &str) -> Session {
-        self.actor = Some(Arc::from(actor));
-        self
-    }
-
-    /// This handle, stamping its operations with the actor of `store`'s handle.
-    pub(crate) fn with_actor_of(mut self, store: &crate::Store) -> Session {
-        self.actor = store.actor.clone();
+        self.h = self.h.with_actor(actor);
         self
     }
 
     /// Who this handle's operations are stamped with.
     pub fn actor(&self) -> &str {
-        self.actor.as_deref().unwrap_or(crate::store::DEFAULT_ACTOR)
-    }
-
-    /// A handle on a stored session whose record and packed count are known.
-    pub(crate) fn known(
-        inner: Arc<Inner>,
-        sid: u64,
-        record: Arc<SessionRecord>,
-        packed: u64,
-    ) -> Session {
-        Session {
-            inner,
-            sid,
-            record,
-            packed,
-            actor: None,
-        }
-    }
-
-    /// A handle on a stored session: reads its packed count (one point read). Its state
-    /// (head, id index) is read, and a last record a crash interrupted completed, the first
-    /// time the process needs it ([`crate::log::ids`]).
-    pub(crate) fn open(inner: Arc<Inner>, sid: u64, record: SessionRecord) -> Result<Session> {
-        let packed = packed_count(&inner, sid)?;
-        Ok(Session {
-            packed,
-            ..Session::new(inner, sid, record)
-        })
+        self.h.actor()
     }
 
     /// The session id.
     pub fn id(&self) -> &str {
-        &self.record.id
+        self.h.id()
     }
 
     /// The session's stored description (header line, cwd, lineage).
     pub fn record(&self) -> &SessionRecord {
-        &self.record
-    }
-
-    /// The raw log row at `seq`, or `Corrupt` when it is missing.
-    fn row(&self, seq: u64) -> Result<Vec<u8>> {
-        self.read_row(seq, <[u8]>::to_vec)?
-            .ok_or_else(|| GroveError::Corrupt(format!("missing log record {seq}")))
-    }
-
-    /// The node record at `seq`.
-    pub(crate) fn node(&self, seq: u64) -> Result<NodeRecord> {
-        self.node_if_present(seq)?
-            .ok_or_else(|| GroveError::Corrupt(format!("missing log record {seq}")))
-    }
-
-    /// The node record at `seq`, if that log row exists. Only the node part of the row is
-    /// decoded, in place: the line is not copied.
-    pub(crate) fn node_if_present(&self, seq: u64) -> Result<Option<NodeRecord>> {
-        self.read_row(seq, |row| decode_node(seq, row))?.transpose()
-    }
-
-    /// The stored line at `seq`.
-    pub(crate) fn line(&self, seq: u64) -> Result<String> {
-        Ok(self.entry_at(seq)?.line)
+        self.h.record()
     }
 
     /// The record at `seq`.
     pub fn entry_at(&self, seq: u64) -> Result<Entry> {
-        decode_row(self.inner.kv.as_ref(), self.id(), seq, self.row(seq)?)
-    }
-
-    /// The sequence number of the tree entry `id`; leaf-record ids are not entries.
-    pub(crate) fn seq_of(&self, id: &str) -> Result<Option<(u64, NodeRecord)>> {
-        match self.seq_of_any(id)? {
-            None => Ok(None),
-            Some(seq) => {
-                let node = self.node(seq)?;
-                Ok((node.kind != EntryKind::Leaf.tag()).then_some((seq, node)))
-            }
-        }
-    }
-
-    /// Resolves `id` to a tree entry, or `EntryNotFound`.
-    pub(crate) fn require_seq(&self, id: &str) -> Result<(u64, NodeRecord)> {
-        self.seq_of(id)?
-            .ok_or_else(|| GroveError::EntryNotFound(id.to_owned()))
+        self.h.entry_at(seq)
     }
 
     /// The entry with this id (the last one, if the id was duplicated on import).
     pub fn entry(&self, id: &str) -> Result<Entry> {
-        let (seq, node) = self.require_seq(id)?;
-        Ok(Entry {
-            seq,
-            node,
-            line: self.line(seq)?,
-        })
+        self.h.entry(id)
     }
 
     /// Resolves an entry id or unique id prefix; `@` is the leaf and `@-` its parent.
     pub fn resolve_entry(&self, spec: &str) -> Result<Option<String>> {
-        if spec == "@" {
-            return self.leaf();
-        }
-        if spec == "@-" {
-            return match self.leaf()? {
-                None => Err(GroveError::InvalidArgument(
-                    "the leaf is the root position".into(),
-                )),
-                Some(leaf) => Ok(self.entry(&leaf)?.parent_id()),
-            };
-        }
-        if spec == "root" {
-            return Ok(None);
-        }
-        if self.seq_of(spec)?.is_some() {
-            return Ok(Some(spec.to_owned()));
-        }
-        let mut matches = Vec::new();
-        // Leaf records share the id space: read enough candidates to find six entries.
-        let mut limit = 6;
-        loop {
-            let candidates = self.ids_with_prefix(spec, limit)?;
-            matches.clear();
-            for (id, seq) in &candidates {
-                if self.node(*seq)?.kind != EntryKind::Leaf.tag() {
-                    matches.push(id.clone());
-                    if matches.len() > 5 {
-                        break;
-                    }
-                }
-            }
-            if matches.len() > 5 || candidates.len() < limit {
-                break;
-            }
-            limit *= 4;
-        }
-        match matches.len() {
-            0 => Err(GroveError::EntryNotFound(spec.to_owned())),
-            1 => Ok(matches.pop()),
-            _ => Err(GroveError::AmbiguousPrefix {
-                what: "entry",
-                prefix: spec.to_owned(),
-                candidates: matches.join(", "),
-            }),
-        }
+        self.h.resolve_entry(spec)
     }
 
     /// Every record of the log in order: entries and leaf records.
     pub fn log(&self) -> impl Iterator<Item = Result<Entry>> + '_ {
-        self.log_range(0, u64::MAX).entries(self.id())
+        self.h.log()
     }
 
     /// `n` distinct 8-hex entry ids unused in the session right now (pi's `createEntryId`,
     /// in bulk): nothing reserves them, so they stay unused for a caller that is the
     /// session's only writer; an id taken meanwhile is refused by the append that uses it.
     pub fn fresh_ids(&self, n: usize) -> Result<Vec<String>> {
-        let mut out: Vec<String> = Vec::with_capacity(n);
-        while out.len() < n {
-            let id = crate::core::util::random_entry_id();
-            if !out.contains(&id) && !self.id_taken(&id)? {
-                out.push(id);
-            }
-        }
-        Ok(out)
+        self.h.fresh_ids(n)
     }
 
     /// The records of the log from position `start` on (0-based: pi's `afterEntrySeq`),
     /// entries and leaf records, in order; read as they are consumed.
     pub fn log_from(&self, start: u64) -> impl Iterator<Item = Result<Entry>> + '_ {
-        self.log_range(start, u64::MAX).entries(self.id())
+        self.h.log_from(start)
     }
 
     /// The log record `id`, an entry or a leaf record (pi's `getEntry`, which finds both),
     /// or `EntryNotFound`.
     pub fn log_record(&self, id: &str) -> Result<Entry> {
-        match self.seq_of_any(id)? {
-            Some(seq) => self.entry_at(seq),
-            None => Err(GroveError::EntryNotFound(id.to_owned())),
-        }
+        self.h.log_record(id)
     }
 
     /// The tree entries in log order (leaf records left out; shadowed duplicates kept).
     pub fn entries(&self) -> impl Iterator<Item = Result<Entry>> + '_ {
-        self.log()
-            .filter(|e| !matches!(e, Ok(e) if e.is_leaf_record()))
+        self.h.entries()
     }
 
     /// The children of `parent` (`None`: the roots), in log order.
     pub fn children(&self, parent: Option<&str>) -> Result<Vec<Entry>> {
-        let pseq = match parent {
-            None => keys::ROOT,
-            Some(id) => self.require_seq(id)?.0,
-        };
-        self.children_seqs(pseq)?
-            .into_iter()
-            .map(|s| self.entry_at(s))
-            .collect()
-    }
-
-    pub(crate) fn children_seqs(&self, pseq: u64) -> Result<Vec<u64>> {
-        let mut out = Vec::new();
-        // The implicit first child: the next record, when it continues this entry's run.
-        if pseq != keys::ROOT {
-            if let Some(next) = self.node_if_present(pseq + 1)? {
-                if next.kind != EntryKind::Leaf.tag()
-                    && keys::child_row(&next, pseq + 1).is_none()
-                    && next.parent == grove_codec::record::Parent::Seq(pseq)
-                {
-                    out.push(pseq + 1);
-                }
-            }
-        }
-        // Rows of an import (packs), then of appends (keys): appended seqs are the larger.
-        out.extend(index_packs::packed_children(
-            self.inner.kv.as_ref(),
-            self.sid,
-            pseq,
-        )?);
-        let start = keys::children_of(self.sid, pseq);
-        let end = keys::prefix_end(&start);
-        for pair in self.inner.kv.scan(&start, &end) {
-            let (k, _) = pair?;
-            out.push(keys::last_u64(&k).ok_or_else(|| GroveError::Corrupt("child key".into()))?);
-        }
-        out.sort_unstable();
-        out.dedup();
-        Ok(out)
+        self.h.children(parent)
     }
 
     /// The active leaf's id (`None`: the root position).
     pub fn leaf(&self) -> Result<Option<String>> {
-        Ok(match self.head()?.leaf {
-            None => None,
-            Some(seq) => Some(self.node(seq)?.id.into()),
-        })
+        self.h.leaf()
     }
 
     /// Appends an entry as a child of the active leaf; it becomes the leaf. Returns its id.
     pub fn append(&self, entry: NewEntry) -> Result<String> {
-        self.append_with(entry, AppendOptions::default())
+        self.h.append(entry)
     }
 
     /// [`Session::append`] with per-call options. The id is `options.id`, else the `id` of a
@@ -391,15 +419,7 @@ impl Session {
     /// append is a retry of one that was applied, and answers its id, writing nothing. Under
     /// another entry it is [`GroveError::DuplicateId`].
     pub fn append_with(&self, entry: NewEntry, options: AppendOptions) -> Result<String> {
-        let durability = options.durability.unwrap_or(self.inner.durability);
-        transact(self, OpKind::Append, durability, None, |txn| {
-            Ok(
-                match txn.append(&entry, options.id.clone(), options.timestamp.clone())? {
-                    Appended::New(id) => Staged::Commit(id),
-                    Appended::Stored { id, .. } => Staged::Abandon(id),
-                },
-            )
-        })
+        self.h.append_with(entry, options)
     }
 
     /// Appends the caller's exact entry, one pi entry object as JSON text (pi's
@@ -410,39 +430,12 @@ impl Session {
     /// Returns the id. A forked session's first entry, whose parent lies in the source
     /// session, is carried by [`crate::Store::fork`] and import, not by this call.
     pub fn append_exact(&self, entry: &str, durability: Option<Durability>) -> Result<String> {
-        self.append_exact_with(
-            entry,
-            ExactOptions {
-                durability,
-                ..ExactOptions::default()
-            },
-        )
+        self.h.append_exact(entry, durability)
     }
 
     /// [`Session::append_exact`] with per-call options.
     pub fn append_exact_with(&self, entry: &str, options: ExactOptions) -> Result<String> {
-        let durability = options.durability.unwrap_or(self.inner.durability);
-        transact(self, OpKind::Append, durability, None, |txn| {
-            let before = txn.head.leaf;
-            let seq = txn.head.next_seq;
-            let id = match txn.append_exact(entry.trim().to_owned())? {
-                Appended::New(id) => id,
-                // The same line is stored under its id: a retry.
-                Appended::Stored { id, .. } => return Ok(Staged::Abandon(id)),
-            };
-            if options.keep_leaf {
-                if txn.node(seq)?.kind == EntryKind::Leaf.tag() {
-                    return Err(GroveError::RejectedEntry {
-                        session: self.id().to_owned(),
-                        reason: format!(
-                            "{id} is a leaf record: it moves the leaf, which keepLeaf forbids"
-                        ),
-                    });
-                }
-                txn.move_leaf(before)?;
-            }
-            Ok(Staged::Commit(id))
-        })
+        self.h.append_exact_with(entry, options)
     }
 
     /// Optimistic append: appends only if the leaf is still `expected_leaf` (`None`: the root
@@ -451,27 +444,7 @@ impl Session {
     /// used as [`Session::append_with`] uses it; the same entry stored under it as a child of
     /// `expected_leaf` (a retry of an append that was applied) is `Appended` again.
     pub fn append_if(&self, expected_leaf: Option<&str>, entry: NewEntry) -> Result<AppendOutcome> {
-        transact(self, OpKind::Append, self.inner.durability, None, |txn| {
-            if let Some(id) = entry.given_id().ok().flatten() {
-                if txn
-                    .stored_as(&entry, &id, None)?
-                    .is_some_and(|p| p.as_deref() == expected_leaf)
-                {
-                    return Ok(Staged::Abandon(AppendOutcome::Appended(id)));
-                }
-            }
-            let actual = match txn.head.leaf {
-                None => None,
-                Some(seq) => Some(txn.node(seq)?.id.into()),
-            };
-            if actual.as_deref() != expected_leaf {
-                return Ok(Staged::Abandon(AppendOutcome::Conflict {
-                    actual_leaf: actual,
-                }));
-            }
-            let id = txn.append(&entry, None, None)?.staged()?;
-            Ok(Staged::Commit(AppendOutcome::Appended(id)))
-        })
+        self.h.append_if(expected_leaf, entry)
     }
 
     /// Appends several entries as a chain (each the child of the one before), atomically: after
@@ -482,204 +455,102 @@ impl Session {
     /// that was applied), answers their ids and writes nothing; a batch of which only some are
     /// stored is [`GroveError::InvalidArgument`] naming the first.
     pub fn append_many(&self, entries: &[NewEntry]) -> Result<Vec<String>> {
-        transact(
-            self,
-            OpKind::AppendMany,
-            self.inner.durability,
-            None,
-            |txn| {
-                txn.reserve(entries.len());
-                let appended = entries
-                    .iter()
-                    .map(|e| txn.append(e, None, None))
-                    .collect::<Result<Vec<_>>>()?;
-                let ids: Vec<String> = appended.iter().map(|a| a.id().to_owned()).collect();
-                let stored = |(i, a): (usize, &Appended)| match a {
-                    Appended::Stored { parent, .. } => {
-                        i == 0 || parent.as_deref() == ids.get(i - 1).map(String::as_str)
-                    }
-                    Appended::New(_) => false,
-                };
-                if !appended.is_empty() && appended.iter().enumerate().all(stored) {
-                    return Ok(Staged::Abandon(ids));
-                }
-                if let Some(Appended::Stored { id, .. }) = appended
-                    .into_iter()
-                    .find(|a| matches!(a, Appended::Stored { .. }))
-                {
-                    return Err(GroveError::InvalidArgument(format!(
-                        "entry id {} is stored already, but not the whole batch: a batch is \
-                         answered as stored only when all of its entries are, as one chain (a \
-                         retry); give the new entries new ids",
-                        grove_codec::ids::show_id(&id)
-                    )));
-                }
-                Ok(Staged::Commit(ids))
-            },
-        )
-    }
-
-    /// Adds the label-index update of a `label` entry at `seq` (spec §6.1: trimmed; blank
-    /// or non-string clears).
-    pub(crate) fn label_update(&self, batch: &mut WriteBatch, line: &str, target: &str, seq: u64) {
-        let key = keys::label(self.sid, target);
-        match crate::log::labels::label_value(line) {
-            Some((_, label)) => batch.put(key, record::encode(&LabelRecord { label, set_by: seq })),
-            None => batch.delete(key),
-        }
+        self.h.append_many(entries)
     }
 
     /// Moves the active leaf (`None`: the root position) and records the move as a leaf
     /// record, even when the target already is the leaf (spec §7.1). Refused with `Busy`
     /// while a turn or a navigation holds the session (use [`crate::TurnGuard::move_to`]).
     pub fn move_to(&self, target: Option<&str>) -> Result<()> {
-        self.check_idle()?;
-        let idle = |tries| self.idle_lease(tries);
-        self.move_to_with(target, None, NO_LABEL, None, OpKind::Move, &idle)
+        crate::ops::lease::check_idle(&self.h, &self.leases)?;
+        let idle = |tries| crate::ops::lease::idle_lease(&self.h, &self.leases, tries);
+        self.h
+            .move_to_with(
+                target,
+                None,
+                crate::log::write::NO_LABEL,
+                None,
+                grove_codec::op::OpKind::Move,
+                &idle,
+            )
             .map(|_| ())
-    }
-
-    /// Moves the leaf and, with `summary`, appends a branch summary at the target in the
-    /// same atomic write (one log value, spec §7.1), then, with `label`, the label entry it
-    /// makes from the summary's id. One operation of kind `op`. Returns the summary's id.
-    pub(crate) fn move_to_with(
-        &self,
-        target: Option<&str>,
-        summary: Option<&NewEntry>,
-        label: Option<impl Fn(Option<&str>) -> NewEntry>,
-        durability: Option<Durability>,
-        op: OpKind,
-        lease: LeaseCheck<'_>,
-    ) -> Result<Option<String>> {
-        let durability = durability.unwrap_or(self.inner.durability);
-        transact(self, op, durability, Some(lease), |txn| {
-            let target_seq = match target {
-                None => None,
-                Some(id) => Some(txn.require_entry(id)?),
-            };
-            txn.move_leaf(target_seq)?;
-            let summary_id = match summary {
-                None => None,
-                Some(entry) => Some(txn.append(entry, None, None)?.staged()?),
-            };
-            if let Some(label) = &label {
-                txn.append(&label(summary_id.as_deref()), None, None)?
-                    .staged()?;
-            }
-            Ok(Staged::Commit(summary_id))
-        })
     }
 
     /// The leaf history: every leaf record in log order, as (record id, target id).
     pub fn leaf_history(&self) -> Result<Vec<(String, Option<String>)>> {
-        let mut out = Vec::new();
-        for seq in index_packs::leaf_seqs(self.inner.kv.as_ref(), self.sid)? {
-            let node = self.node(seq)?;
-            let target = match node.leaf_target {
-                Some(LeafTarget::Seq(t)) => Some(self.node(t)?.id.into()),
-                _ => None,
-            };
-            out.push((node.id.into(), target));
-        }
-        Ok(out)
+        self.h.leaf_history()
+    }
+
+    /// Builds the tree of the session.
+    pub fn tree(&self) -> Result<Tree> {
+        crate::tree::whole::tree(&self.h)
+    }
+
+    /// Verifies this session.
+    pub fn verify(&self) -> Result<VerifyReport> {
+        crate::maintain::verify::verify(&self.h)
+    }
+
+    /// The entries a branch summary covers when moving from `old_leaf` to `target`, oldest
+    /// first, and their deepest common ancestor (spec §8.1).
+    pub fn collect_entries_for_branch_summary(
+        &self,
+        old_leaf: Option<&str>,
+        target: &str,
+        mode: PathMode,
+    ) -> Result<(Vec<Entry>, Option<String>)> {
+        crate::ops::summary::prepare::collect_entries_for_branch_summary(
+            &self.h, old_leaf, target, mode,
+        )
     }
 }
 
-/// No label for [`Session::move_to_with`].
-pub(crate) const NO_LABEL: Option<fn(Option<&str>) -> NewEntry> = None;
+/// Held while an agent turn streams or runs tools; dropping it ends the turn (unless it was
+/// detached: [`TurnGuard::detach`]).
+#[must_use = "the turn ends when the guard is dropped"]
+pub struct TurnGuard {
+    session: Session,
+    token: String,
+    detached: bool,
+}
 
-/// The packed count of session `sid` (0 when it has no packs).
-pub(crate) fn packed_count(inner: &Inner, sid: u64) -> Result<u64> {
-    match inner.kv.get(&keys::packed(sid))? {
-        None => Ok(0),
-        Some(v) => keys::u64_value(&v)
-            .ok_or_else(|| GroveError::Corrupt(format!("packed count of session {sid}"))),
+impl TurnGuard {
+    /// The session the turn runs on.
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
+    /// The turn's lease token: [`Session::renew_turn`], [`Session::end_turn`] and
+    /// [`Session::move_in_turn`] take it, from any handle (or process, in a shared store).
+    pub fn lease(&self) -> &str {
+        &self.token
+    }
+
+    /// Extends the turn by its time from now; `false` when it already ended or expired.
+    pub fn renew(&self) -> Result<bool> {
+        lease::renew_turn(&self.session.h, &self.session.leases, &self.token)
+    }
+
+    /// Moves the leaf on behalf of the turn holder (spec §7.1: the holder may).
+    pub fn move_to(&self, target: Option<&str>) -> Result<()> {
+        lease::move_in_turn(&self.session.h, &self.session.leases, &self.token, target)
+    }
+
+    /// Lets go of the guard without ending the turn: its token ends it
+    /// ([`Session::end_turn`]), or its time runs out. Returns the token. (The server holds
+    /// turns this way for its clients.)
+    pub fn detach(mut self) -> String {
+        self.detached = true;
+        std::mem::take(&mut self.token)
     }
 }
 
-/// Decodes the node record of the log row at `seq`.
-pub(crate) fn decode_node(seq: u64, row: &[u8]) -> Result<NodeRecord> {
-    record::decode_log_node(row).map_err(|e| GroveError::Corrupt(format!("log record {seq}: {e}")))
-}
-
-/// Decodes the log row at `seq` of session `session` into its node record and line, and
-/// checks the line: against the CRC-32 its node record holds (rows of store layout 9 and
-/// later), else against its content hash ([`record::LogRow::check_line`]). Every line the
-/// engine hands out, or copies into another session, passes here. A line that does not match
-/// is `Corrupt`, naming the session, the entry and its seq; its bytes are not handed out.
-pub(crate) fn decode_row(
-    kv: &dyn crate::kv::Kv,
-    session: &str,
-    seq: u64,
-    row: Vec<u8>,
-) -> Result<Entry> {
-    decode(kv, seq, row, Some(session))
-}
-
-/// [`decode_row`] without the line check, for rows whose line is covered otherwise or not
-/// handed out: materialized view rows (copies of checked lines, under their chunk's
-/// checksum) and the last log value a session load completes index rows from.
-pub(crate) fn decode_row_unchecked(
-    kv: &dyn crate::kv::Kv,
-    seq: u64,
-    row: Vec<u8>,
-) -> Result<Entry> {
-    decode(kv, seq, row, None)
-}
-
-/// [`decode_row`], with the operation stamp the record carries.
-pub(crate) fn decode_row_stamped(
-    kv: &dyn crate::kv::Kv,
-    session: &str,
-    seq: u64,
-    row: Vec<u8>,
-) -> Result<(Entry, Option<grove_codec::op::OpStamp>)> {
-    decode_stamped(kv, seq, row, Some(session))
-}
-
-/// Splits and decodes a log row; with `check`, the session whose line is checked.
-fn decode(kv: &dyn crate::kv::Kv, seq: u64, row: Vec<u8>, check: Option<&str>) -> Result<Entry> {
-    decode_stamped(kv, seq, row, check).map(|(entry, _)| entry)
-}
-
-/// [`decode`] with the record's operation stamp. A line stored cut (its large values in the
-/// payload store) is joined back ([`crate::core::payloads`]).
-fn decode_stamped(
-    kv: &dyn crate::kv::Kv,
-    seq: u64,
-    mut row: Vec<u8>,
-    check: Option<&str>,
-) -> Result<(Entry, Option<grove_codec::op::OpStamp>)> {
-    let parts = record::decode_log(&row)
-        .map_err(|e| GroveError::Corrupt(format!("log record {seq}: {e}")))?;
-    if let Some(session) = check {
-        if let Err(failed) = parts.check_line() {
-            return Err(GroveError::Corrupt(format!(
-                "session {session}, entry {} (record {seq}): the stored line does not match its \
-                 {failed}",
-                parts.node.id
-            )));
+impl Drop for TurnGuard {
+    fn drop(&mut self) {
+        if !self.detached {
+            // A turn whose end cannot be written expires (in a shared store) or is gone with
+            // the process.
+            let _ = lease::end_turn(&self.session.h, &self.session.leases, &self.token);
         }
     }
-    let not_utf8 = || GroveError::Corrupt(format!("line {seq} is not UTF-8"));
-    if grove_codec::splice::is_spliced(parts.line) {
-        let line = crate::core::payloads::expand(kv, parts.line).map_err(|e| {
-            GroveError::Corrupt(format!("entry {} (record {seq}): {e}", parts.node.id))
-        })?;
-        let line = String::from_utf8(line.into_owned()).map_err(|_| not_utf8())?;
-        return Ok((
-            Entry {
-                seq,
-                node: parts.node,
-                line,
-            },
-            parts.op,
-        ));
-    }
-    // The line is the row's tail: keep the buffer, drop its head.
-    let head = row.len() - parts.line.len();
-    let (node, stamp) = (parts.node, parts.op);
-    row.drain(..head);
-    let line = String::from_utf8(row).map_err(|_| not_utf8())?;
-    Ok((Entry { seq, node, line }, stamp))
 }

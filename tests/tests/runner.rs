@@ -5,6 +5,7 @@ mod cli;
 mod codec;
 mod crash;
 mod engine;
+mod layers;
 mod oracle;
 mod oracle_ops;
 mod serve;

@@ -16,8 +16,10 @@ use grove_codec::{EntryKind, Role};
 use serde_json::value::RawValue;
 
 use crate::core::error::{GroveError, Result};
-use crate::session::{Entry, Session};
+use crate::log::handle::{Entry, Handle};
+use crate::tree::paths;
 use crate::tree::paths::compaction_stop;
+use crate::tree::walk;
 
 /// Which path the settings are scanned on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,7 +57,7 @@ pub enum NullContent {
     Preserve,
 }
 
-/// Options of [`Session::build_context`] (spec §5.6).
+/// Options of [`Handle::build_context`] (spec §5.6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ContextOptions {
     /// Settings path.
@@ -82,7 +84,7 @@ impl ContextOptions {
         }
     }
 
-    /// Exactly the pi harness's `Session.buildContext()`.
+    /// Exactly the pi harness's `Handle.buildContext()`.
     pub fn pi_harness() -> ContextOptions {
         ContextOptions {
             settings_scope: SettingsScope::Branch,
@@ -177,136 +179,92 @@ impl Context {
     }
 }
 
-impl Session {
-    /// The context at the active leaf with grove's default options.
-    pub fn build_context(&self) -> Result<Context> {
-        self.build_context_with(None, ContextOptions::grove())
+/// The from-scratch fold: the context and, per selected entry, its sequence number and
+/// the number of messages once it is projected, and its depth.
+pub(crate) fn fold_context(s: &Handle, leaf: u64, options: ContextOptions) -> Result<Fold> {
+    let path = match options.selection_path {
+        SelectionPath::Full => selection_path_full(s, leaf, options.retained_tail)?,
+        SelectionPath::Branch => paths::branch_seq(s, leaf)?,
+    };
+    let (selected, tail_at) = select(&path, options.retained_tail);
+    let mut ctx = empty_context();
+    let mut marks = Vec::with_capacity(selected.len());
+    let depths = selected.iter().map(|e| e.node.depth).collect();
+    for (i, entry) in selected.iter().enumerate() {
+        project(
+            entry,
+            tail_at.contains(&i),
+            options,
+            Arc::make_mut(&mut ctx.messages),
+        )?;
+        Arc::make_mut(&mut ctx.entry_ids).push(entry.id().to_owned());
+        marks.push((entry.seq, ctx.messages.len()));
     }
-
-    /// The context at `leaf` (`None`: the active leaf) with the given options.
-    pub fn build_context_with(
-        &self,
-        leaf: Option<&str>,
-        options: ContextOptions,
-    ) -> Result<Context> {
-        let start = self.start_seq(leaf)?;
-        self.build_context_at(start, options)
-    }
-
-    /// The context at the entry `leaf` (`None`: the root position), through the view cache.
-    pub(crate) fn build_context_at(
-        &self,
-        leaf: Option<u64>,
-        options: ContextOptions,
-    ) -> Result<Context> {
-        match leaf {
-            None => Ok(empty_context()),
-            Some(leaf) => self.view_context(leaf, options),
-        }
-    }
-
-    /// The context at `leaf` (`None`: the active leaf) computed from scratch, bypassing
-    /// every cached and persisted view: the reference the views are tested against.
-    pub fn build_context_from_scratch(
-        &self,
-        leaf: Option<&str>,
-        options: ContextOptions,
-    ) -> Result<Context> {
-        match self.start_seq(leaf)? {
-            None => Ok(empty_context()),
-            Some(seq) => Ok(self.fold_context(seq, options)?.0),
-        }
-    }
-
-    /// The from-scratch fold: the context and, per selected entry, its sequence number and
-    /// the number of messages once it is projected, and its depth.
-    pub(crate) fn fold_context(&self, leaf: u64, options: ContextOptions) -> Result<Fold> {
-        let path = match options.selection_path {
-            SelectionPath::Full => self.selection_path_full(leaf, options.retained_tail)?,
-            SelectionPath::Branch => self.branch_seq(leaf)?,
-        };
-        let (selected, tail_at) = select(&path, options.retained_tail);
-        let mut ctx = empty_context();
-        let mut marks = Vec::with_capacity(selected.len());
-        let depths = selected.iter().map(|e| e.node.depth).collect();
-        for (i, entry) in selected.iter().enumerate() {
-            project(
-                entry,
-                tail_at.contains(&i),
-                options,
-                Arc::make_mut(&mut ctx.messages),
-            )?;
-            Arc::make_mut(&mut ctx.entry_ids).push(entry.id().to_owned());
-            marks.push((entry.seq, ctx.messages.len()));
-        }
-        match options.settings_scope {
-            SettingsScope::Full => self.settings_from_pointers(&self.node(leaf)?, &mut ctx)?,
-            SettingsScope::Branch => {
-                let settings_path = match options.selection_path {
-                    SelectionPath::Branch => path,
-                    SelectionPath::Full => self.branch_seq(leaf)?,
-                };
-                for entry in &settings_path {
-                    apply_setting(entry, &mut ctx);
-                }
+    match options.settings_scope {
+        SettingsScope::Full => settings_from_pointers(s, &s.node(leaf)?, &mut ctx)?,
+        SettingsScope::Branch => {
+            let settings_path = match options.selection_path {
+                SelectionPath::Branch => path,
+                SelectionPath::Full => paths::branch_seq(s, leaf)?,
+            };
+            for entry in &settings_path {
+                apply_setting(entry, &mut ctx);
             }
         }
-        if !options.report_active_tools {
-            ctx.active_tool_names = None;
-        }
-        Ok((ctx, marks, depths))
     }
+    if !options.report_active_tools {
+        ctx.active_tool_names = None;
+    }
+    Ok((ctx, marks, depths))
+}
 
-    /// The part of `path_to_root(leaf)` that selection can use (spec §5.2): everything when
-    /// the path has no compaction; otherwise the checkpoint `C` and what follows it, preceded
-    /// by the kept range when `firstKeptEntryId` is an ancestor of `C`. Found through the
-    /// checkpoint index and jump pointers, so its cost follows the context, not the depth.
-    fn selection_path_full(&self, leaf: u64, tail: RetainedTail) -> Result<Vec<Entry>> {
-        let node = self.node(leaf)?;
-        let Some(c) = node.checkpoint else {
-            return self.path_to_root_seq(leaf);
-        };
-        let after = self.path_up_to(leaf, Some(c))?;
-        let Some(cp) = after.first().filter(|e| e.seq == c) else {
-            return self.path_to_root_seq(leaf);
-        };
-        let stop = compaction_stop(&cp.line);
-        if stop.tail && tail == RetainedTail::Use {
-            return Ok(after);
-        }
-        let kept_from = match stop.first_kept.and_then(|fk| fk.to_rust()) {
-            Some(fk) => self.seq_of(&fk)?,
-            None => None,
-        };
-        let mut path = Vec::new();
-        if let (Some((f, fnode)), Some(parent)) = (kept_from, cp.node.parent.seq()) {
-            let is_ancestor = fnode.depth < cp.node.depth
-                && self
-                    .ancestor_at_depth(c, &cp.node, fnode.depth)?
-                    .is_some_and(|(a, _)| a == f);
-            if is_ancestor && matches!(cp.node.parent, grove_codec::record::Parent::Seq(_)) {
-                path = self.path_up_to(parent, Some(f))?;
-            }
-        }
-        path.extend(after);
-        Ok(path)
+/// The part of `path_to_root(leaf)` that selection can use (spec §5.2): everything when
+/// the path has no compaction; otherwise the checkpoint `C` and what follows it, preceded
+/// by the kept range when `firstKeptEntryId` is an ancestor of `C`. Found through the
+/// checkpoint index and jump pointers, so its cost follows the context, not the depth.
+pub(crate) fn selection_path_full(s: &Handle, leaf: u64, tail: RetainedTail) -> Result<Vec<Entry>> {
+    let node = s.node(leaf)?;
+    let Some(c) = node.checkpoint else {
+        return paths::path_to_root_seq(s, leaf);
+    };
+    let after = paths::path_up_to(s, leaf, Some(c))?;
+    let Some(cp) = after.first().filter(|e| e.seq == c) else {
+        return paths::path_to_root_seq(s, leaf);
+    };
+    let stop = compaction_stop(&cp.line);
+    if stop.tail && tail == RetainedTail::Use {
+        return Ok(after);
     }
+    let kept_from = match stop.first_kept.and_then(|fk| fk.to_rust()) {
+        Some(fk) => s.seq_of(&fk)?,
+        None => None,
+    };
+    let mut path = Vec::new();
+    if let (Some((f, fnode)), Some(parent)) = (kept_from, cp.node.parent.seq()) {
+        let is_ancestor = fnode.depth < cp.node.depth
+            && walk::ancestor_at_depth(s, c, &cp.node, fnode.depth)?.is_some_and(|(a, _)| a == f);
+        if is_ancestor && matches!(cp.node.parent, grove_codec::record::Parent::Seq(_)) {
+            path = paths::path_up_to(s, parent, Some(f))?;
+        }
+    }
+    path.extend(after);
+    Ok(path)
+}
 
-    /// Full-path settings in O(1): each node points at the last entry that set each one.
-    pub(crate) fn settings_from_pointers(
-        &self,
-        node: &NodeRecord,
-        ctx: &mut Context,
-    ) -> Result<()> {
-        for seq in [node.model_at, node.thinking_at, node.tools_at]
-            .into_iter()
-            .flatten()
-        {
-            let entry = self.entry_at(seq)?;
-            apply_setting(&entry, ctx);
-        }
-        Ok(())
+/// Full-path settings in O(1): each node points at the last entry that set each one.
+pub(crate) fn settings_from_pointers(
+    s: &Handle,
+    node: &NodeRecord,
+    ctx: &mut Context,
+) -> Result<()> {
+    for seq in [node.model_at, node.thinking_at, node.tools_at]
+        .into_iter()
+        .flatten()
+    {
+        let entry = s.entry_at(seq)?;
+        apply_setting(&entry, ctx);
     }
+    Ok(())
 }
 
 /// A context with no messages and default settings.

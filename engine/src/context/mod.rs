@@ -6,4 +6,5 @@
 
 pub mod build;
 pub mod plan;
+pub mod read;
 pub mod views;

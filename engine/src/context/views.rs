@@ -23,6 +23,7 @@ use grove_codec::record::{self, NodeRecord, Parent, ViewRecord, ViewRowsRecord};
 use grove_codec::EntryKind;
 use parking_lot::Mutex;
 
+use crate::context::build;
 use crate::context::build::{
     apply_setting, empty_context, project, Context, ContextOptions, RetainedTail, SelectionPath,
     SettingsScope,
@@ -30,7 +31,11 @@ use crate::context::build::{
 use crate::core::error::{GroveError, Result};
 use crate::core::keys;
 use crate::kv::WriteBatch;
-use crate::session::{decode_row_unchecked, Entry, Session};
+use crate::log::handle::{decode_row_unchecked, Entry, Handle};
+use crate::log::shared::{BeforeWrite, Logs};
+use crate::tree::paths;
+use crate::tree::walk;
+use grove_codec::record::SessionRecord;
 
 /// How many sessions keep a view in memory.
 pub const VIEW_CACHE_SESSIONS: usize = 1024;
@@ -62,7 +67,7 @@ pub(crate) struct View {
     prefix: usize,
     ctx: Context,
     unpersisted: u32,
-    /// The materialized rows stored for this session: the seqs [`Session::materialized_seqs`]
+    /// The materialized rows stored for this session: the seqs [`Handle::materialized_seqs`]
     /// chose when they were written (`None`: unknown, rewrite them at the next persist).
     materialized: Option<Vec<u64>>,
 }
@@ -158,7 +163,7 @@ impl Tracker {
     /// Returns how many messages of the context before the move the context after it keeps.
     pub(crate) fn move_to(
         &mut self,
-        session: &Session,
+        session: &Handle,
         leaf: Option<u64>,
         known: Option<(&NodeRecord, &str)>,
     ) -> Result<usize> {
@@ -179,14 +184,14 @@ impl Tracker {
             }
         };
         let moved = match self.view.take() {
-            Some(v) => session.advance(v, leaf, node, line)?.map_err(Some),
+            Some(v) => advance(session, v, leaf, node, line)?.map_err(Some),
             None => Err(None),
         };
         let (view, kept) = match moved {
             Ok(moved) => moved,
             // A fresh build: what it keeps of the old context is their common prefix.
             Err(old) => {
-                let view = session.fresh_view(leaf, node, self.options)?;
+                let view = fresh_view(session, leaf, node, self.options)?;
                 let kept = old.map_or(0, |old| {
                     old.ctx
                         .messages
@@ -210,424 +215,459 @@ fn is_grove(options: ContextOptions) -> bool {
     options == ContextOptions::grove()
 }
 
-impl Session {
-    /// The context at `leaf` when the cache holds it, without building or moving a view.
-    pub(crate) fn cached_context(&self, leaf: u64, options: ContextOptions) -> Option<Context> {
-        self.inner.views.context_at(self.sid, leaf, options)
-    }
+/// The context at `leaf` when the cache holds it, without building or moving a view.
+pub(crate) fn cached_context(
+    s: &Handle,
+    views: &Views,
+    leaf: u64,
+    options: ContextOptions,
+) -> Option<Context> {
+    views.context_at(s.sid, leaf, options)
+}
 
-    /// The context at `leaf`, reusing the cached or persisted view when it can.
-    pub(crate) fn view_context(&self, leaf: u64, options: ContextOptions) -> Result<Context> {
-        let cached = self
-            .inner
-            .views
-            .take(self.sid)
-            .filter(|v| v.options == options);
-        let cached = match cached {
-            Some(v) => Some(v),
-            None if is_grove(options) => self.load_view()?,
-            None => None,
-        };
-        // The leaf's node only when the view is not already at the leaf (a cold resume of
-        // the persisted view reads nothing else of the log).
-        let view = match cached {
-            Some(v) if v.leaf == leaf => v,
-            Some(v) => {
-                let node = self.node(leaf)?;
-                match self.advance(v, leaf, &node, None)? {
-                    Ok((v, _)) => v,
-                    Err(_) => self.fresh_view(leaf, &node, options)?,
-                }
+/// The context at `leaf`, reusing the cached or persisted view when it can.
+pub(crate) fn view_context(
+    s: &Handle,
+    views: &Views,
+    leaf: u64,
+    options: ContextOptions,
+) -> Result<Context> {
+    let cached = views.take(s.sid).filter(|v| v.options == options);
+    let cached = match cached {
+        Some(v) => Some(v),
+        None if is_grove(options) => load_view(s)?,
+        None => None,
+    };
+    // The leaf's node only when the view is not already at the leaf (a cold resume of
+    // the persisted view reads nothing else of the log).
+    let view = match cached {
+        Some(v) if v.leaf == leaf => v,
+        Some(v) => {
+            let node = s.node(leaf)?;
+            match advance(s, v, leaf, &node, None)? {
+                Ok((v, _)) => v,
+                Err(_) => fresh_view(s, leaf, &node, options)?,
             }
-            None => self.fresh_view(leaf, &self.node(leaf)?, options)?,
-        };
-        // A read writes nothing: the view is persisted by the session's next write
-        // ([`Session::persist_due_view`]).
-        let ctx = view.ctx.clone();
-        self.inner.views.put(self.sid, view);
-        Ok(ctx)
-    }
-
-    /// Persists the cached view when it is due (built [`PERSIST_EVERY`] times since it was
-    /// last persisted) and still at the leaf. Called by a writer of the session, under its
-    /// writer lock, before its transaction: the view goes out with the write's flush, so
-    /// reads never write.
-    pub(crate) fn persist_due_view(&self, leaf: Option<u64>) -> Result<()> {
-        let Some(mut view) = self.inner.views.take(self.sid) else {
-            return Ok(());
-        };
-        let due =
-            is_grove(view.options) && view.unpersisted >= PERSIST_EVERY && leaf == Some(view.leaf);
-        let persisted = if due {
-            self.persist_view(&mut view)
-        } else {
-            Ok(())
-        };
-        if due && persisted.is_ok() {
-            view.unpersisted = 0;
         }
-        self.inner.views.put(self.sid, view);
-        persisted
-    }
+        None => fresh_view(s, leaf, &s.node(leaf)?, options)?,
+    };
+    // A read writes nothing: the view is persisted by the session's next write
+    // ([`persist_due_view`]).
+    let ctx = view.ctx.clone();
+    views.put(s.sid, view);
+    Ok(ctx)
+}
 
-    fn fresh_view(&self, leaf: u64, node: &NodeRecord, options: ContextOptions) -> Result<View> {
-        let (ctx, marks, depths) = self.fold_context(leaf, options)?;
-        let view = View {
-            leaf,
-            options,
-            checkpoint: node.checkpoint,
-            prefix: prefix_len(&depths, node.checkpoint.is_some()),
-            marks,
-            ctx,
-            unpersisted: PERSIST_EVERY,
-            materialized: None,
-        };
-        Ok(view)
+/// Persists the cached view when it is due (built [`PERSIST_EVERY`] times since it was
+/// last persisted) and still at the leaf. Called by a writer of the session, under its
+/// writer lock, before its transaction: the view goes out with the write's flush, so
+/// reads never write.
+pub(crate) fn persist_due_view(s: &Handle, views: &Views, leaf: Option<u64>) -> Result<()> {
+    let Some(mut view) = views.take(s.sid) else {
+        return Ok(());
+    };
+    let due =
+        is_grove(view.options) && view.unpersisted >= PERSIST_EVERY && leaf == Some(view.leaf);
+    let persisted = if due {
+        persist_view(s, &mut view)
+    } else {
+        Ok(())
+    };
+    if due && persisted.is_ok() {
+        view.unpersisted = 0;
     }
+    views.put(s.sid, view);
+    persisted
+}
 
-    /// Moves a view to `leaf` without a full rebuild, when the selection rule allows it:
-    /// same checkpoint, and the common ancestor inside the part of the view after it. Also
-    /// returns how many of the view's messages the moved view kept; gives the view back
-    /// untouched when it cannot move it. `line`: the leaf's line, when the caller has it.
-    fn advance(
-        &self,
-        mut view: View,
-        leaf: u64,
-        node: &NodeRecord,
-        line: Option<&str>,
-    ) -> Result<std::result::Result<(View, usize), View>> {
-        if node.checkpoint != view.checkpoint || node.kind == EntryKind::Compaction.tag() {
+fn fresh_view(s: &Handle, leaf: u64, node: &NodeRecord, options: ContextOptions) -> Result<View> {
+    let (ctx, marks, depths) = build::fold_context(s, leaf, options)?;
+    let view = View {
+        leaf,
+        options,
+        checkpoint: node.checkpoint,
+        prefix: prefix_len(&depths, node.checkpoint.is_some()),
+        marks,
+        ctx,
+        unpersisted: PERSIST_EVERY,
+        materialized: None,
+    };
+    Ok(view)
+}
+
+/// Moves a view to `leaf` without a full rebuild, when the selection rule allows it:
+/// same checkpoint, and the common ancestor inside the part of the view after it. Also
+/// returns how many of the view's messages the moved view kept; gives the view back
+/// untouched when it cannot move it. `line`: the leaf's line, when the caller has it.
+fn advance(
+    s: &Handle,
+    mut view: View,
+    leaf: u64,
+    node: &NodeRecord,
+    line: Option<&str>,
+) -> Result<std::result::Result<(View, usize), View>> {
+    if node.checkpoint != view.checkpoint || node.kind == EntryKind::Compaction.tag() {
+        return Ok(Err(view));
+    }
+    let options = view.options;
+    let simple = options.selection_path == SelectionPath::Full
+        && (options.settings_scope == SettingsScope::Full || node.parent == Parent::Seq(view.leaf));
+    if !simple {
+        return Ok(Err(view));
+    }
+    // The new side: entries from just below the common ancestor down to the leaf.
+    let mut kept = view.ctx.messages.len();
+    let child = node.parent == Parent::Seq(view.leaf);
+    let new_side: Vec<Entry> = if child {
+        // The node was read already; only the line may be missing.
+        vec![Entry {
+            seq: leaf,
+            node: node.clone(),
+            line: match line {
+                Some(l) => l.to_owned(),
+                None => s.line(leaf)?,
+            },
+        }]
+    } else {
+        if walk::in_cycle_tree(s, leaf)? || walk::in_cycle_tree(s, view.leaf)? {
             return Ok(Err(view));
         }
-        let options = view.options;
-        let simple = options.selection_path == SelectionPath::Full
-            && (options.settings_scope == SettingsScope::Full
-                || node.parent == Parent::Seq(view.leaf));
-        if !simple {
+        let Some(common) = walk::common_ancestor(s, view.leaf, leaf)? else {
+            return Ok(Err(view));
+        };
+        // Only the path below the checkpoint (or the whole path without one) grows and
+        // shrinks like a path; the checkpoint and its kept range stay as they are.
+        let at = if Some(common) == view.checkpoint {
+            view.prefix.checked_sub(1)
+        } else {
+            view.marks.iter().rposition(|&(s, _)| s == common)
+        };
+        let Some(at) = at.filter(|&at| at + 1 >= view.prefix) else {
+            return Ok(Err(view));
+        };
+        let mut side = paths::path_up_to(s, leaf, Some(common))?;
+        if side.first().map(|e| e.seq) != Some(common) {
             return Ok(Err(view));
         }
-        // The new side: entries from just below the common ancestor down to the leaf.
-        let mut kept = view.ctx.messages.len();
-        let child = node.parent == Parent::Seq(view.leaf);
-        let new_side: Vec<Entry> = if child {
-            // The node was read already; only the line may be missing.
-            vec![Entry {
-                seq: leaf,
-                node: node.clone(),
-                line: match line {
-                    Some(l) => l.to_owned(),
-                    None => self.line(leaf)?,
-                },
-            }]
-        } else {
-            if self.in_cycle_tree(leaf)? || self.in_cycle_tree(view.leaf)? {
-                return Ok(Err(view));
-            }
-            let Some(common) = self.common_ancestor(view.leaf, leaf)? else {
-                return Ok(Err(view));
-            };
-            // Only the path below the checkpoint (or the whole path without one) grows and
-            // shrinks like a path; the checkpoint and its kept range stay as they are.
-            let at = if Some(common) == view.checkpoint {
-                view.prefix.checked_sub(1)
-            } else {
-                view.marks.iter().rposition(|&(s, _)| s == common)
-            };
-            let Some(at) = at.filter(|&at| at + 1 >= view.prefix) else {
-                return Ok(Err(view));
-            };
-            let mut side = self.path_up_to(leaf, Some(common))?;
-            if side.first().map(|e| e.seq) != Some(common) {
-                return Ok(Err(view));
-            }
-            side.remove(0);
-            kept = view.marks[at].1;
-            view.marks.truncate(at + 1);
-            Arc::make_mut(&mut view.ctx.messages).truncate(kept);
-            Arc::make_mut(&mut view.ctx.entry_ids).truncate(at + 1);
-            side
-        };
-        for entry in &new_side {
-            // Entries after the checkpoint project on their own (no tails there).
-            project(entry, false, options, Arc::make_mut(&mut view.ctx.messages))?;
-            Arc::make_mut(&mut view.ctx.entry_ids).push(entry.id().to_owned());
-            view.marks.push((entry.seq, view.ctx.messages.len()));
-        }
-        match options.settings_scope {
-            // A child's settings are its parent's, changed by what it sets itself: no read.
-            SettingsScope::Full if !child => {
-                view.ctx.model = None;
-                view.ctx.thinking_level = grove_codec::jsstr::quote("off");
-                view.ctx.active_tool_names = None;
-                self.settings_from_pointers(node, &mut view.ctx)?;
-            }
-            _ => {
-                for entry in &new_side {
-                    apply_setting(entry, &mut view.ctx);
-                }
-            }
-        }
-        if !options.report_active_tools {
+        side.remove(0);
+        kept = view.marks[at].1;
+        view.marks.truncate(at + 1);
+        Arc::make_mut(&mut view.ctx.messages).truncate(kept);
+        Arc::make_mut(&mut view.ctx.entry_ids).truncate(at + 1);
+        side
+    };
+    for entry in &new_side {
+        // Entries after the checkpoint project on their own (no tails there).
+        project(entry, false, options, Arc::make_mut(&mut view.ctx.messages))?;
+        Arc::make_mut(&mut view.ctx.entry_ids).push(entry.id().to_owned());
+        view.marks.push((entry.seq, view.ctx.messages.len()));
+    }
+    match options.settings_scope {
+        // A child's settings are its parent's, changed by what it sets itself: no read.
+        SettingsScope::Full if !child => {
+            view.ctx.model = None;
+            view.ctx.thinking_level = grove_codec::jsstr::quote("off");
             view.ctx.active_tool_names = None;
+            build::settings_from_pointers(s, node, &mut view.ctx)?;
         }
-        view.leaf = leaf;
-        view.unpersisted += 1;
-        Ok(Ok((view, kept)))
+        _ => {
+            for entry in &new_side {
+                apply_setting(entry, &mut view.ctx);
+            }
+        }
     }
-
-    /// Writes the view as the session's persisted view (a cache: no flush), with its
-    /// materialized rows when they changed.
-    fn persist_view(&self, view: &mut View) -> Result<()> {
-        let segments = segments_of(&view.marks);
-        let rec = ViewRecord {
-            leaf: view.leaf,
-            checkpoint: view.checkpoint,
-            segments,
-        };
-        // A cache write on the read path: skipped on a poisoned store, and its failure is not
-        // the reader's problem (the view is rebuilt next time).
-        if self.inner.check_writable().is_err() {
-            return Ok(());
-        }
-        let mut batch = WriteBatch::new();
-        batch.put(keys::view(self.sid), record::encode(&rec));
-        let wanted = self.materialized_seqs(&rec, &self.node(view.leaf)?);
-        if view.materialized.as_ref() != Some(&wanted) {
-            self.stage_view_rows(&mut batch, &rec, &wanted)?;
-            view.materialized = Some(wanted);
-        }
-        let _ = self.inner.kv.apply_buffered(batch, false);
-        Ok(())
+    if !options.report_active_tools {
+        view.ctx.active_tool_names = None;
     }
+    view.leaf = leaf;
+    view.unpersisted += 1;
+    Ok(Ok((view, kept)))
+}
 
-    /// The seqs whose rows a persisted view materializes: the selected entries of every short
-    /// range (at most [`SHORT_RANGE_ROWS`]: a part of the packs and batches of up to 256
-    /// records they lie in; a longer range uses most of its log values and is read from the
-    /// log) but the last (it ends at the leaf and grows with appends, consecutive in the log);
-    /// of the last, when the path branches, its imported records if they are that few; and
-    /// the entries the settings of `leaf` come from, outside what the log reads of the view
-    /// cover. At most [`VIEW_ROWS_MAX`], ascending.
-    fn materialized_seqs(&self, rec: &ViewRecord, leaf: &NodeRecord) -> Vec<u64> {
-        let Some((&(lo, hi), rest)) = rec.segments.split_last() else {
-            return Vec::new();
-        };
-        let short = |&&(a, b): &&(u64, u64)| b - a < SHORT_RANGE_ROWS;
-        let mut seqs: Vec<u64> = rest
-            .iter()
-            .filter(short)
-            .flat_map(|&(a, b)| a..=b)
-            .collect();
-        let long: Vec<(u64, u64)> = rest.iter().filter(|r| !short(r)).copied().collect();
-        let mut from_log = lo..=hi;
-        if !rest.is_empty() && self.packed > lo {
-            let imported_end = hi.min(self.packed - 1);
-            if imported_end - lo < SHORT_RANGE_ROWS {
-                seqs.extend(lo..=imported_end);
-                from_log = imported_end + 1..=hi;
-            }
-        }
-        seqs.extend(
-            [leaf.model_at, leaf.thinking_at, leaf.tools_at]
-                .into_iter()
-                .flatten()
-                .filter(|s| {
-                    !from_log.contains(s) && !long.iter().any(|&(a, b)| (a..=b).contains(s))
-                }),
-        );
-        seqs.sort_unstable();
-        seqs.dedup();
-        seqs.truncate(VIEW_ROWS_MAX);
-        seqs
+/// Writes the view as the session's persisted view (a cache: no flush), with its
+/// materialized rows when they changed.
+fn persist_view(s: &Handle, view: &mut View) -> Result<()> {
+    let segments = segments_of(&view.marks);
+    let rec = ViewRecord {
+        leaf: view.leaf,
+        checkpoint: view.checkpoint,
+        segments,
+    };
+    // A cache write on the read path: skipped on a poisoned store, and its failure is not
+    // the reader's problem (the view is rebuilt next time).
+    if s.inner.check_writable().is_err() {
+        return Ok(());
     }
-
-    /// Stages the replacement of the session's materialized rows by the rows of `seqs` (up
-    /// to [`VIEW_ROWS_BUDGET`] bytes of them), in chunks of about [`VIEW_ROWS_CHUNK_BYTES`].
-    fn stage_view_rows(
-        &self,
-        batch: &mut WriteBatch,
-        rec: &ViewRecord,
-        seqs: &[u64],
-    ) -> Result<()> {
-        let (start, end) = keys::view_rows_range(self.sid);
-        for pair in self.inner.kv.scan(&start, &end) {
-            batch.delete(pair?.0);
-        }
-        // The selected ranges by scans of the log, the settings' entries one by one.
-        let mut entries: Vec<Entry> = Vec::with_capacity(seqs.len());
-        let mut rest = seqs;
-        for &(lo, hi) in &rec.segments {
-            let n = rest.iter().take_while(|&&s| s < lo).count();
-            for &seq in &rest[..n] {
-                entries.push(self.entry_at(seq)?);
-            }
-            rest = &rest[n..];
-            let m = rest.iter().take_while(|&&s| s <= hi).count();
-            if let (Some(&first), Some(&last)) = (rest.first(), rest[..m].last()) {
-                entries.extend(self.read_range(first, last)?);
-            }
-            rest = &rest[m..];
-        }
-        for &seq in rest {
-            entries.push(self.entry_at(seq)?);
-        }
-        let wanted = ViewRowsRecord::digest_of(seqs);
-        let (mut chunk, mut bytes, mut total, mut index) = (Vec::new(), 0, 0, 0u64);
-        for e in entries {
-            let row = record::encode_log(&e.node, e.line.as_bytes());
-            total += row.len();
-            // At least one row, so that what is stored is never empty when rows are wanted.
-            if total > VIEW_ROWS_BUDGET && total > row.len() {
-                break;
-            }
-            if bytes > 0 && bytes + row.len() > VIEW_ROWS_CHUNK_BYTES {
-                let rows = std::mem::take(&mut chunk);
-                batch.put(
-                    keys::view_rows(self.sid, index),
-                    record::encode(&ViewRowsRecord { wanted, rows }),
-                );
-                index += 1;
-                bytes = 0;
-            }
-            bytes += row.len();
-            chunk.push((e.seq, row));
-        }
-        if !chunk.is_empty() {
-            batch.put(
-                keys::view_rows(self.sid, index),
-                record::encode(&ViewRowsRecord {
-                    wanted,
-                    rows: chunk,
-                }),
-            );
-        }
-        Ok(())
+    let mut batch = WriteBatch::new();
+    batch.put(keys::view(s.sid), record::encode(&rec));
+    let wanted = materialized_seqs(s, &rec, &s.node(view.leaf)?);
+    if view.materialized.as_ref() != Some(&wanted) {
+        stage_view_rows(s, &mut batch, &rec, &wanted)?;
+        view.materialized = Some(wanted);
     }
+    let _ = s.inner.kv.apply_buffered(batch, false);
+    Ok(())
+}
 
-    /// The session's materialized rows, by seq, and the digests of the seq lists they were
-    /// written for. A chunk that does not decode is left out, its digest counted as `None`:
-    /// the rows are a cache, the log has them, and the next persist replaces the chunk
-    /// (`verify` reports it meanwhile).
-    fn view_rows(&self) -> Result<StoredRows> {
-        let (start, end) = keys::view_rows_range(self.sid);
-        let mut out = BTreeMap::new();
-        let mut digests = Vec::new();
-        for pair in self.inner.kv.scan(&start, &end) {
-            let (_, v) = pair?;
-            let decoded = record::decode::<ViewRowsRecord>(&v).ok().and_then(|chunk| {
-                let rows = chunk
-                    .rows
-                    .into_iter()
-                    .map(|(seq, row)| decode_row_unchecked(self.inner.kv.as_ref(), seq, row).ok())
-                    .collect::<Option<Vec<Entry>>>()?;
-                Some((chunk.wanted, rows))
-            });
-            match decoded {
-                Some((wanted, rows)) => {
-                    digests.push(Some(wanted));
-                    out.extend(rows.into_iter().map(|e| (e.seq, e)));
-                }
-                None => digests.push(None),
-            }
+/// The seqs whose rows a persisted view materializes: the selected entries of every short
+/// range (at most [`SHORT_RANGE_ROWS`]: a part of the packs and batches of up to 256
+/// records they lie in; a longer range uses most of its log values and is read from the
+/// log) but the last (it ends at the leaf and grows with appends, consecutive in the log);
+/// of the last, when the path branches, its imported records if they are that few; and
+/// the entries the settings of `leaf` come from, outside what the log reads of the view
+/// cover. At most [`VIEW_ROWS_MAX`], ascending.
+fn materialized_seqs(s: &Handle, rec: &ViewRecord, leaf: &NodeRecord) -> Vec<u64> {
+    let Some((&(lo, hi), rest)) = rec.segments.split_last() else {
+        return Vec::new();
+    };
+    let short = |&&(a, b): &&(u64, u64)| b - a < SHORT_RANGE_ROWS;
+    let mut seqs: Vec<u64> = rest
+        .iter()
+        .filter(short)
+        .flat_map(|&(a, b)| a..=b)
+        .collect();
+    let long: Vec<(u64, u64)> = rest.iter().filter(|r| !short(r)).copied().collect();
+    let mut from_log = lo..=hi;
+    if !rest.is_empty() && s.packed > lo {
+        let imported_end = hi.min(s.packed - 1);
+        if imported_end - lo < SHORT_RANGE_ROWS {
+            seqs.extend(lo..=imported_end);
+            from_log = imported_end + 1..=hi;
         }
-        Ok((out, digests))
     }
-
-    /// Rebuilds the persisted view from its ranges (no path walk): the materialized rows
-    /// first, the log for the rest.
-    fn load_view(&self) -> Result<Option<View>> {
-        let Some(rec) = self.inner.get::<ViewRecord>(&keys::view(self.sid))? else {
-            return Ok(None);
-        };
-        let options = ContextOptions::grove();
-        let (mut stored, digests) = self.view_rows()?;
-        let on_disk: Vec<u64> = stored.keys().copied().collect();
-        let node = match stored.get(&rec.leaf) {
-            Some(e) => e.node.clone(),
-            None => self.node(rec.leaf)?,
-        };
-        // The settings' entries before the selection takes its rows out of the map.
-        let mut settings = Vec::new();
-        for seq in [node.model_at, node.thinking_at, node.tools_at]
+    seqs.extend(
+        [leaf.model_at, leaf.thinking_at, leaf.tools_at]
             .into_iter()
             .flatten()
-        {
-            settings.push(match stored.get(&seq) {
-                Some(e) => e.clone(),
-                None => self.entry_at(seq)?,
-            });
-        }
-        let mut selected: Vec<Entry> = Vec::new();
-        for &(lo, hi) in &rec.segments {
-            if lo > hi {
-                return Err(GroveError::Corrupt("view segment out of order".into()));
-            }
-            let mut seq = lo;
-            while seq <= hi {
-                if let Some(e) = stored.remove(&seq) {
-                    selected.push(e);
-                    seq += 1;
-                    continue;
-                }
-                // The run of rows not materialized, read from the log by one scan.
-                let end = stored.range(seq..=hi).next().map_or(hi, |(&s, _)| s - 1);
-                selected.extend(self.read_range(seq, end)?);
-                seq = end + 1;
-            }
-        }
-        let mut ctx = empty_context();
-        let mut marks = Vec::with_capacity(selected.len());
-        let compaction = |i: usize| {
-            selected
-                .get(i)
-                .is_some_and(|e| e.kind() == EntryKind::Compaction)
-        };
-        for (i, entry) in selected.iter().enumerate() {
-            // The tail rule of spec §5.4: the checkpoint first, and a compaction opening the
-            // kept range right after it.
-            let tail = options.retained_tail == RetainedTail::Use
-                && (i == 0 || (i == 1 && compaction(0)))
-                && compaction(i);
-            project(entry, tail, options, Arc::make_mut(&mut ctx.messages))?;
-            Arc::make_mut(&mut ctx.entry_ids).push(entry.id().to_owned());
-            marks.push((entry.seq, ctx.messages.len()));
-        }
-        for entry in &settings {
-            apply_setting(entry, &mut ctx);
-        }
-        let depths: Vec<u64> = selected.iter().map(|e| e.node.depth).collect();
-        // What is stored answers this view when it was written for the seqs this view wants
-        // and holds a prefix of them (the byte budget cuts the rest). Otherwise (a view
-        // persisted by an older build, or rows lost) the view is persisted again at once.
-        let wanted = self.materialized_seqs(&rec, &node);
-        let digest = ViewRowsRecord::digest_of(&wanted);
+            .filter(|s| !from_log.contains(s) && !long.iter().any(|&(a, b)| (a..=b).contains(s))),
+    );
+    seqs.sort_unstable();
+    seqs.dedup();
+    seqs.truncate(VIEW_ROWS_MAX);
+    seqs
+}
 
-        let current = match wanted.is_empty() {
-            true => digests.is_empty(),
-            false => {
-                wanted.starts_with(&on_disk)
-                    && !digests.is_empty()
-                    && digests.iter().all(|&d| d == Some(digest))
-            }
-        };
-        let (materialized, unpersisted) = match current {
-            true => (Some(wanted), 0),
-            false => (None, PERSIST_EVERY),
-        };
-        Ok(Some(View {
-            leaf: rec.leaf,
-            options,
-            checkpoint: rec.checkpoint,
-            prefix: prefix_len(&depths, rec.checkpoint.is_some()),
-            marks,
-            ctx,
-            unpersisted,
-            materialized,
-        }))
+/// Stages the replacement of the session's materialized rows by the rows of `seqs` (up
+/// to [`VIEW_ROWS_BUDGET`] bytes of them), in chunks of about [`VIEW_ROWS_CHUNK_BYTES`].
+fn stage_view_rows(
+    s: &Handle,
+    batch: &mut WriteBatch,
+    rec: &ViewRecord,
+    seqs: &[u64],
+) -> Result<()> {
+    let (start, end) = keys::view_rows_range(s.sid);
+    for pair in s.inner.kv.scan(&start, &end) {
+        batch.delete(pair?.0);
     }
+    // The selected ranges by scans of the log, the settings' entries one by one.
+    let mut entries: Vec<Entry> = Vec::with_capacity(seqs.len());
+    let mut rest = seqs;
+    for &(lo, hi) in &rec.segments {
+        let n = rest.iter().take_while(|&&s| s < lo).count();
+        for &seq in &rest[..n] {
+            entries.push(s.entry_at(seq)?);
+        }
+        rest = &rest[n..];
+        let m = rest.iter().take_while(|&&s| s <= hi).count();
+        if let (Some(&first), Some(&last)) = (rest.first(), rest[..m].last()) {
+            entries.extend(read_range(s, first, last)?);
+        }
+        rest = &rest[m..];
+    }
+    for &seq in rest {
+        entries.push(s.entry_at(seq)?);
+    }
+    let wanted = ViewRowsRecord::digest_of(seqs);
+    let (mut chunk, mut bytes, mut total, mut index) = (Vec::new(), 0, 0, 0u64);
+    for e in entries {
+        let row = record::encode_log(&e.node, e.line.as_bytes());
+        total += row.len();
+        // At least one row, so that what is stored is never empty when rows are wanted.
+        if total > VIEW_ROWS_BUDGET && total > row.len() {
+            break;
+        }
+        if bytes > 0 && bytes + row.len() > VIEW_ROWS_CHUNK_BYTES {
+            let rows = std::mem::take(&mut chunk);
+            batch.put(
+                keys::view_rows(s.sid, index),
+                record::encode(&ViewRowsRecord { wanted, rows }),
+            );
+            index += 1;
+            bytes = 0;
+        }
+        bytes += row.len();
+        chunk.push((e.seq, row));
+    }
+    if !chunk.is_empty() {
+        batch.put(
+            keys::view_rows(s.sid, index),
+            record::encode(&ViewRowsRecord {
+                wanted,
+                rows: chunk,
+            }),
+        );
+    }
+    Ok(())
+}
 
-    /// Records `lo..=hi` in ascending order, by one range scan (a gap is `Corrupt`: the log
-    /// range checks that every record of it is there).
-    pub(crate) fn read_range(&self, lo: u64, hi: u64) -> Result<Vec<Entry>> {
-        self.log_range(lo, hi + 1).entries(self.id()).collect()
+/// The session's materialized rows, by seq, and the digests of the seq lists they were
+/// written for. A chunk that does not decode is left out, its digest counted as `None`:
+/// the rows are a cache, the log has them, and the next persist replaces the chunk
+/// (`verify` reports it meanwhile).
+fn view_rows(s: &Handle) -> Result<StoredRows> {
+    let (start, end) = keys::view_rows_range(s.sid);
+    let mut out = BTreeMap::new();
+    let mut digests = Vec::new();
+    for pair in s.inner.kv.scan(&start, &end) {
+        let (_, v) = pair?;
+        let decoded = record::decode::<ViewRowsRecord>(&v).ok().and_then(|chunk| {
+            let rows = chunk
+                .rows
+                .into_iter()
+                .map(|(seq, row)| decode_row_unchecked(s.inner.kv.as_ref(), seq, row).ok())
+                .collect::<Option<Vec<Entry>>>()?;
+            Some((chunk.wanted, rows))
+        });
+        match decoded {
+            Some((wanted, rows)) => {
+                digests.push(Some(wanted));
+                out.extend(rows.into_iter().map(|e| (e.seq, e)));
+            }
+            None => digests.push(None),
+        }
+    }
+    Ok((out, digests))
+}
+
+/// Rebuilds the persisted view from its ranges (no path walk): the materialized rows
+/// first, the log for the rest.
+fn load_view(s: &Handle) -> Result<Option<View>> {
+    let Some(rec) = s.inner.get::<ViewRecord>(&keys::view(s.sid))? else {
+        return Ok(None);
+    };
+    let options = ContextOptions::grove();
+    let (mut stored, digests) = view_rows(s)?;
+    let on_disk: Vec<u64> = stored.keys().copied().collect();
+    let node = match stored.get(&rec.leaf) {
+        Some(e) => e.node.clone(),
+        None => s.node(rec.leaf)?,
+    };
+    // The settings' entries before the selection takes its rows out of the map.
+    let mut settings = Vec::new();
+    for seq in [node.model_at, node.thinking_at, node.tools_at]
+        .into_iter()
+        .flatten()
+    {
+        settings.push(match stored.get(&seq) {
+            Some(e) => e.clone(),
+            None => s.entry_at(seq)?,
+        });
+    }
+    let mut selected: Vec<Entry> = Vec::new();
+    for &(lo, hi) in &rec.segments {
+        if lo > hi {
+            return Err(GroveError::Corrupt("view segment out of order".into()));
+        }
+        let mut seq = lo;
+        while seq <= hi {
+            if let Some(e) = stored.remove(&seq) {
+                selected.push(e);
+                seq += 1;
+                continue;
+            }
+            // The run of rows not materialized, read from the log by one scan.
+            let end = stored.range(seq..=hi).next().map_or(hi, |(&s, _)| s - 1);
+            selected.extend(read_range(s, seq, end)?);
+            seq = end + 1;
+        }
+    }
+    let mut ctx = empty_context();
+    let mut marks = Vec::with_capacity(selected.len());
+    let compaction = |i: usize| {
+        selected
+            .get(i)
+            .is_some_and(|e| e.kind() == EntryKind::Compaction)
+    };
+    for (i, entry) in selected.iter().enumerate() {
+        // The tail rule of spec §5.4: the checkpoint first, and a compaction opening the
+        // kept range right after it.
+        let tail = options.retained_tail == RetainedTail::Use
+            && (i == 0 || (i == 1 && compaction(0)))
+            && compaction(i);
+        project(entry, tail, options, Arc::make_mut(&mut ctx.messages))?;
+        Arc::make_mut(&mut ctx.entry_ids).push(entry.id().to_owned());
+        marks.push((entry.seq, ctx.messages.len()));
+    }
+    for entry in &settings {
+        apply_setting(entry, &mut ctx);
+    }
+    let depths: Vec<u64> = selected.iter().map(|e| e.node.depth).collect();
+    // What is stored answers this view when it was written for the seqs this view wants
+    // and holds a prefix of them (the byte budget cuts the rest). Otherwise (a view
+    // persisted by an older build, or rows lost) the view is persisted again at once.
+    let wanted = materialized_seqs(s, &rec, &node);
+    let digest = ViewRowsRecord::digest_of(&wanted);
+
+    let current = match wanted.is_empty() {
+        true => digests.is_empty(),
+        false => {
+            wanted.starts_with(&on_disk)
+                && !digests.is_empty()
+                && digests.iter().all(|&d| d == Some(digest))
+        }
+    };
+    let (materialized, unpersisted) = match current {
+        true => (Some(wanted), 0),
+        false => (None, PERSIST_EVERY),
+    };
+    Ok(Some(View {
+        leaf: rec.leaf,
+        options,
+        checkpoint: rec.checkpoint,
+        prefix: prefix_len(&depths, rec.checkpoint.is_some()),
+        marks,
+        ctx,
+        unpersisted,
+        materialized,
+    }))
+}
+
+/// Records `lo..=hi` in ascending order, by one range scan (a gap is `Corrupt`: the log
+/// range checks that every record of it is there).
+pub(crate) fn read_range(s: &Handle, lo: u64, hi: u64) -> Result<Vec<Entry>> {
+    s.log_range(lo, hi + 1).entries(s.id()).collect()
+}
+
+/// Persists every cached view that is due (the store's flush): each under its session's
+/// writer lock, as a writer would before its transaction.
+pub(crate) fn persist_due_views(logs: &Arc<Logs>, views: &Views) -> Result<()> {
+    for sid in views.sids() {
+        let Some(record) = logs.inner.get::<SessionRecord>(&keys::session(sid))? else {
+            continue;
+        };
+        let session = Handle::open(logs.clone(), sid, record)?;
+        let lock = logs.session_lock(sid);
+        let _writer = lock.lock();
+        // A cache: a view that cannot be written is rebuilt next time.
+        let _ = persist_due_view(&session, views, session.head()?.leaf);
+    }
+    Ok(())
+}
+
+/// The session log's before-write hook of the context views: a writer persists its session's
+/// due view with its write ([`persist_due_view`]).
+pub(crate) struct PersistDueViews(pub(crate) Arc<Views>);
+
+impl BeforeWrite for PersistDueViews {
+    fn before_write(
+        &self,
+        logs: &Arc<Logs>,
+        sid: u64,
+        record: &Arc<SessionRecord>,
+        packed: u64,
+        leaf: Option<u64>,
+    ) -> Result<()> {
+        let session = Handle::known(logs.clone(), sid, record.clone(), packed);
+        persist_due_view(&session, &self.0, leaf)
     }
 }

@@ -5,7 +5,7 @@
 //! This module owns the lock file and nothing else; it calls only the standard library.
 
 use std::fs::{File, OpenOptions, TryLockError};
-use std::io::{ErrorKind, Read, Seek, SeekFrom, Write};
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -46,15 +46,6 @@ fn io_error(path: &Path, source: std::io::Error) -> GroveError {
     }
 }
 
-/// Whether an I/O error says the directory cannot be written at all (a read-only mount,
-/// immutable files, no permission).
-pub(crate) fn is_unwritable(e: &std::io::Error) -> bool {
-    matches!(
-        e.kind(),
-        ErrorKind::ReadOnlyFilesystem | ErrorKind::PermissionDenied
-    ) || e.raw_os_error() == Some(1) // EPERM: an immutable file
-}
-
 /// Locks the store directory `dir` in `mode`, waiting up to `wait` for a process that holds
 /// it. A directory that cannot be written (a read-only mount) takes a shared lock when the
 /// lock file exists, and no lock when it cannot even be created: nobody can write there.
@@ -66,10 +57,10 @@ pub(crate) fn lock(dir: &Path, mode: LockMode, wait: Duration) -> Result<DirLock
         .create(true)
         .truncate(false)
         .open(&path);
-    let writable = !matches!(&opened, Err(e) if is_unwritable(e));
+    let writable = !matches!(&opened, Err(e) if crate::kv::files::is_unwritable(e));
     let file = match opened {
         Ok(f) => f,
-        Err(e) if is_unwritable(&e) => match File::open(&path) {
+        Err(e) if crate::kv::files::is_unwritable(&e) => match File::open(&path) {
             Ok(f) => f,
             // No lock file and no way to make one: a directory nobody can write.
             Err(_) => {

@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use grove_codec::pack::{LogPack, LogValue};
 use grove_codec::record::{self, SessionRecord};
 
-use crate::core::error::{GroveError, Result};
+use crate::core::error::{GroveError, LostWrites, Result};
 use crate::core::keys;
 use crate::kv::{Kv, WriteBatch};
 
@@ -64,7 +64,7 @@ fn encode(record: &Record) -> Vec<u8> {
     for (sid, next, id) in &record.heads {
         out.extend_from_slice(&sid.to_be_bytes());
         out.extend_from_slice(&next.to_be_bytes());
-        // Session ids are short (`util::check_session_id`); a longer one is cut.
+        // Handle ids are short (`util::check_session_id`); a longer one is cut.
         let id = &id.as_bytes()[..id.len().min(u16::MAX as usize)];
         out.extend_from_slice(&(id.len() as u16).to_be_bytes());
         out.extend_from_slice(id);
@@ -99,46 +99,6 @@ fn decode(bytes: &[u8]) -> Option<Record> {
     (crc32fast::hash(&bytes[..end]).to_le_bytes() == sum).then_some(Record { epoch, heads, more })
 }
 
-/// What a store lost: acknowledged durable commits its backend no longer holds.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LostWrites {
-    /// The store directory.
-    pub dir: PathBuf,
-    /// Durable commits acknowledged (the record's epoch).
-    pub acknowledged: u64,
-    /// Durable commits the backend holds.
-    pub held: u64,
-    /// Sessions whose last acknowledged writes are missing: `(session, what is missing)`.
-    pub sessions: Vec<(String, String)>,
-    /// Whether the record names every session the lost commits wrote (it keeps 64).
-    pub complete: bool,
-}
-
-impl std::fmt::Display for LostWrites {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "the store {} lost acknowledged writes: {} durable commit(s) were acknowledged, its \
-             backend holds {}",
-            self.dir.display(),
-            self.acknowledged,
-            self.held
-        )?;
-        for (session, what) in &self.sessions {
-            write!(f, "; session {session}: {what}")?;
-        }
-        if !self.complete {
-            write!(f, "; other sessions written then are not named")?;
-        } else if self.sessions.is_empty() {
-            write!(
-                f,
-                "; the sessions the last durable commit wrote hold every record it wrote"
-            )?;
-        }
-        Ok(())
-    }
-}
-
 /// The durable-commit state of an open store.
 pub(crate) struct Durable {
     path: PathBuf,
@@ -148,7 +108,7 @@ pub(crate) struct Durable {
     heads: BTreeMap<u64, u64>,
     /// The length of the record file as last written.
     len: u64,
-    /// Session ids of the sessions recorded lately, by sid.
+    /// Handle ids of the sessions recorded lately, by sid.
     names: BTreeMap<u64, String>,
     more: u64,
 }

@@ -32,7 +32,7 @@ pub enum GroveError {
         time: String,
     },
     /// No session with this id (or id prefix).
-    #[error("Session not found: {0}")]
+    #[error("Handle not found: {0}")]
     SessionNotFound(String),
     /// An id prefix that matches more than one candidate.
     #[error("ambiguous {what} prefix '{prefix}': matches {candidates}")]
@@ -64,7 +64,7 @@ pub enum GroveError {
         /// What is wrong.
         reason: String,
     },
-    /// An entry given whole to [`crate::Session::append_exact`] that the session cannot take
+    /// An entry given whole to [`crate::Handle::append_exact`] that the session cannot take
     /// (pi `invalid_entry`): not a valid pi entry, or its parent is not an entry of the session.
     #[error("invalid entry for session {session}: {reason}")]
     RejectedEntry {
@@ -162,7 +162,7 @@ pub enum GroveError {
     /// The backend no longer holds writes it acknowledged as durable (its files were damaged,
     /// truncated or replaced): the durable-commit record beside it says more were made.
     #[error("{0}")]
-    LostWrites(crate::core::durable::LostWrites),
+    LostWrites(LostWrites),
     /// A stored value failed to decode or an index disagrees with the log.
     #[error("corrupt store: {0}")]
     Corrupt(String),
@@ -287,3 +287,43 @@ impl GroveError {
 
 /// Result alias of the engine.
 pub type Result<T, E = GroveError> = std::result::Result<T, E>;
+
+/// What a store lost: acknowledged durable commits its backend no longer holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LostWrites {
+    /// The store directory.
+    pub dir: PathBuf,
+    /// Durable commits acknowledged (the record's epoch).
+    pub acknowledged: u64,
+    /// Durable commits the backend holds.
+    pub held: u64,
+    /// Sessions whose last acknowledged writes are missing: `(session, what is missing)`.
+    pub sessions: Vec<(String, String)>,
+    /// Whether the record names every session the lost commits wrote (it keeps 64).
+    pub complete: bool,
+}
+
+impl std::fmt::Display for LostWrites {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the store {} lost acknowledged writes: {} durable commit(s) were acknowledged, its \
+             backend holds {}",
+            self.dir.display(),
+            self.acknowledged,
+            self.held
+        )?;
+        for (session, what) in &self.sessions {
+            write!(f, "; session {session}: {what}")?;
+        }
+        if !self.complete {
+            write!(f, "; other sessions written then are not named")?;
+        } else if self.sessions.is_empty() {
+            write!(
+                f,
+                "; the sessions the last durable commit wrote hold every record it wrote"
+            )?;
+        }
+        Ok(())
+    }
+}

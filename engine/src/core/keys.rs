@@ -6,11 +6,11 @@
 
 /// Store-wide metadata: `[0x00] ++ name`.
 pub const T_META: u8 = 0x00;
-/// Session record: `[0x01][sid]`.
+/// Handle record: `[0x01][sid]`.
 pub const T_SESSION: u8 = 0x01;
-/// Session head: `[0x02][sid]`.
+/// Handle head: `[0x02][sid]`.
 pub const T_HEAD: u8 = 0x02;
-/// Session id index: `[0x03] ++ session id` → sid.
+/// Handle id index: `[0x03] ++ session id` → sid.
 pub const T_SESSION_ID: u8 = 0x03;
 /// Import in progress: `[0x04][sid]` → empty. Removed when the import publishes.
 pub const T_PENDING: u8 = 0x04;

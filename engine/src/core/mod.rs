@@ -6,10 +6,12 @@
 //! May call: [`crate::kv`]. Knows nothing of sessions' trees or contexts.
 
 pub mod commits;
+pub mod config;
 pub mod dir;
 pub mod durable;
 pub mod error;
 pub mod keys;
 pub mod payloads;
+pub mod shared;
 pub mod space;
 pub mod util;

@@ -4,16 +4,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::core::error::{GroveError, Result};
 
-/// Lowercase hex of bytes.
-pub fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(2 * bytes.len());
-    for b in bytes {
-        out.push(char::from(DIGITS[usize::from(b >> 4)]));
-        out.push(char::from(DIGITS[usize::from(b & 0xF)]));
-    }
-    out
-}
+pub use crate::kv::hex;
 
 /// Now, in milliseconds since the Unix epoch.
 pub fn now_ms() -> u64 {

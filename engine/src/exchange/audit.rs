@@ -11,7 +11,7 @@
 //! can derive from the file, the seal and the file digest, and checks the signature: any
 //! change to the file is either detected or refused.
 //!
-//! This room reads a session through `Session::walk_log` and the seal of `oplog`; it writes
+//! This room reads a session through `Handle::walk_log` and the seal of `oplog`; it writes
 //! only to the writer it is given.
 
 use std::collections::HashMap;
@@ -24,8 +24,9 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::core::error::{GroveError, Result};
+use crate::log::handle::Handle;
+use crate::ops::oplog;
 use crate::ops::oplog::{seal_next, seal_start, seal_step};
-use crate::session::Session;
 
 /// The format version written in the header line.
 pub const AUDIT_VERSION: u64 = 1;
@@ -168,74 +169,76 @@ impl Hashing<'_> {
     }
 }
 
-impl Session {
-    /// Writes the session's audit file to `out` (signed with `key` when given) and returns
-    /// its seal. The records are read twice: once to count them, once to write them, so the
-    /// memory it takes is one record.
-    pub fn export_audit(&self, out: &mut dyn Write, key: Option<&AuditKey>) -> Result<String> {
-        let io = |e: std::io::Error| GroveError::Io {
-            path: "audit file".into(),
-            source: e,
-        };
-        let (mut records, mut operations) = (0u64, 0u64);
-        self.walk_log(|step| {
-            operations += u64::from(step.stamp.is_some() || records == 0);
-            records += 1;
-            Ok(())
-        })?;
-        let mut w = Hashing {
-            out,
-            hasher: blake3::Hasher::new(),
-        };
-        let header = &self.record().header;
-        w.line(&header_line(self.id(), records, operations, header))
-            .map_err(io)?;
-        let mut seal = seal_start(self.id(), header);
-        let mut written = 0u64;
-        self.walk_log(|step| {
-            if written == records {
-                // Records appended while the file was written stay out of it.
-                return Ok(());
-            }
-            let line = std::str::from_utf8(step.line)
-                .map_err(|_| GroveError::Corrupt(format!("record {} is not UTF-8", step.seq)))?;
-            let content = digest::content_hash(step.line);
-            if content != step.node.content {
-                return Err(GroveError::Corrupt(format!(
-                    "session {}, entry {} (record {}): the stored line does not match its \
-                     content hash",
-                    self.id(),
-                    step.node.id,
-                    step.seq
-                )));
-            }
-            w.line(&record_line(
-                step.seq,
-                &step.node.digest,
-                &content,
-                step.stamp,
-                line,
-            ))
-            .map_err(io)?;
-            seal = seal_step(&seal, &step);
-            written += 1;
-            Ok(())
-        })?;
-        let file_digest = *w.hasher.finalize().as_bytes();
-        let signature = key.map(|k| {
-            let sig = k.0.sign(&signed_message(&file_digest, &seal));
-            (k.public_hex(), crate::core::util::hex(&sig.to_bytes()))
-        });
-        let seal_hex = digest::hex(&seal);
-        let trailer = trailer_line(
-            &seal_hex,
-            &digest::hex(&file_digest),
-            signature.as_ref().map(|(p, s)| (p.as_str(), s.as_str())),
-        );
-        w.out.write_all(trailer.as_bytes()).map_err(io)?;
-        w.out.write_all(b"\n").map_err(io)?;
-        Ok(seal_hex)
-    }
+/// Writes the session's audit file to `out` (signed with `key` when given) and returns
+/// its seal. The records are read twice: once to count them, once to write them, so the
+/// memory it takes is one record.
+pub(crate) fn export_audit(
+    s: &Handle,
+    out: &mut dyn Write,
+    key: Option<&AuditKey>,
+) -> Result<String> {
+    let io = |e: std::io::Error| GroveError::Io {
+        path: "audit file".into(),
+        source: e,
+    };
+    let (mut records, mut operations) = (0u64, 0u64);
+    oplog::walk_log(s, |step| {
+        operations += u64::from(step.stamp.is_some() || records == 0);
+        records += 1;
+        Ok(())
+    })?;
+    let mut w = Hashing {
+        out,
+        hasher: blake3::Hasher::new(),
+    };
+    let header = &s.record().header;
+    w.line(&header_line(s.id(), records, operations, header))
+        .map_err(io)?;
+    let mut seal = seal_start(s.id(), header);
+    let mut written = 0u64;
+    oplog::walk_log(s, |step| {
+        if written == records {
+            // Records appended while the file was written stay out of it.
+            return Ok(());
+        }
+        let line = std::str::from_utf8(step.line)
+            .map_err(|_| GroveError::Corrupt(format!("record {} is not UTF-8", step.seq)))?;
+        let content = digest::content_hash(step.line);
+        if content != step.node.content {
+            return Err(GroveError::Corrupt(format!(
+                "session {}, entry {} (record {}): the stored line does not match its \
+                 content hash",
+                s.id(),
+                step.node.id,
+                step.seq
+            )));
+        }
+        w.line(&record_line(
+            step.seq,
+            &step.node.digest,
+            &content,
+            step.stamp,
+            line,
+        ))
+        .map_err(io)?;
+        seal = seal_step(&seal, &step);
+        written += 1;
+        Ok(())
+    })?;
+    let file_digest = *w.hasher.finalize().as_bytes();
+    let signature = key.map(|k| {
+        let sig = k.0.sign(&signed_message(&file_digest, &seal));
+        (k.public_hex(), crate::core::util::hex(&sig.to_bytes()))
+    });
+    let seal_hex = digest::hex(&seal);
+    let trailer = trailer_line(
+        &seal_hex,
+        &digest::hex(&file_digest),
+        signature.as_ref().map(|(p, s)| (p.as_str(), s.as_str())),
+    );
+    w.out.write_all(trailer.as_bytes()).map_err(io)?;
+    w.out.write_all(b"\n").map_err(io)?;
+    Ok(seal_hex)
 }
 
 #[derive(Deserialize)]

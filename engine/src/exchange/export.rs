@@ -10,7 +10,7 @@ use grove_codec::view::Fields;
 use grove_codec::EntryKind;
 
 use crate::core::error::{GroveError, Result};
-use crate::session::{Entry, Session};
+use crate::log::handle::{Entry, Handle};
 
 /// The export flavor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -31,146 +31,144 @@ pub struct ExportReport {
     pub relocated: Option<String>,
 }
 
-impl Session {
-    /// Writes the session as pi JSONL.
-    pub fn export(&self, flavor: Flavor, out: &mut dyn Write) -> Result<ExportReport> {
-        let io = |source| GroveError::Io {
-            path: "<export>".into(),
-            source,
-        };
-        match flavor {
-            Flavor::Harness => {
-                writeln!(out, "{}", self.record.header).map_err(io)?;
-                let mut lines = 0;
-                for entry in self.log() {
-                    writeln!(out, "{}", entry?.line).map_err(io)?;
+/// Writes the session as pi JSONL.
+pub(crate) fn export(s: &Handle, flavor: Flavor, out: &mut dyn Write) -> Result<ExportReport> {
+    let io = |source| GroveError::Io {
+        path: "<export>".into(),
+        source,
+    };
+    match flavor {
+        Flavor::Harness => {
+            writeln!(out, "{}", s.record.header).map_err(io)?;
+            let mut lines = 0;
+            for entry in s.log() {
+                writeln!(out, "{}", entry?.line).map_err(io)?;
+                lines += 1;
+            }
+            Ok(ExportReport {
+                lines,
+                relocated: None,
+            })
+        }
+        Flavor::Cli => {
+            // Checked first (one pass that keeps only the label and name entries), then
+            // written as read (a second pass), the relocated leaf last.
+            let (moved, relocated) = cli_order(s)?;
+            writeln!(out, "{}", s.record.header).map_err(io)?;
+            let mut lines = 0;
+            for entry in s.entries() {
+                let entry = entry?;
+                if Some(entry.seq) != moved {
+                    writeln!(out, "{}", entry.line).map_err(io)?;
                     lines += 1;
                 }
-                Ok(ExportReport {
-                    lines,
-                    relocated: None,
-                })
             }
-            Flavor::Cli => {
-                // Checked first (one pass that keeps only the label and name entries), then
-                // written as read (a second pass), the relocated leaf last.
-                let (moved, relocated) = self.cli_order()?;
-                writeln!(out, "{}", self.record.header).map_err(io)?;
-                let mut lines = 0;
-                for entry in self.entries() {
-                    let entry = entry?;
-                    if Some(entry.seq) != moved {
-                        writeln!(out, "{}", entry.line).map_err(io)?;
-                        lines += 1;
-                    }
-                }
-                if let Some(seq) = moved {
-                    writeln!(out, "{}", self.entry_at(seq)?.line).map_err(io)?;
-                    lines += 1;
-                }
-                Ok(ExportReport { lines, relocated })
+            if let Some(seq) = moved {
+                writeln!(out, "{}", s.entry_at(seq)?.line).map_err(io)?;
+                lines += 1;
             }
+            Ok(ExportReport { lines, relocated })
         }
     }
+}
 
-    /// The entry a `cli` export moves to the end (its seq and id), or why there is no `cli`
-    /// export. Reads the entries once, keeping only those pi-CLI's labels and name come from
-    /// (and the leaf): the checks below look at nothing else.
-    fn cli_order(&self) -> Result<(Option<u64>, Option<String>)> {
-        let incompatible = |reason: String| GroveError::ExportIncompatible { reason };
-        let leaf = self.head()?.leaf;
-        let (mut count, mut last) = (0u64, None);
-        let mut order: Vec<Entry> = Vec::new();
-        for entry in self.entries() {
-            let entry = entry?;
-            count += 1;
-            last = Some(entry.seq);
-            if matches!(entry.kind(), EntryKind::Label | EntryKind::SessionInfo)
-                || Some(entry.seq) == leaf
-            {
-                order.push(entry);
-            }
+/// The entry a `cli` export moves to the end (its seq and id), or why there is no `cli`
+/// export. Reads the entries once, keeping only those pi-CLI's labels and name come from
+/// (and the leaf): the checks below look at nothing else.
+fn cli_order(s: &Handle) -> Result<(Option<u64>, Option<String>)> {
+    let incompatible = |reason: String| GroveError::ExportIncompatible { reason };
+    let leaf = s.head()?.leaf;
+    let (mut count, mut last) = (0u64, None);
+    let mut order: Vec<Entry> = Vec::new();
+    for entry in s.entries() {
+        let entry = entry?;
+        count += 1;
+        last = Some(entry.seq);
+        if matches!(entry.kind(), EntryKind::Label | EntryKind::SessionInfo)
+            || Some(entry.seq) == leaf
+        {
+            order.push(entry);
         }
-        let Some(leaf) = leaf else {
-            if count == 0 {
-                return Ok((None, None));
-            }
-            return Err(incompatible(format!(
-                "active leaf is the root position (null) but the session has {count} entries; \
-                 pi's SessionManager always resumes at the last entry line; export with \
-                 flavor=harness or append an entry first"
-            )));
-        };
-        let mut relocated = None;
-        if last != Some(leaf) {
-            let before_labels = cli_labels(&order);
-            let before_name = cli_name(&order);
-            let pos = order
-                .iter()
-                .position(|e| e.seq == leaf)
-                .ok_or_else(|| GroveError::Corrupt("leaf is not in the log".into()))?;
-            let moved = order.remove(pos);
-            let kind = moved.kind();
-            let leaf_id = moved.id().to_owned();
-            order.push(moved);
-            let after_labels = cli_labels(&order);
-            if after_labels != before_labels {
-                let target = before_labels
-                    .keys()
-                    .chain(after_labels.keys())
-                    .find(|k| before_labels.get(*k) != after_labels.get(*k))
-                    .cloned()
-                    .unwrap_or_default();
-                return Err(incompatible(format!(
-                    "active leaf {leaf_id} is a {} entry; moving it to the end of the file, where \
-                     pi's SessionManager resumes, would change the label of {target} from {} to {}",
-                    type_name(kind),
-                    before_labels
-                        .get(&target)
-                        .map_or("none".into(), |s| format!("'{s}'")),
-                    after_labels
-                        .get(&target)
-                        .map_or("none".into(), |s| format!("'{s}'"))
-                )));
-            }
-            let after_name = cli_name(&order);
-            if after_name != before_name {
-                return Err(incompatible(format!(
-                    "active leaf {leaf_id} is a {} entry; moving it to the end of the file, where \
-                     pi's SessionManager resumes, would change the session name from '{}' to '{}'",
-                    type_name(kind),
-                    before_name.unwrap_or_default(),
-                    after_name.unwrap_or_default()
-                )));
-            }
-            relocated = Some((leaf, leaf_id));
-        }
-        let cli = cli_labels(&order);
-        let grove = self.labels()?;
-        let mut targets: Vec<&String> = cli.keys().chain(grove.keys()).collect();
-        targets.sort();
-        targets.dedup();
-        for t in targets {
-            let raw = cli.get(t);
-            let ok = match (raw, grove.get(t)) {
-                (Some(CliLabel::Text(s)), Some(g)) => {
-                    !s.trim().is_empty() && Some(s.trim()) == jsstr::decode_literal(&g.label_json)
-                }
-                _ => false,
-            };
-            if !ok {
-                return Err(incompatible(format!(
-                    "the label of {t} is {}; pi's SessionManager would show it, but grove treats a \
-                     whitespace-only label as cleared",
-                    raw.map_or("absent".into(), |l| format!("'{l}'"))
-                )));
-            }
-        }
-        Ok(match relocated {
-            Some((seq, id)) => (Some(seq), Some(id)),
-            None => (None, None),
-        })
     }
+    let Some(leaf) = leaf else {
+        if count == 0 {
+            return Ok((None, None));
+        }
+        return Err(incompatible(format!(
+            "active leaf is the root position (null) but the session has {count} entries; \
+             pi's SessionManager always resumes at the last entry line; export with \
+             flavor=harness or append an entry first"
+        )));
+    };
+    let mut relocated = None;
+    if last != Some(leaf) {
+        let before_labels = cli_labels(&order);
+        let before_name = cli_name(&order);
+        let pos = order
+            .iter()
+            .position(|e| e.seq == leaf)
+            .ok_or_else(|| GroveError::Corrupt("leaf is not in the log".into()))?;
+        let moved = order.remove(pos);
+        let kind = moved.kind();
+        let leaf_id = moved.id().to_owned();
+        order.push(moved);
+        let after_labels = cli_labels(&order);
+        if after_labels != before_labels {
+            let target = before_labels
+                .keys()
+                .chain(after_labels.keys())
+                .find(|k| before_labels.get(*k) != after_labels.get(*k))
+                .cloned()
+                .unwrap_or_default();
+            return Err(incompatible(format!(
+                "active leaf {leaf_id} is a {} entry; moving it to the end of the file, where \
+                 pi's SessionManager resumes, would change the label of {target} from {} to {}",
+                type_name(kind),
+                before_labels
+                    .get(&target)
+                    .map_or("none".into(), |s| format!("'{s}'")),
+                after_labels
+                    .get(&target)
+                    .map_or("none".into(), |s| format!("'{s}'"))
+            )));
+        }
+        let after_name = cli_name(&order);
+        if after_name != before_name {
+            return Err(incompatible(format!(
+                "active leaf {leaf_id} is a {} entry; moving it to the end of the file, where \
+                 pi's SessionManager resumes, would change the session name from '{}' to '{}'",
+                type_name(kind),
+                before_name.unwrap_or_default(),
+                after_name.unwrap_or_default()
+            )));
+        }
+        relocated = Some((leaf, leaf_id));
+    }
+    let cli = cli_labels(&order);
+    let grove = s.labels()?;
+    let mut targets: Vec<&String> = cli.keys().chain(grove.keys()).collect();
+    targets.sort();
+    targets.dedup();
+    for t in targets {
+        let raw = cli.get(t);
+        let ok = match (raw, grove.get(t)) {
+            (Some(CliLabel::Text(s)), Some(g)) => {
+                !s.trim().is_empty() && Some(s.trim()) == jsstr::decode_literal(&g.label_json)
+            }
+            _ => false,
+        };
+        if !ok {
+            return Err(incompatible(format!(
+                "the label of {t} is {}; pi's SessionManager would show it, but grove treats a \
+                 whitespace-only label as cleared",
+                raw.map_or("absent".into(), |l| format!("'{l}'"))
+            )));
+        }
+    }
+    Ok(match relocated {
+        Some((seq, id)) => (Some(seq), Some(id)),
+        None => (None, None),
+    })
 }
 
 /// A pi-CLI label value: a string, or another truthy JSON value.

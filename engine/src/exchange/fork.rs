@@ -9,12 +9,14 @@ use grove_codec::{EntryKind, Role};
 use indexmap::IndexMap;
 use serde::Deserialize;
 use serde_json::value::RawValue;
+use std::sync::Arc;
 
 use crate::core::error::{GroveError, Result};
 use crate::core::util;
 use crate::exchange::import::ImportOptions;
-use crate::session::{Entry, Session};
-use crate::store::Store;
+use crate::log::handle::{Entry, Handle};
+use crate::log::shared::Logs;
+use crate::tree::paths;
 
 /// Where a fork cuts relative to its entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -80,94 +82,97 @@ fn replace_parent(line: &str, parent: Option<&str>) -> Option<String> {
     Some(format!("{}{}{}", &line[..start], value, &line[end..]))
 }
 
-impl Store {
-    /// Forks `source` into a new session (spec §9).
-    pub fn fork(&self, source: &Session, options: ForkOptions) -> Result<Session> {
-        let rec = source.record();
-        let id = match &options.id {
-            Some(id) => {
-                util::check_session_id(id)?;
-                id.clone()
-            }
-            None => util::new_session_id(),
-        };
-        let from_file = rec.source_path.clone();
-        let parent_session = options.parent_session.clone().or(from_file);
-        let cwd = options.cwd.clone().unwrap_or_else(|| rec.cwd.clone());
-        let metadata = match options.mode {
-            ForkMode::Path => options.metadata.clone().or_else(|| {
-                grove_codec::header::Header::parse(&rec.header)
-                    .ok()
-                    .and_then(|h| h.metadata)
-            }),
-            _ => options.metadata.clone(),
-        };
-        let lines = self.fork_lines(source, &options)?;
-        let header = Header::create(
-            &id,
-            &util::now_iso(),
-            &cwd,
-            parent_session.as_deref(),
-            metadata.as_deref(),
-        );
-        let mut text = header.raw;
+/// Forks `source` into a new session (spec §9).
+pub(crate) fn fork(
+    logs: &Arc<Logs>,
+    actor: &str,
+    source: &Handle,
+    options: ForkOptions,
+) -> Result<Handle> {
+    let rec = source.record();
+    let id = match &options.id {
+        Some(id) => {
+            util::check_session_id(id)?;
+            id.clone()
+        }
+        None => util::new_session_id(),
+    };
+    let from_file = rec.source_path.clone();
+    let parent_session = options.parent_session.clone().or(from_file);
+    let cwd = options.cwd.clone().unwrap_or_else(|| rec.cwd.clone());
+    let metadata = match options.mode {
+        ForkMode::Path => options.metadata.clone().or_else(|| {
+            grove_codec::header::Header::parse(&rec.header)
+                .ok()
+                .and_then(|h| h.metadata)
+        }),
+        _ => options.metadata.clone(),
+    };
+    let lines = fork_lines(logs, source, &options)?;
+    let header = Header::create(
+        &id,
+        &util::now_iso(),
+        &cwd,
+        parent_session.as_deref(),
+        metadata.as_deref(),
+    );
+    let mut text = header.raw;
+    text.push('\n');
+    for l in &lines {
+        text.push_str(l);
         text.push('\n');
-        for l in &lines {
-            text.push_str(l);
-            text.push('\n');
-        }
-        let report = self.import_reader(
-            std::io::Cursor::new(text.into_bytes()),
-            ImportOptions {
-                parent_session_id: Some(rec.id.clone()),
-                operation: grove_codec::op::OpKind::Fork,
-                ..ImportOptions::default()
-            },
-        )?;
-        self.session(&report.session)
     }
+    let report = crate::exchange::import::import_reader(
+        logs,
+        actor,
+        std::io::Cursor::new(text.into_bytes()),
+        ImportOptions {
+            parent_session_id: Some(rec.id.clone()),
+            operation: grove_codec::op::OpKind::Fork,
+            ..ImportOptions::default()
+        },
+    )?;
+    logs.session(&report.session)
+}
 
-    fn fork_lines(&self, source: &Session, options: &ForkOptions) -> Result<Vec<String>> {
-        let all =
-            |s: &Session| -> Result<Vec<String>> { s.log().map(|e| e.map(|e| e.line)).collect() };
-        let entry = options.entry.as_deref().filter(|e| !e.is_empty());
-        let Some(entry_id) = entry else {
-            return all(source);
-        };
-        if options.mode == ForkMode::Copy {
-            return all(source);
-        }
-        let target = source
-            .entry(entry_id)
-            .map_err(|_| GroveError::InvalidForkTarget(format!("Entry {entry_id} not found")))?;
-        let effective: Option<String> = match options.position {
-            ForkPosition::At => Some(target.id().to_owned()),
-            ForkPosition::Before => {
-                if target.kind() != EntryKind::Message(Role::User) {
-                    return Err(GroveError::InvalidForkTarget(format!(
-                        "Entry {entry_id} is not a user message"
-                    )));
-                }
-                target.parent_id()
+fn fork_lines(_logs: &Arc<Logs>, source: &Handle, options: &ForkOptions) -> Result<Vec<String>> {
+    let all = |s: &Handle| -> Result<Vec<String>> { s.log().map(|e| e.map(|e| e.line)).collect() };
+    let entry = options.entry.as_deref().filter(|e| !e.is_empty());
+    let Some(entry_id) = entry else {
+        return all(source);
+    };
+    if options.mode == ForkMode::Copy {
+        return all(source);
+    }
+    let target = source
+        .entry(entry_id)
+        .map_err(|_| GroveError::InvalidForkTarget(format!("Entry {entry_id} not found")))?;
+    let effective: Option<String> = match options.position {
+        ForkPosition::At => Some(target.id().to_owned()),
+        ForkPosition::Before => {
+            if target.kind() != EntryKind::Message(Role::User) {
+                return Err(GroveError::InvalidForkTarget(format!(
+                    "Entry {entry_id} is not a user message"
+                )));
             }
-        };
-        let Some(effective) = effective else {
-            return Ok(Vec::new());
-        };
-        match options.mode {
-            ForkMode::Path => Ok(source
-                .branch(Some(&effective))?
-                .into_iter()
-                .map(|e| e.line)
-                .collect()),
-            _ => rechained(source, &effective),
+            target.parent_id()
         }
+    };
+    let Some(effective) = effective else {
+        return Ok(Vec::new());
+    };
+    match options.mode {
+        ForkMode::Path => Ok(paths::branch(source, Some(&effective))?
+            .into_iter()
+            .map(|e| e.line)
+            .collect()),
+        _ => rechained(source, &effective),
     }
 }
 
 /// pi-CLI's label map: truthy values set (untrimmed; a new target goes last, an overwrite
 /// keeps its place), falsy values clear. Values are raw JSON with the setter's timestamp.
-fn cli_label_map(source: &Session) -> Result<IndexMap<String, (String, String)>> {
+fn cli_label_map(source: &Handle) -> Result<IndexMap<String, (String, String)>> {
     let mut map: IndexMap<String, (String, String)> = IndexMap::new();
     for e in source.entries() {
         let e = e?;
@@ -199,9 +204,8 @@ fn cli_label_map(source: &Session) -> Result<IndexMap<String, (String, String)>>
 }
 
 /// The lines of a CLI branched session (spec §9.2).
-fn rechained(source: &Session, target: &str) -> Result<Vec<String>> {
-    let path: Vec<Entry> = source
-        .path_to_root(Some(target))?
+fn rechained(source: &Handle, target: &str) -> Result<Vec<String>> {
+    let path: Vec<Entry> = paths::path_to_root(source, Some(target))?
         .into_iter()
         .filter(|e| e.kind() != EntryKind::Label)
         .collect();

@@ -11,6 +11,7 @@
 use std::collections::HashMap;
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use grove_codec::digest::{self, Digest};
 use grove_codec::jsstr::JsString;
@@ -26,9 +27,10 @@ use grove_codec::EntryKind;
 use crate::core::error::{GroveError, Result};
 use crate::core::keys;
 use crate::core::util;
+use crate::kv::Durability;
 use crate::kv::WriteBatch;
 use crate::log::fold;
-use crate::store::{Durability, Store};
+use crate::log::shared::Logs;
 use grove_codec::op::{OpKind, OpStamp};
 
 /// Which rule sets the imported session's leaf (spec §3.5).
@@ -61,7 +63,7 @@ pub struct ImportOptions {
     /// [`OpKind::Fork`] for the session a fork makes.
     pub operation: OpKind,
     /// The operations the records were written in, for a copy of a grove session that keeps
-    /// its operation log ([`Session::stamps`](crate::Session::stamps), read from the source
+    /// its operation log ([`Handle::stamps`](crate::Handle::stamps), read from the source
     /// the file was exported from in harness flavor): each pair stamps the record at that
     /// position (0 is the first line after the header) as the first of an operation, and
     /// records not named carry no stamp (a legacy operation's). When set, `operation` is not
@@ -114,353 +116,362 @@ struct Pending {
 
 const BATCH_BYTES: usize = 4 << 20;
 
-impl Store {
-    /// Imports a pi session file.
-    pub fn import_file(&self, path: &Path, options: ImportOptions) -> Result<ImportReport> {
-        let file = std::fs::File::open(path).map_err(|source| GroveError::Io {
-            path: path.to_owned(),
-            source,
-        })?;
-        let mut options = options;
-        if options.source_path.is_none() {
-            options.source_path = Some(path.to_owned());
-        }
-        self.import_reader(std::io::BufReader::with_capacity(1 << 20, file), options)
+/// Imports a pi session file.
+pub(crate) fn import_file(
+    logs: &Arc<Logs>,
+    actor: &str,
+    path: &Path,
+    options: ImportOptions,
+) -> Result<ImportReport> {
+    let file = std::fs::File::open(path).map_err(|source| GroveError::Io {
+        path: path.to_owned(),
+        source,
+    })?;
+    let mut options = options;
+    if options.source_path.is_none() {
+        options.source_path = Some(path.to_owned());
     }
+    import_reader(
+        logs,
+        actor,
+        std::io::BufReader::with_capacity(1 << 20, file),
+        options,
+    )
+}
 
-    /// Imports pi session JSONL from any reader.
-    pub fn import_reader(
-        &self,
-        input: impl BufRead,
-        options: ImportOptions,
-    ) -> Result<ImportReport> {
-        let file = options.source_path.clone();
-        let codec_err = |e| GroveError::from_codec(e, file.clone());
-        let mut reader = JsonlReader::with_max_line_bytes(
-            input,
-            options.strictness,
-            Box::new(util::random_entry_id),
-            options.max_line_bytes,
-        )
-        .map_err(codec_err)?;
-        let header = reader.header().clone();
-        if self.inner.sid_of(&header.id)?.is_some() {
-            return Err(GroveError::SessionExists(header.id));
-        }
-        let sid = self.inner.alloc_sid()?;
-        let mut batch = WriteBatch::new();
-        batch.put(keys::pending(sid), Vec::new());
-        self.inner.commit(batch, Durability::None)?;
-        let result = self.import_body(sid, &mut reader, &options, &header);
-        match result {
-            Ok(report) => Ok(report),
-            Err(e) => {
-                // Nothing was published: remove the rows written so far.
-                let _ = self.purge(sid);
-                Err(e)
-            }
+/// Imports pi session JSONL from any reader.
+pub(crate) fn import_reader(
+    logs: &Arc<Logs>,
+    actor: &str,
+    input: impl BufRead,
+    options: ImportOptions,
+) -> Result<ImportReport> {
+    let file = options.source_path.clone();
+    let codec_err = |e| GroveError::from_codec(e, file.clone());
+    let mut reader = JsonlReader::with_max_line_bytes(
+        input,
+        options.strictness,
+        Box::new(util::random_entry_id),
+        options.max_line_bytes,
+    )
+    .map_err(codec_err)?;
+    let header = reader.header().clone();
+    if logs.inner.sid_of(&header.id)?.is_some() {
+        return Err(GroveError::SessionExists(header.id));
+    }
+    let sid = logs.inner.alloc_sid()?;
+    let mut batch = WriteBatch::new();
+    batch.put(keys::pending(sid), Vec::new());
+    logs.inner.commit(batch, Durability::None)?;
+    let result = import_body(logs, actor, sid, &mut reader, &options, &header);
+    match result {
+        Ok(report) => Ok(report),
+        Err(e) => {
+            // Nothing was published: remove the rows written so far.
+            let _ = logs.purge(sid);
+            Err(e)
         }
     }
+}
 
-    fn import_body<R: BufRead>(
-        &self,
-        sid: u64,
-        reader: &mut JsonlReader<R>,
-        options: &ImportOptions,
-        header: &grove_codec::Header,
-    ) -> Result<ImportReport> {
-        let file = options.source_path.clone();
-        let invalid = |reason: String| GroveError::InvalidSession {
-            file: file.clone(),
-            reason,
+fn import_body<R: BufRead>(
+    logs: &Arc<Logs>,
+    actor: &str,
+    sid: u64,
+    reader: &mut JsonlReader<R>,
+    options: &ImportOptions,
+    header: &grove_codec::Header,
+) -> Result<ImportReport> {
+    let file = options.source_path.clone();
+    let invalid = |reason: String| GroveError::InvalidSession {
+        file: file.clone(),
+        reason,
+    };
+    // Pass 1: read every line; the lines go to an anonymous spool file until their node
+    // records are known (a log row packs both), so memory holds only the small metadata.
+    let mut records: Vec<Pending> = Vec::new();
+    let mut last_timestamp: Option<String> = None;
+    let mut batch = WriteBatch::new();
+    // Held until the import is written: the payload collection waits.
+    let _gate = logs.inner.payload_gate.read_recursive();
+    let mut staged = crate::core::payloads::Staged::default();
+    let mut spool = Spool::new(logs.inner.spool_dir.as_deref())?;
+    while let Some(line) = reader
+        .next_line()
+        .map_err(|e| GroveError::from_codec(e, file.clone()))?
+    {
+        let env = line.envelope;
+        let label = (env.kind == EntryKind::Label)
+            .then(|| label_value(&line.text))
+            .flatten();
+        records.push(Pending {
+            id: env.id,
+            parent_id: env.parent_id,
+            kind: env.kind,
+            target: env.target_id,
+            label,
+            content: digest::content_hash(line.text.as_bytes()),
+        });
+        last_timestamp = Some(env.timestamp);
+        spool.push(line.text.as_bytes())?;
+    }
+    let mut spool = spool.rewind()?;
+    // Pass 2: resolve ids as pi does (the last occurrence wins).
+    let mut id_map: HashMap<&str, u64> = HashMap::with_capacity(records.len());
+    let mut duplicate_ids = Vec::new();
+    for (seq, r) in records.iter().enumerate() {
+        if id_map.insert(r.id.as_str(), seq as u64).is_some() {
+            duplicate_ids.push(r.id.clone());
+        }
+    }
+    let is_leaf = |seq: u64| records[seq as usize].kind == EntryKind::Leaf;
+    let mut parents: Vec<Parent> = Vec::with_capacity(records.len());
+    for r in &records {
+        let parent = match (&r.kind, &r.parent_id) {
+            (EntryKind::Leaf, None) => Parent::Root,
+            (EntryKind::Leaf, Some(p)) => id_map.get(p.as_str()).map_or(Parent::Missing, |&s| Parent::Seq(s)),
+            (_, None) => Parent::Root,
+            (_, Some(p)) if *p == r.id => Parent::SelfRef,
+            (_, Some(p)) => match id_map.get(p.as_str()) {
+                None => Parent::Missing,
+                Some(&s) if is_leaf(s) => {
+                    return Err(invalid(format!(
+                        "entry {} is attached to leaf record {p}; grove does not treat leaf records as tree nodes",
+                        r.id
+                    )))
+                }
+                Some(&s) => Parent::Seq(s),
+            },
         };
-        // Pass 1: read every line; the lines go to an anonymous spool file until their node
-        // records are known (a log row packs both), so memory holds only the small metadata.
-        let mut records: Vec<Pending> = Vec::new();
-        let mut last_timestamp: Option<String> = None;
-        let mut batch = WriteBatch::new();
-        // Held until the import is written: the payload collection waits.
-        let _gate = self.inner.payload_gate.read_recursive();
-        let mut staged = crate::core::payloads::Staged::default();
-        let mut spool = Spool::new(self.inner.spool_dir.as_deref())?;
-        while let Some(line) = reader
-            .next_line()
-            .map_err(|e| GroveError::from_codec(e, file.clone()))?
-        {
-            let env = line.envelope;
-            let label = (env.kind == EntryKind::Label)
-                .then(|| label_value(&line.text))
-                .flatten();
-            records.push(Pending {
-                id: env.id,
-                parent_id: env.parent_id,
-                kind: env.kind,
-                target: env.target_id,
-                label,
-                content: digest::content_hash(line.text.as_bytes()),
-            });
-            last_timestamp = Some(env.timestamp);
-            spool.push(line.text.as_bytes())?;
-        }
-        let mut spool = spool.rewind()?;
-        // Pass 2: resolve ids as pi does (the last occurrence wins).
-        let mut id_map: HashMap<&str, u64> = HashMap::with_capacity(records.len());
-        let mut duplicate_ids = Vec::new();
-        for (seq, r) in records.iter().enumerate() {
-            if id_map.insert(r.id.as_str(), seq as u64).is_some() {
-                duplicate_ids.push(r.id.clone());
+        if r.kind == EntryKind::Leaf {
+            if let Some(t) = &r.target {
+                if id_map.get(t.as_str()).is_some_and(|&s| is_leaf(s)) {
+                    return Err(invalid(format!(
+                        "leaf record {} targets leaf record {t}; grove does not treat leaf records as tree nodes",
+                        r.id
+                    )));
+                }
             }
         }
-        let is_leaf = |seq: u64| records[seq as usize].kind == EntryKind::Leaf;
-        let mut parents: Vec<Parent> = Vec::with_capacity(records.len());
-        for r in &records {
-            let parent = match (&r.kind, &r.parent_id) {
-                (EntryKind::Leaf, None) => Parent::Root,
-                (EntryKind::Leaf, Some(p)) => id_map.get(p.as_str()).map_or(Parent::Missing, |&s| Parent::Seq(s)),
-                (_, None) => Parent::Root,
-                (_, Some(p)) if *p == r.id => Parent::SelfRef,
-                (_, Some(p)) => match id_map.get(p.as_str()) {
-                    None => Parent::Missing,
-                    Some(&s) if is_leaf(s) => {
-                        return Err(invalid(format!(
-                            "entry {} is attached to leaf record {p}; grove does not treat leaf records as tree nodes",
+        parents.push(parent);
+    }
+    let nodes = derive_all(&records, &mut parents);
+    // The leaf.
+    let mut warnings = Vec::new();
+    let resolve = |id: &str| id_map.get(id).copied().filter(|&s| !is_leaf(s));
+    let mut leaf: Option<u64> = None;
+    let mut leaf_targets: Vec<Option<LeafTarget>> = vec![None; records.len()];
+    for (seq, r) in records.iter().enumerate() {
+        if r.kind == EntryKind::Leaf {
+            let target = match &r.target {
+                None => LeafTarget::Null,
+                Some(t) => match resolve(t) {
+                    Some(s) => LeafTarget::Seq(s),
+                    None => {
+                        warnings.push(format!(
+                            "leaf record {} targets {t}, which is not an entry",
                             r.id
-                        )))
+                        ));
+                        LeafTarget::Missing
                     }
-                    Some(&s) => Parent::Seq(s),
                 },
             };
-            if r.kind == EntryKind::Leaf {
-                if let Some(t) = &r.target {
-                    if id_map.get(t.as_str()).is_some_and(|&s| is_leaf(s)) {
-                        return Err(invalid(format!(
-                            "leaf record {} targets leaf record {t}; grove does not treat leaf records as tree nodes",
-                            r.id
-                        )));
-                    }
-                }
-            }
-            parents.push(parent);
-        }
-        let nodes = derive_all(&records, &mut parents);
-        // The leaf.
-        let mut warnings = Vec::new();
-        let resolve = |id: &str| id_map.get(id).copied().filter(|&s| !is_leaf(s));
-        let mut leaf: Option<u64> = None;
-        let mut leaf_targets: Vec<Option<LeafTarget>> = vec![None; records.len()];
-        for (seq, r) in records.iter().enumerate() {
-            if r.kind == EntryKind::Leaf {
-                let target = match &r.target {
-                    None => LeafTarget::Null,
-                    Some(t) => match resolve(t) {
-                        Some(s) => LeafTarget::Seq(s),
-                        None => {
-                            warnings.push(format!(
-                                "leaf record {} targets {t}, which is not an entry",
-                                r.id
-                            ));
-                            LeafTarget::Missing
-                        }
-                    },
-                };
-                leaf_targets[seq] = Some(target);
-                leaf = match target {
-                    LeafTarget::Seq(s) => Some(s),
-                    _ => None,
-                };
-                if seq + 1 == records.len() {
-                    if let (LeafTarget::Missing, LeafRule::Auto) = (target, options.leaf_rule) {
-                        return Err(invalid(format!(
-                            "Entry {} not found",
-                            r.target.clone().unwrap_or_default()
-                        )));
-                    }
-                }
-            } else {
-                leaf = resolve(&r.id);
-            }
-        }
-        if options.leaf_rule == LeafRule::LastLine {
-            if let Some(last) = records.last() {
-                leaf = if last.kind == EntryKind::Leaf {
-                    warnings.push(format!(
-                        "the file ends with leaf line {}; pi's SessionManager resumes at its parent",
-                        last.id
-                    ));
-                    last.parent_id.as_deref().and_then(resolve)
-                } else {
-                    resolve(&last.id)
-                };
-            }
-        }
-        // The id index as sorted id packs, written along with the log packs (below).
-        let mut ids: Vec<(&str, u64)> = id_map.iter().map(|(id, &seq)| (*id, seq)).collect();
-        ids.sort_unstable();
-        let id_filter = pack::IdFilter::build(ids.len(), ids.iter().map(|(id, _)| *id));
-        let mut id_packs = ids.chunks(pack::ID_PACK_IDS);
-        let id_pack_count = ids.len().div_ceil(pack::ID_PACK_IDS);
-        let mut id_packs_written = 0usize;
-        let mut log_pack = pack::LogPackWriter::new();
-        let mut pack_first = 0u64;
-        // Index rows. The children index and the leaf history go to packs at the end
-        // (`0x1D`, `0x1E`): one key per 1,024 rows instead of one per row.
-        let mut child_rows: Vec<(u64, u64)> = Vec::new();
-        let mut leaf_seqs: Vec<u64> = Vec::new();
-        let mut name_at = None;
-        let mut labels: HashMap<&str, Option<LabelRecord>> = HashMap::new();
-        let mut entries = 0u64;
-        let mut carried = match &options.stamps {
-            Some(stamps) => Some(carried_stamps(stamps, records.len() as u64)?),
-            None => None,
-        };
-        for (seq, (r, node)) in records.iter().zip(nodes).enumerate() {
-            let seq = seq as u64;
-            let Some(mut node) = node else {
-                return Err(GroveError::Corrupt(format!(
-                    "import derived no node record for record {seq} (a bug)"
-                )));
+            leaf_targets[seq] = Some(target);
+            leaf = match target {
+                LeafTarget::Seq(s) => Some(s),
+                _ => None,
             };
-            // Whether this record holds its id (pi resolves an id to its last occurrence).
-            let holds_id = id_map.get(r.id.as_str()) == Some(&seq);
-            if r.kind == EntryKind::Leaf {
-                let previous = parents[seq as usize].seq();
-                let target = leaf_targets[seq as usize].unwrap_or(LeafTarget::Missing);
-                node = fold::leaf_node(&r.id, previous, target, r.content);
-                leaf_seqs.push(seq);
-            } else {
-                entries += 1;
-                node.shadowed = !holds_id;
-                if let Some(pseq) = keys::child_row(&node, seq) {
-                    child_rows.push((pseq, seq));
-                }
-                match r.kind {
-                    EntryKind::SessionInfo => name_at = Some(seq),
-                    EntryKind::Compaction => batch.put(keys::compaction(sid, seq), Vec::new()),
-                    EntryKind::Label => {
-                        if let Some(t) = &r.target {
-                            let rec = r
-                                .label
-                                .clone()
-                                .map(|label| LabelRecord { label, set_by: seq });
-                            labels.insert(t.as_str(), rec);
-                        }
-                    }
-                    _ => {}
+            if seq + 1 == records.len() {
+                if let (LeafTarget::Missing, LeafRule::Auto) = (target, options.leaf_rule) {
+                    return Err(invalid(format!(
+                        "Entry {} not found",
+                        r.target.clone().unwrap_or_default()
+                    )));
                 }
             }
-            let line = spool.next_line()?;
-            if let Ok(text) = std::str::from_utf8(&line) {
-                fold::set_message_span(&mut node, text);
-            }
-            if log_pack.is_empty() {
-                pack_first = seq;
-            }
-            // The import is one operation, stamped on its first record, unless it carries the
-            // operations of the session it copies.
-            let stamp = match carried.as_mut() {
-                Some(carried) => carried
-                    .next_if(|(at, _)| *at == seq)
-                    .map(|(_, s)| s.clone()),
-                None => (seq == 0)
-                    .then(|| OpStamp::new(options.operation, self.actor(), util::now_ms())),
-            };
-            // Large string values go to the payload store; the row keeps the cut line.
-            let stored = self.inner.stage_line(&line, &mut batch, &mut staged)?;
-            let stored = stored.as_deref().unwrap_or(&line);
-            log_pack
-                .push(&record::encode_log_stamped(&node, stored, stamp.as_ref()))
-                .map_err(|e| invalid(format!("record {seq}: {e}")))?;
-            let last = seq + 1 == records.len() as u64;
-            if log_pack.is_full() || last {
-                batch.put(keys::log_pack(sid, pack_first), log_pack.take());
-                // The id packs go out in step with the log packs, in the same batches: written
-                // after all the log rows instead, the id index made sled relocate the log
-                // pages and leave about half its file as free segments, which it rewrites
-                // with zeros on every open (docs/design.md, "Backends").
-                let due = if last {
-                    id_pack_count
-                } else {
-                    id_pack_count * (seq as usize + 1) / records.len()
-                };
-                while id_packs_written < due {
-                    let Some(chunk) = id_packs.next() else { break };
-                    if let Some(&(first, _)) = chunk.first() {
-                        batch.put(
-                            keys::id_pack(sid, first),
-                            pack::encode_id_pack(chunk.iter().copied()),
-                        );
-                    }
-                    id_packs_written += 1;
-                }
-            }
-            if batch.size() > BATCH_BYTES {
-                self.inner
-                    .commit(std::mem::take(&mut batch), Durability::None)?;
-            }
+        } else {
+            leaf = resolve(&r.id);
         }
-        child_rows.sort_unstable();
-        for rows in child_rows.chunks(INDEX_PACK_ROWS) {
-            if let Some(&(parent, child)) = rows.first() {
-                let rows = rows.to_vec();
-                batch.put(
-                    keys::child_pack(sid, parent, child),
-                    record::encode(&ChildPackRecord { rows }),
-                );
-            }
-        }
-        for seqs in leaf_seqs.chunks(INDEX_PACK_ROWS) {
-            if let Some(&first) = seqs.first() {
-                let seqs = seqs.to_vec();
-                batch.put(
-                    keys::leaf_pack(sid, first),
-                    record::encode(&LeafPackRecord { seqs }),
-                );
-            }
-        }
-        for (target, rec) in labels {
-            if let Some(rec) = rec {
-                batch.put(keys::label(sid, target), record::encode(&rec));
-            }
-        }
-        let head = HeadRecord {
-            next_seq: records.len() as u64,
-            leaf,
-            entries,
-            name_at,
-            last_timestamp,
-        };
-        let session = SessionRecord {
-            id: header.id.clone(),
-            header: header.raw.clone(),
-            created: header.timestamp.clone(),
-            cwd: header.cwd.clone(),
-            parent_session: header.parent_session.clone(),
-            parent_session_id: options.parent_session_id.clone(),
-            source_path: options
-                .source_path
-                .as_ref()
-                .map(|p| p.display().to_string()),
-        };
-        batch.put(keys::head(sid), record::encode(&head));
-        batch.put(keys::session(sid), record::encode(&session));
-        if !records.is_empty() {
-            batch.put(
-                keys::packed(sid),
-                (records.len() as u64).to_be_bytes().to_vec(),
-            );
-            batch.put(keys::id_filter(sid), id_filter.encode());
-        }
-        self.publish(sid, &header.id, batch)?;
-        Ok(ImportReport {
-            session: header.id.clone(),
-            entries,
-            leaf_records: records.len() as u64 - entries,
-            leaf: leaf.map(|s| records[s as usize].id.clone()),
-            duplicate_ids,
-            diagnostics: reader.take_diagnostics(),
-            warnings,
-        })
     }
+    if options.leaf_rule == LeafRule::LastLine {
+        if let Some(last) = records.last() {
+            leaf = if last.kind == EntryKind::Leaf {
+                warnings.push(format!(
+                    "the file ends with leaf line {}; pi's SessionManager resumes at its parent",
+                    last.id
+                ));
+                last.parent_id.as_deref().and_then(resolve)
+            } else {
+                resolve(&last.id)
+            };
+        }
+    }
+    // The id index as sorted id packs, written along with the log packs (below).
+    let mut ids: Vec<(&str, u64)> = id_map.iter().map(|(id, &seq)| (*id, seq)).collect();
+    ids.sort_unstable();
+    let id_filter = pack::IdFilter::build(ids.len(), ids.iter().map(|(id, _)| *id));
+    let mut id_packs = ids.chunks(pack::ID_PACK_IDS);
+    let id_pack_count = ids.len().div_ceil(pack::ID_PACK_IDS);
+    let mut id_packs_written = 0usize;
+    let mut log_pack = pack::LogPackWriter::new();
+    let mut pack_first = 0u64;
+    // Index rows. The children index and the leaf history go to packs at the end
+    // (`0x1D`, `0x1E`): one key per 1,024 rows instead of one per row.
+    let mut child_rows: Vec<(u64, u64)> = Vec::new();
+    let mut leaf_seqs: Vec<u64> = Vec::new();
+    let mut name_at = None;
+    let mut labels: HashMap<&str, Option<LabelRecord>> = HashMap::new();
+    let mut entries = 0u64;
+    let mut carried = match &options.stamps {
+        Some(stamps) => Some(carried_stamps(stamps, records.len() as u64)?),
+        None => None,
+    };
+    for (seq, (r, node)) in records.iter().zip(nodes).enumerate() {
+        let seq = seq as u64;
+        let Some(mut node) = node else {
+            return Err(GroveError::Corrupt(format!(
+                "import derived no node record for record {seq} (a bug)"
+            )));
+        };
+        // Whether this record holds its id (pi resolves an id to its last occurrence).
+        let holds_id = id_map.get(r.id.as_str()) == Some(&seq);
+        if r.kind == EntryKind::Leaf {
+            let previous = parents[seq as usize].seq();
+            let target = leaf_targets[seq as usize].unwrap_or(LeafTarget::Missing);
+            node = fold::leaf_node(&r.id, previous, target, r.content);
+            leaf_seqs.push(seq);
+        } else {
+            entries += 1;
+            node.shadowed = !holds_id;
+            if let Some(pseq) = keys::child_row(&node, seq) {
+                child_rows.push((pseq, seq));
+            }
+            match r.kind {
+                EntryKind::SessionInfo => name_at = Some(seq),
+                EntryKind::Compaction => batch.put(keys::compaction(sid, seq), Vec::new()),
+                EntryKind::Label => {
+                    if let Some(t) = &r.target {
+                        let rec = r
+                            .label
+                            .clone()
+                            .map(|label| LabelRecord { label, set_by: seq });
+                        labels.insert(t.as_str(), rec);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let line = spool.next_line()?;
+        if let Ok(text) = std::str::from_utf8(&line) {
+            fold::set_message_span(&mut node, text);
+        }
+        if log_pack.is_empty() {
+            pack_first = seq;
+        }
+        // The import is one operation, stamped on its first record, unless it carries the
+        // operations of the session it copies.
+        let stamp = match carried.as_mut() {
+            Some(carried) => carried
+                .next_if(|(at, _)| *at == seq)
+                .map(|(_, s)| s.clone()),
+            None => (seq == 0).then(|| OpStamp::new(options.operation, actor, util::now_ms())),
+        };
+        // Large string values go to the payload store; the row keeps the cut line.
+        let stored = logs.inner.stage_line(&line, &mut batch, &mut staged)?;
+        let stored = stored.as_deref().unwrap_or(&line);
+        log_pack
+            .push(&record::encode_log_stamped(&node, stored, stamp.as_ref()))
+            .map_err(|e| invalid(format!("record {seq}: {e}")))?;
+        let last = seq + 1 == records.len() as u64;
+        if log_pack.is_full() || last {
+            batch.put(keys::log_pack(sid, pack_first), log_pack.take());
+            // The id packs go out in step with the log packs, in the same batches: written
+            // after all the log rows instead, the id index made sled relocate the log
+            // pages and leave about half its file as free segments, which it rewrites
+            // with zeros on every open (docs/design.md, "Backends").
+            let due = if last {
+                id_pack_count
+            } else {
+                id_pack_count * (seq as usize + 1) / records.len()
+            };
+            while id_packs_written < due {
+                let Some(chunk) = id_packs.next() else { break };
+                if let Some(&(first, _)) = chunk.first() {
+                    batch.put(
+                        keys::id_pack(sid, first),
+                        pack::encode_id_pack(chunk.iter().copied()),
+                    );
+                }
+                id_packs_written += 1;
+            }
+        }
+        if batch.size() > BATCH_BYTES {
+            logs.inner
+                .commit(std::mem::take(&mut batch), Durability::None)?;
+        }
+    }
+    child_rows.sort_unstable();
+    for rows in child_rows.chunks(INDEX_PACK_ROWS) {
+        if let Some(&(parent, child)) = rows.first() {
+            let rows = rows.to_vec();
+            batch.put(
+                keys::child_pack(sid, parent, child),
+                record::encode(&ChildPackRecord { rows }),
+            );
+        }
+    }
+    for seqs in leaf_seqs.chunks(INDEX_PACK_ROWS) {
+        if let Some(&first) = seqs.first() {
+            let seqs = seqs.to_vec();
+            batch.put(
+                keys::leaf_pack(sid, first),
+                record::encode(&LeafPackRecord { seqs }),
+            );
+        }
+    }
+    for (target, rec) in labels {
+        if let Some(rec) = rec {
+            batch.put(keys::label(sid, target), record::encode(&rec));
+        }
+    }
+    let head = HeadRecord {
+        next_seq: records.len() as u64,
+        leaf,
+        entries,
+        name_at,
+        last_timestamp,
+    };
+    let session = SessionRecord {
+        id: header.id.clone(),
+        header: header.raw.clone(),
+        created: header.timestamp.clone(),
+        cwd: header.cwd.clone(),
+        parent_session: header.parent_session.clone(),
+        parent_session_id: options.parent_session_id.clone(),
+        source_path: options
+            .source_path
+            .as_ref()
+            .map(|p| p.display().to_string()),
+    };
+    batch.put(keys::head(sid), record::encode(&head));
+    batch.put(keys::session(sid), record::encode(&session));
+    if !records.is_empty() {
+        batch.put(
+            keys::packed(sid),
+            (records.len() as u64).to_be_bytes().to_vec(),
+        );
+        batch.put(keys::id_filter(sid), id_filter.encode());
+    }
+    logs.publish(sid, &header.id, batch)?;
+    Ok(ImportReport {
+        session: header.id.clone(),
+        entries,
+        leaf_records: records.len() as u64 - entries,
+        leaf: leaf.map(|s| records[s as usize].id.clone()),
+        duplicate_ids,
+        diagnostics: reader.take_diagnostics(),
+        warnings,
+    })
 }
 
 /// The carried stamps of an import ([`ImportOptions::stamps`]), checked against the number of

@@ -9,11 +9,10 @@
 //! buffered before it), on [`Kv::flush`], and when the store is dropped. A backend charges per
 //! key and per write, so many small commits cost it one write of many keys.
 //!
-//! Handing the buffer over also **coalesces the log**: consecutive log values of one session
-//! (rows and batches under log keys `10 ++ sid ++ seq` whose records follow each other) become
-//! one batch under the first one's key, within the log-pack limits — the value one
-//! `append_many` of the same records writes (docs/format.md, "Batches"). So single appends and
-//! small batches cost the backend one key per pack of records, not one per commit.
+//! Handing the buffer over goes through a [`Coalesce`] hook given by the layer above: the
+//! session log's **coalesces the log** (`crate::log::coalesce`), so single appends and small
+//! batches cost the backend one key per pack of records, not one per commit. This module moves
+//! bytes and knows nothing of the log format.
 //!
 //! A scan merges the buffer as it was when the scan began with the backend as it is (sled's
 //! iterators are not snapshots); a buffered operation wins over the stored value of its key.
@@ -30,11 +29,9 @@ use std::ops::Bound;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use grove_codec::pack::{LogPackWriter, LogValue, LOG_PACK_BYTES, LOG_PACK_RECORDS};
 use parking_lot::{Condvar, Mutex, RwLock};
 
 use super::{Guard, Kv, KvError, Pair, Scan, WriteBatch};
-use crate::core::keys;
 
 /// The buffer is handed to the backend once it holds this many bytes of keys and values.
 pub const BUFFER_BYTES: usize = 512 * 1024;
@@ -44,7 +41,7 @@ pub const BUFFER_OPS: usize = 1024;
 pub const BUFFER_INTERVAL: Duration = Duration::from_millis(50);
 
 /// Buffered operations by key: `Some(value)` a put, `None` a delete.
-type Overlay = BTreeMap<Vec<u8>, Option<Vec<u8>>>;
+pub type Overlay = BTreeMap<Vec<u8>, Option<Vec<u8>>>;
 
 /// One buffered operation with its key.
 type BufferedOp = (Vec<u8>, Option<Vec<u8>>);
@@ -61,6 +58,7 @@ struct State {
 
 struct Shared {
     base: Box<dyn Kv>,
+    coalesce: Arc<dyn Coalesce>,
     state: RwLock<State>,
     /// Held while the buffer is handed over, and while a write goes past it: one at a time,
     /// in order.
@@ -85,10 +83,12 @@ struct Stop {
 
 impl BufferedKv {
     /// Puts a buffer in front of `base`, with a background thread that hands it over every
-    /// [`BUFFER_INTERVAL`] (it ends when the store is dropped).
-    pub fn new(base: Box<dyn Kv>) -> Result<BufferedKv, KvError> {
+    /// [`BUFFER_INTERVAL`] (it ends when the store is dropped), handing the buffer over as
+    /// `coalesce` makes it one batch.
+    pub fn new(base: Box<dyn Kv>, coalesce: Arc<dyn Coalesce>) -> Result<BufferedKv, KvError> {
         let shared = Arc::new(Shared {
             base,
+            coalesce,
             state: RwLock::new(State::default()),
             order: Mutex::new(()),
             failed: Mutex::new(None),
@@ -171,7 +171,7 @@ impl Shared {
             state.handing = Some(Arc::clone(&overlay));
             overlay
         };
-        match self.base.apply(coalesce(&overlay)) {
+        match self.base.apply(self.coalesce.coalesce(&overlay)) {
             Ok(()) => {
                 self.state.write().handing = None;
                 Ok(())
@@ -328,130 +328,29 @@ impl Iterator for Merged<'_> {
     }
 }
 
-/// The log value under `key` — a row or a batch — as its first seq and its rows; `None` for
-/// any other key (or a value that does not parse, which is passed on as it is).
-fn log_rows<'v>(key: &[u8], value: &'v [u8]) -> Option<(u64, LogValue<'v>)> {
-    if key.len() != 17 || key.first() != Some(&keys::T_LOG) {
-        return None;
-    }
-    Some((keys::last_u64(key)?, LogValue::parse(value).ok()?))
+/// How the buffered operations are handed to the backend as one batch. The layer that knows
+/// what the values are implements it: the session log coalesces consecutive log values of a
+/// session into batches (`crate::log::coalesce`); [`AsTheyAre`] writes each as it is.
+pub trait Coalesce: Send + Sync {
+    /// The operations, in key order, as one batch.
+    fn coalesce(&self, ops: &Overlay) -> WriteBatch;
 }
 
-/// Consecutive log values of one session being coalesced into one batch.
-struct RowRun<'o> {
-    key: &'o [u8],
-    /// The first value, written as it is when nothing joins it.
-    first: &'o [u8],
-    /// Its rows.
-    first_rows: LogValue<'o>,
-    next_seq: u64,
-    /// Records and bytes of rows in the run.
-    records: usize,
-    bytes: usize,
-    /// The batch, made when a second value joins.
-    pack: Option<LogPackWriter>,
-}
+/// Hands every buffered operation over as it is.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct AsTheyAre;
 
-/// Bytes of the rows of a log value.
-fn rows_len(rows: &LogValue<'_>) -> usize {
-    (0..rows.len())
-        .filter_map(|i| rows.row(i))
-        .map(<[u8]>::len)
-        .sum()
-}
-
-/// Adds the rows of a log value to a pack (a row is far below the 4 GiB its offsets allow).
-fn push_rows(pack: &mut LogPackWriter, rows: &LogValue<'_>) {
-    for i in 0..rows.len() {
-        if let Some(row) = rows.row(i) {
-            let _ = pack.push(row);
-        }
-    }
-}
-
-impl<'o> RowRun<'o> {
-    fn start(key: &'o [u8], first: &'o [u8], seq: u64, rows: LogValue<'o>) -> RowRun<'o> {
-        RowRun {
-            key,
-            first,
-            next_seq: seq + rows.len() as u64,
-            records: rows.len(),
-            bytes: rows_len(&rows),
-            first_rows: rows,
-            pack: None,
-        }
-    }
-
-    /// Adds the rows of the value under `key` if they continue the run and fit its pack.
-    fn join(&mut self, key: &[u8], seq: u64, rows: &LogValue<'_>) -> bool {
-        // The log-pack limits: a pack is closed once its rows reach LOG_PACK_BYTES (a row may
-        // pass it, a batch joins only below it).
-        let bytes = rows_len(rows);
-        let fits = self.records + rows.len() <= LOG_PACK_RECORDS
-            && self.bytes < LOG_PACK_BYTES
-            && (rows.len() == 1 || self.bytes + bytes <= LOG_PACK_BYTES);
-        if seq != self.next_seq || key.get(..9) != self.key.get(..9) || !fits {
-            return false;
-        }
-        let (records, held) = (self.records + rows.len(), self.bytes + bytes);
-        let pack = self.pack.get_or_insert_with(|| {
-            // Room for a few more values like these (a run of many small rows grows it a few
-            // times; a buffer of many short runs does not hold a full pack's bytes for each).
-            let mut pack = LogPackWriter::with_capacity(
-                (records * 4).min(LOG_PACK_RECORDS),
-                (held * 4).min(LOG_PACK_BYTES + bytes),
-            );
-            push_rows(&mut pack, &self.first_rows);
-            pack
-        });
-        push_rows(pack, rows);
-        self.next_seq = seq + rows.len() as u64;
-        self.records += rows.len();
-        self.bytes += bytes;
-        true
-    }
-
-    fn finish(self, batch: &mut WriteBatch) {
-        match self.pack {
-            None => batch.put(self.key.to_vec(), self.first.to_vec()),
-            Some(mut pack) => batch.put(self.key.to_vec(), pack.take_batch()),
-        }
-    }
-}
-
-/// The buffered operations as one batch, consecutive log values of a session coalesced into
-/// batches within the log-pack limits.
-fn coalesce(overlay: &Overlay) -> WriteBatch {
-    let mut batch = WriteBatch::new();
-    let mut run: Option<RowRun<'_>> = None;
-    for (key, value) in overlay {
-        if let Some((value, (seq, rows))) = value
-            .as_deref()
-            .and_then(|v| log_rows(key, v).map(|found| (v, found)))
-        {
-            if let Some(r) = &mut run {
-                if r.join(key, seq, &rows) {
-                    continue;
-                }
+impl Coalesce for AsTheyAre {
+    fn coalesce(&self, ops: &Overlay) -> WriteBatch {
+        let mut batch = WriteBatch::new();
+        for (key, value) in ops {
+            match value {
+                Some(v) => batch.put(key.clone(), v.clone()),
+                None => batch.delete(key.clone()),
             }
-            if let Some(r) = run.take() {
-                r.finish(&mut batch);
-            }
-            run = Some(RowRun::start(key, value, seq, rows));
-            continue;
         }
-        if let Some(r) = run.take() {
-            r.finish(&mut batch);
-        }
-        match value {
-            Some(v) => batch.put(key.clone(), v.clone()),
-            None => batch.delete(key.clone()),
-        }
+        batch
     }
-    if let Some(r) = run.take() {
-        r.finish(&mut batch);
-    }
-    batch
 }
 
 impl Kv for BufferedKv {

@@ -60,3 +60,12 @@ pub(crate) fn restrict(path: &Path) {
     #[cfg(not(unix))]
     let _ = path;
 }
+
+/// Whether an I/O error says the directory cannot be written at all (a read-only mount,
+/// immutable files, no permission).
+pub(crate) fn is_unwritable(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::ReadOnlyFilesystem | std::io::ErrorKind::PermissionDenied
+    ) || e.raw_os_error() == Some(1) // EPERM: an immutable file
+}

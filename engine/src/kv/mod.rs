@@ -8,7 +8,9 @@
 //! before it survives a process kill and a power loss. No transactions.
 
 mod bounded;
-mod buffered;
+pub mod buffered;
+mod durability;
+mod existing;
 pub(crate) mod files;
 mod guarded;
 mod memory;
@@ -17,28 +19,16 @@ mod redb_kv;
 mod sled_kv;
 pub mod sled_scan;
 
-use std::path::Path;
-
 pub use bounded::{Bounded, DEFAULT_FLUSH_TIMEOUT};
-pub use buffered::{BufferedKv, BUFFER_BYTES, BUFFER_INTERVAL, BUFFER_OPS};
+pub use buffered::{AsTheyAre, BufferedKv, Coalesce, BUFFER_BYTES, BUFFER_INTERVAL, BUFFER_OPS};
+pub use durability::{Durability, ZSTD_LEVEL};
+pub use existing::existing_backend;
 pub(crate) use guarded::guarded;
 pub use guarded::{quiet_backend_panics, Guarded};
 pub use memory::MemoryKv;
 pub use postgres_kv::{valid_table, PostgresKv, DEFAULT_TABLE, PAGE_ROWS};
 pub use redb_kv::{RedbKv, REDB_FILE};
 pub use sled_kv::{stored_compression, SledKv};
-
-/// The backend whose files the directory `dir` holds ("sled" or "redb"), if any: `grove.redb`
-/// is redb's database file; `conf` and `db` are sled's.
-pub fn existing_backend(dir: &Path) -> Option<&'static str> {
-    if dir.join(REDB_FILE).exists() {
-        Some("redb")
-    } else if dir.join("conf").exists() || dir.join("db").exists() {
-        Some("sled")
-    } else {
-        None
-    }
-}
 
 /// A failure of the backend.
 #[derive(Debug, thiserror::Error)]
@@ -320,4 +310,15 @@ pub trait Kv: Send + Sync {
     fn unavailable(&self) -> Option<String> {
         None
     }
+}
+
+/// Lowercase hex of bytes.
+pub fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(2 * bytes.len());
+    for b in bytes {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 0xF)]));
+    }
+    out
 }

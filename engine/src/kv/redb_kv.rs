@@ -20,8 +20,8 @@ use std::path::Path;
 
 use redb::{ReadableDatabase, TableDefinition};
 
+use super::Durability;
 use super::{Kv, KvError, Pair, Scan, WriteBatch};
-use crate::store::Durability;
 
 /// The file name of the database inside the store directory.
 pub const REDB_FILE: &str = "grove.redb";

@@ -106,7 +106,7 @@ impl SledKv {
                 .path(dir)
                 .cache_capacity(cache_bytes)
                 .use_compression(compress)
-                .compression_factor(crate::store::ZSTD_LEVEL)
+                .compression_factor(super::ZSTD_LEVEL)
                 .open()
             {
                 Ok(db) => return Ok(db),
@@ -147,7 +147,7 @@ fn cannot_write(e: &KvError) -> bool {
         KvError::Sled(sled::Error::Io(io)) => io,
         _ => return false,
     };
-    crate::core::dir::is_unwritable(io) || io.kind() == std::io::ErrorKind::StorageFull
+    super::files::is_unwritable(io) || io.kind() == std::io::ErrorKind::StorageFull
 }
 
 /// Copies the sled files of `dir` (its `conf`, `db`, snapshots and blobs) into a new

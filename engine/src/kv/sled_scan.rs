@@ -417,11 +417,11 @@ fn lost_page(d: &Damaged, pid: u64, range: Option<(Vec<u8>, Vec<u8>)>) -> String
         Some((lo, hi)) => format!(
             "{}{place}: sled page {pid} cannot be trusted; its keys from {} to {} are lost",
             d.why,
-            crate::core::util::hex(&lo),
+            super::hex(&lo),
             if hi.is_empty() {
                 "the end".to_owned()
             } else {
-                crate::core::util::hex(&hi)
+                super::hex(&hi)
             }
         ),
         None => format!(

@@ -21,72 +21,32 @@
 //! the state is loaded (docs/design.md, "Commit protocol").
 //!
 //! The state of one session is shared by every handle of the store (one per session number,
-//! `Inner::id_index`): readers take it shared, a commit exclusively (so a
+//! `Logs::id_index`): readers take it shared, a commit exclusively (so a
 //! reader never sees a record's id before its log row, nor after a merge the packs of runs the
 //! merge removed).
 
 use std::collections::HashMap;
 
 use compact_str::CompactString;
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
 use grove_codec::pack::{self, IdFilter, IdHash, IdPack, IdRunMeta};
 use grove_codec::record::{self, HeadRecord};
-use parking_lot::{RwLock, RwLockWriteGuard};
+use parking_lot::RwLockWriteGuard;
 
 use crate::core::error::{GroveError, Result};
 use crate::core::keys;
+use crate::core::shared::{Inner, FENCE_TRIES};
+use crate::kv::Durability;
 use crate::kv::WriteBatch;
+use crate::log::handle::{decode_node, decode_row_unchecked, packed_count, Entry, Handle};
+use crate::log::id_state::{IdIndex, Lookup, Run, ID_RUN_FANOUT, ID_RUN_FLUSH, ID_RUN_FLUSH_BYTES};
 use crate::log::rows::LogRows;
 use crate::log::write;
-use crate::session::{decode_node, decode_row_unchecked, packed_count, Entry, Session};
-use crate::store::{Durability, Inner, FENCE_TRIES};
-
-/// Ids the tail holds before the next commit writes them as a run.
-pub const ID_RUN_FLUSH: usize = 256;
-/// Bytes of log rows the tail's records hold before the next commit writes their ids as a run
-/// (whichever comes first): a process rebuilds the tail by reading those records, so this
-/// bounds what loading a session's state reads.
-pub const ID_RUN_FLUSH_BYTES: u64 = 256 * 1024;
-/// Runs of one size class merged into one.
-pub const ID_RUN_FANOUT: usize = 4;
-
-/// One id run, as its description says.
-#[derive(Debug)]
-pub(crate) struct Run {
-    pub(crate) first: u64,
-    pub(crate) end: u64,
-    pub(crate) filter: IdFilter,
-}
-
-impl Run {
-    fn count(&self) -> u64 {
-        self.end - self.first
-    }
-
-    /// The run's size class: 0 below `FLUSH × FANOUT` ids, then one more per factor FANOUT.
-    fn class(&self) -> u32 {
-        let mut class = 0;
-        let mut bound = (ID_RUN_FLUSH * ID_RUN_FANOUT) as u64;
-        while self.count() >= bound {
-            class += 1;
-            bound = bound.saturating_mul(ID_RUN_FANOUT as u64);
-        }
-        class
-    }
-}
-
-/// What an id lookup beyond the tail needs: read on the first such lookup, not when the
-/// session is loaded (the filters take 10 bits per id, so reading them costs O(session)).
-#[derive(Debug)]
-struct Lookup {
-    /// The runs, ascending: they tile `packed .. tail_from`.
-    runs: Vec<Run>,
-}
 
 impl Lookup {
     /// Reads every run description of a session whose tail starts at `tail_from`.
-    fn load(s: &Session, tail_from: u64) -> Result<Lookup> {
+    fn load(s: &Handle, tail_from: u64) -> Result<Lookup> {
         let kv = &s.inner.kv;
         let mut runs: Vec<Run> = Vec::new();
         let start = keys::session_prefix(keys::T_ID_RUN, s.sid);
@@ -124,53 +84,12 @@ impl Lookup {
     }
 }
 
-/// A session's id index and head as loaded in memory.
-#[derive(Debug)]
-pub(crate) struct IdIndex {
-    /// The runs, read on first use.
-    lookup: OnceLock<Lookup>,
-    /// The filter of the id packs (of a session that has them), read on the first duplicate
-    /// check that reaches the packs.
-    pack_filter: OnceLock<IdFilter>,
-    /// The first record of the tail.
-    tail_from: u64,
-    /// Ids of the records `tail_from ..`.
-    tail: HashMap<CompactString, u64>,
-    /// Bytes of those records' log rows.
-    tail_bytes: u64,
-    /// The session's head: the stored checkpoint folded over the records after it.
-    head: HeadRecord,
-}
-
-/// One session's slot: `None` until first used (and after a failed commit, so that it is
-/// read again from the store).
-pub(crate) type IdIndexSlot = RwLock<Option<IdIndex>>;
-
-/// Slots kept for sessions no one is using (beyond it, unused ones are dropped).
-pub(crate) const ID_INDEXES_KEPT: usize = 4096;
-
-impl Inner {
-    /// The id-index slot of session `sid`.
-    pub(crate) fn id_index(&self, sid: u64) -> Arc<IdIndexSlot> {
-        let mut slots = self.id_indexes.lock();
-        if slots.len() >= ID_INDEXES_KEPT && !slots.contains_key(&sid) {
-            slots.retain(|_, slot| Arc::strong_count(slot) > 1);
-        }
-        slots.entry(sid).or_default().clone()
-    }
-
-    /// Forgets a session's id index (it was deleted).
-    pub(crate) fn forget_id_index(&self, sid: u64) {
-        self.id_indexes.lock().remove(&sid);
-    }
-}
-
 fn corrupt_run(first: u64, e: impl std::fmt::Display) -> GroveError {
     GroveError::Corrupt(format!("id run at record {first}: {e}"))
 }
 
 /// Where the session's id runs end (the last run's description), if it has any.
-fn last_run_end(s: &Session) -> Result<Option<u64>> {
+fn last_run_end(s: &Handle) -> Result<Option<u64>> {
     let start = keys::session_prefix(keys::T_ID_RUN, s.sid);
     let mut last_run = Ok(None);
     s.inner
@@ -221,7 +140,7 @@ impl IdIndex {
     /// description alone), and the log rows after both — the tail's ids and the records the
     /// head is folded over (every row to the log's end, a record a crash interrupted
     /// included). The runs and filters wait for the first id lookup that needs them.
-    fn load(s: &Session) -> Result<IdIndex> {
+    fn load(s: &Handle) -> Result<IdIndex> {
         if !s.inner.shared {
             return IdIndex::load_once(s);
         }
@@ -235,14 +154,14 @@ impl IdIndex {
                 return Ok(index);
             }
         }
-        Err(crate::store::fenced_out(&format!(
+        Err(crate::core::shared::fenced_out(&format!(
             "loading session {}",
             s.record.id
         )))
     }
 
     /// [`IdIndex::load`], each read on its own.
-    fn load_once(s: &Session) -> Result<IdIndex> {
+    fn load_once(s: &Handle) -> Result<IdIndex> {
         let kv = &s.inner.kv;
         let tail_from = last_run_end(s)?.unwrap_or(s.packed);
         let mut head: HeadRecord = s.inner.require(&keys::head(s.sid))?;
@@ -321,7 +240,7 @@ impl IdIndex {
     }
 
     /// The lookup structures, read now if no one has.
-    fn lookup(&self, s: &Session) -> Result<&Lookup> {
+    fn lookup(&self, s: &Handle) -> Result<&Lookup> {
         if self.lookup.get().is_none() {
             // Two readers may both read them; the first to finish is kept.
             let _ = self.lookup.set(Lookup::load(s, self.tail_from)?);
@@ -332,7 +251,7 @@ impl IdIndex {
     }
 
     /// The id packs' filter, read now if no one has (a session with packs has one).
-    fn pack_filter(&self, s: &Session) -> Result<&IdFilter> {
+    fn pack_filter(&self, s: &Handle) -> Result<&IdFilter> {
         if self.pack_filter.get().is_none() {
             let bytes = s.inner.kv.get(&keys::id_filter(s.sid))?.ok_or_else(|| {
                 GroveError::Corrupt(format!("session {} has no id filter", s.record.id))
@@ -348,7 +267,7 @@ impl IdIndex {
     }
 
     /// [`IdIndex::lookup`], to change (a flush or merge, under the slot's write lock).
-    fn lookup_mut(&mut self, s: &Session) -> Result<&mut Lookup> {
+    fn lookup_mut(&mut self, s: &Handle) -> Result<&mut Lookup> {
         self.lookup(s)?;
         self.lookup
             .get_mut()
@@ -358,7 +277,7 @@ impl IdIndex {
     /// The seq of `id` (its last occurrence). `pack_filter`: consult the id packs' filter
     /// first (for a duplicate check, where most ids are absent; a lookup of an id known to
     /// exist skips it).
-    fn find(&self, s: &Session, id: &str, pack_filter: bool) -> Result<Option<u64>> {
+    fn find(&self, s: &Handle, id: &str, pack_filter: bool) -> Result<Option<u64>> {
         if let Some(&seq) = self.tail.get(id) {
             return Ok(Some(seq));
         }
@@ -386,7 +305,7 @@ impl IdIndex {
 
     /// Writes the tail as a run (one atomic batch), then merges what is due, each a batch of
     /// its own.
-    fn flush(&mut self, s: &Session) -> Result<()> {
+    fn flush(&mut self, s: &Handle) -> Result<()> {
         let mut staged = StagedRuns::default();
         let mut batch = WriteBatch::new();
         self.stage_flush(s, &mut batch, &mut staged)?;
@@ -404,7 +323,7 @@ impl IdIndex {
     /// a shared store's commit carries them, so that only a writer whose picture of the
     /// session was whole writes them (docs/design.md, "Fenced commits"). The index in memory
     /// changes as if they were written: a caller whose batch is not applied drops it.
-    fn stage_flush_merged(&mut self, s: &Session, batch: &mut WriteBatch) -> Result<()> {
+    fn stage_flush_merged(&mut self, s: &Handle, batch: &mut WriteBatch) -> Result<()> {
         let mut staged = StagedRuns::default();
         self.stage_flush(s, batch, &mut staged)?;
         while self.stage_merge(s, batch, &mut staged)? {}
@@ -414,7 +333,7 @@ impl IdIndex {
     /// Stages the tail as a run, with the head checkpoint, and starts a new tail.
     fn stage_flush(
         &mut self,
-        s: &Session,
+        s: &Handle,
         batch: &mut WriteBatch,
         staged: &mut StagedRuns,
     ) -> Result<()> {
@@ -441,7 +360,7 @@ impl IdIndex {
     /// whether it did. The packs of runs staged in the same batch are taken from `staged`.
     fn stage_merge(
         &mut self,
-        s: &Session,
+        s: &Handle,
         batch: &mut WriteBatch,
         staged: &mut StagedRuns,
     ) -> Result<bool> {
@@ -506,7 +425,7 @@ fn borrowed(pairs: &[(CompactString, u64)]) -> Vec<(&str, u64)> {
 /// The seq of `id` in the id packs under `start` (a run's or the import's): the pack whose
 /// first id is the greatest not above `id`, found by a floor lookup ending at `key`
 /// (`id`'s own pack key).
-fn find_in_packs(s: &Session, start: &[u8], mut key: Vec<u8>, id: &str) -> Result<Option<u64>> {
+fn find_in_packs(s: &Handle, start: &[u8], mut key: Vec<u8>, id: &str) -> Result<Option<u64>> {
     // The smallest key after `id`'s own: the scan ends at `id` inclusive.
     key.push(0);
     let mut found = Ok(None);
@@ -522,7 +441,7 @@ fn find_in_packs(s: &Session, start: &[u8], mut key: Vec<u8>, id: &str) -> Resul
 /// starts with `prefix`: the pack before the first one keyed by `prefix` (its later ids may
 /// match), then every pack keyed by `prefix`.
 fn prefix_in_packs(
-    s: &Session,
+    s: &Handle,
     table: &[u8],
     prefix: &str,
     limit: usize,
@@ -549,10 +468,10 @@ fn prefix_in_packs(
     Ok(())
 }
 
-impl Session {
+impl Handle {
     /// Runs `f` on the session's id index, loading it first if no one has.
     fn with_ids<T>(&self, f: impl FnOnce(&IdIndex) -> Result<T>) -> Result<T> {
-        let slot = self.inner.id_index(self.sid);
+        let slot = self.logs.id_index(self.sid);
         {
             let guard = slot.read();
             if let Some(index) = guard.as_ref() {
@@ -613,10 +532,10 @@ impl Session {
     /// The active leaf, without loading the session's state when no one has and the stored
     /// head checkpoint covers the whole log (an imported session; one whose last commit
     /// wrote a checkpoint): a cold resume then reads neither the id index nor its tail.
-    /// Otherwise the state is loaded, as [`Session::head`] does.
+    /// Otherwise the state is loaded, as [`Handle::head`] does.
     pub(crate) fn leaf_seq(&self) -> Result<Option<u64>> {
         self.state_is_current()?;
-        if let Some(index) = self.inner.id_index(self.sid).read().as_ref() {
+        if let Some(index) = self.logs.id_index(self.sid).read().as_ref() {
             return Ok(index.head.leaf);
         }
         let checkpoint: HeadRecord = self.inner.require(&keys::head(self.sid))?;
@@ -633,7 +552,7 @@ impl Session {
     /// reads whatever the session's size, for listings of many sessions.
     pub(crate) fn entry_count(&self) -> Result<u64> {
         self.state_is_current()?;
-        if let Some(index) = self.inner.id_index(self.sid).read().as_ref() {
+        if let Some(index) = self.logs.id_index(self.sid).read().as_ref() {
             return Ok(index.head.entries);
         }
         let kv = &self.inner.kv;
@@ -677,7 +596,7 @@ impl Session {
         mut ops: WriteBatch,
         commit: impl FnOnce(WriteBatch) -> Result<bool>,
     ) -> Result<bool> {
-        let slot = self.inner.id_index(self.sid);
+        let slot = self.logs.id_index(self.sid);
         let mut guard = slot.write();
         let index = loaded(&mut guard, self)?;
         let full = index.tail.len() >= ID_RUN_FLUSH || index.tail_bytes >= ID_RUN_FLUSH_BYTES;
@@ -719,12 +638,12 @@ impl Session {
             tail_bytes: 0,
             head,
         };
-        *self.inner.id_index(self.sid).write() = Some(index);
+        *self.logs.id_index(self.sid).write() = Some(index);
     }
 
     /// Drops the session's state this process holds: it is read again when next needed.
     pub(crate) fn drop_state(&self) {
-        *self.inner.id_index(self.sid).write() = None;
+        *self.logs.id_index(self.sid).write() = None;
     }
 
     /// Whether the session's state this process holds is current: nothing was appended after
@@ -734,7 +653,7 @@ impl Session {
         if !self.inner.shared {
             return Ok(true);
         }
-        let slot = self.inner.id_index(self.sid);
+        let slot = self.logs.id_index(self.sid);
         let Some(next) = slot.read().as_ref().map(|ix| ix.head.next_seq) else {
             return Ok(true);
         };
@@ -752,7 +671,7 @@ impl Session {
 /// The loaded index in `slot`, loading it if needed.
 fn loaded<'g>(
     slot: &'g mut RwLockWriteGuard<'_, Option<IdIndex>>,
-    s: &Session,
+    s: &Handle,
 ) -> Result<&'g mut IdIndex> {
     if slot.is_none() {
         **slot = Some(IdIndex::load(s)?);

@@ -9,7 +9,7 @@ use grove_codec::writer::NewEntry;
 
 use crate::core::error::{GroveError, Result};
 use crate::core::keys;
-use crate::session::Session;
+use crate::log::handle::Handle;
 
 /// The current label of an entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,7 +26,7 @@ pub struct Label {
 
 /// The label a `label` entry's line sets, decoded and as a JSON string literal; `None` when
 /// it clears (spec §6.1: trimmed; blank or non-string clears). The label index
-/// ([`Session::label_update`]) keeps the same value.
+/// ([`Handle::label_update`]) keeps the same value.
 pub(crate) fn label_value(line: &str) -> Option<(String, String)> {
     let value = Fields::parse(line)
         .and_then(|f| f.label)
@@ -39,7 +39,7 @@ pub(crate) fn label_value(line: &str) -> Option<(String, String)> {
     ))
 }
 
-impl Session {
+impl Handle {
     /// Every current label, keyed by target id (spec §6.1: last in log order wins, trimmed,
     /// blank clears).
     pub fn labels(&self) -> Result<BTreeMap<String, Label>> {

@@ -14,7 +14,7 @@ use grove_codec::pack::{LogPack, LogValue, BATCH_MARK};
 use crate::core::error::{GroveError, Result};
 use crate::core::keys;
 use crate::kv::{Kv, Scan};
-use crate::session::{decode_row, Entry, Session};
+use crate::log::handle::{decode_row, Entry, Handle};
 
 fn corrupt_pack(first: u64, e: grove_codec::CodecError) -> GroveError {
     GroveError::Corrupt(format!("log pack at record {first}: {e}"))
@@ -43,7 +43,7 @@ fn read_in<T>(
     Ok(row.and_then(|row| read.take().map(|read| read(row))))
 }
 
-impl Session {
+impl Handle {
     /// Calls `read` with the log row of `seq`; `None` when the log has no such record.
     pub(crate) fn read_row<T>(&self, seq: u64, read: impl FnOnce(&[u8]) -> T) -> Result<Option<T>> {
         let kv = &self.inner.kv;

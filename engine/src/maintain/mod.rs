@@ -1,6 +1,8 @@
-//! Keeping a store sound: verification ([`verify`]) and salvage ([`salvage`]).
+//! Keeping a store sound: verification ([`verify`]), salvage ([`salvage`]) and payload
+//! collection ([`gc`]).
 //!
 //! May call: [`crate::exchange`] and every layer below it.
 
+pub mod gc;
 pub mod salvage;
 pub mod verify;

@@ -23,7 +23,7 @@
 //!    line matches its content hash and every source node is the fold of its parent — the log
 //!    as long as the head says, the same leaf, entry count and name position, and the copy
 //!    must verify.
-//! 4. [`Session::verify`] runs on the source too. When it finds nothing, the copy's labels and
+//! 4. [`Handle::verify`] runs on the source too. When it finds nothing, the copy's labels and
 //!    name must also equal the source's. When it finds problems (or cannot finish), they can
 //!    only be in what the copy rebuilt from the log — the indexes, views, packs' filters —
 //!    and the session is recovered with them noted ([`Recovered::index_damage`]).
@@ -44,11 +44,14 @@ use grove_codec::record::{self, SessionRecord};
 use crate::core::error::{GroveError, Result};
 use crate::core::keys;
 use crate::core::util;
+use crate::exchange::export;
 use crate::exchange::export::Flavor;
 use crate::exchange::import::{ImportOptions, LeafRule};
 use crate::kv::{Kv, Pair};
-use crate::session::Session;
-use crate::store::Store;
+use crate::log::handle::Handle;
+use crate::log::shared::Logs;
+use crate::maintain::verify;
+use std::sync::Arc;
 
 /// A session copied into the destination.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,7 +87,7 @@ pub struct SalvageReport {
     /// The sessions found but not copied.
     pub lost: Vec<Lost>,
     /// Damage outside any one session: acknowledged writes the source's backend lost
-    /// ([`Store::lost_writes`]), a table of the source that could not be scanned to its end.
+    /// ([`crate::Store::lost_writes`]), a table of the source that could not be scanned to its end.
     /// Sessions may be missing from both lists, or recovered in an older state, because of it.
     pub damage: Vec<String>,
 }
@@ -113,7 +116,7 @@ struct Found {
 /// no session, and reports the sessions it could not copy. Fails only when `dest` is not
 /// empty or cannot be read; every problem of the source is a [`Lost`] session or a
 /// [`SalvageReport::damage`] line of the report.
-pub fn salvage(src: &Store, dest: &Store) -> Result<SalvageReport> {
+pub(crate) fn salvage(src: &Arc<Logs>, dest: &Arc<Logs>, actor: &str) -> Result<SalvageReport> {
     if let Some(id) = first_session(dest)? {
         return Err(GroveError::InvalidArgument(format!(
             "the destination store is not empty: it holds session {id}; salvage into a new store"
@@ -122,10 +125,10 @@ pub fn salvage(src: &Store, dest: &Store) -> Result<SalvageReport> {
     let mut report = SalvageReport::default();
     // A store whose backend lost acknowledged writes holds an older state than it promised:
     // what it holds is copied, and the loss is reported.
-    if let Some(lost) = src.lost_writes() {
+    if let Some(lost) = src.inner.lost.as_ref() {
         report.damage.push(lost.to_string());
     }
-    let found = find_sessions(src.kv(), &mut report.damage);
+    let found = find_sessions(src.inner.kv.as_ref(), &mut report.damage);
     // Sessions whose catalogue row and record agree go first, so that of two records claiming
     // one id, the listed one is copied.
     let agrees = |f: &Found| matches!(&f.record, Some(Ok(rec)) if f.listed.contains(&rec.id));
@@ -201,7 +204,7 @@ pub fn salvage(src: &Store, dest: &Store) -> Result<SalvageReport> {
             });
             continue;
         }
-        match copy_guarded(src, dest, sid, rec) {
+        match copy_guarded(actor, src, dest, sid, rec) {
             Ok((entries, records, index_damage)) => {
                 copied.insert(rec.id.clone());
                 report.recovered.push(Recovered {
@@ -222,10 +225,10 @@ pub fn salvage(src: &Store, dest: &Store) -> Result<SalvageReport> {
 }
 
 /// The id of some session of `store`'s catalogue, if it has any.
-fn first_session(store: &Store) -> Result<Option<String>> {
+fn first_session(store: &Arc<Logs>) -> Result<Option<String>> {
     let start = [keys::T_SESSION_ID];
     let end = [keys::T_SESSION_ID + 1];
-    match store.kv().scan(&start, &end).next() {
+    match store.inner.kv.as_ref().scan(&start, &end).next() {
         None => Ok(None),
         Some(pair) => {
             let (key, _) = pair?;
@@ -344,12 +347,15 @@ fn sids_in_table(kv: &dyn Kv, tag: u8, name: &str, damage: &mut Vec<String>) -> 
 /// [`copy_session`] under `catch_unwind`; after a failure or a panic nothing of the session
 /// stays in `dest`.
 fn copy_guarded(
-    src: &Store,
-    dest: &Store,
+    actor: &str,
+    src: &Arc<Logs>,
+    dest: &Arc<Logs>,
     sid: u64,
     rec: &SessionRecord,
 ) -> std::result::Result<Copied, String> {
-    let outcome = catch_unwind(AssertUnwindSafe(|| copy_session(src, dest, sid, rec)));
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        copy_session(actor, src, dest, sid, rec)
+    }));
     let reason = match outcome {
         Ok(Ok(counts)) => return Ok(counts),
         Ok(Err(reason)) => reason,
@@ -364,7 +370,7 @@ fn copy_guarded(
 }
 
 /// Removes session `id` from `dest` if a failed copy left it there.
-fn discard_copy(dest: &Store, id: &str) -> std::result::Result<(), String> {
+fn discard_copy(dest: &Arc<Logs>, id: &str) -> std::result::Result<(), String> {
     let outcome = catch_unwind(AssertUnwindSafe(|| match dest.delete_session(id) {
         Ok(()) | Err(GroveError::SessionNotFound(_)) => Ok(()),
         Err(e) => Err(e.to_string()),
@@ -380,17 +386,18 @@ type Copied = (u64, u64, Option<String>);
 /// record by record against the source. Returns what [`Copied`] says, or the reason the
 /// session was not copied.
 fn copy_session(
-    src: &Store,
-    dest: &Store,
+    actor: &str,
+    src: &Arc<Logs>,
+    dest: &Arc<Logs>,
     sid: u64,
     rec: &SessionRecord,
 ) -> std::result::Result<Copied, String> {
-    let session = Session::open(src.inner.clone(), sid, rec.clone())
-        .map_err(|e| format!("opening it: {e}"))?;
+    let session =
+        Handle::open(src.clone(), sid, rec.clone()).map_err(|e| format!("opening it: {e}"))?;
     let read = |what: &str, e: GroveError| format!("reading its {what}: {e}");
     // The indexes are rebuilt by the import, so only the log and the head must be sound; the
     // labels and the name, kept in indexes, are compared when verification found nothing.
-    let note = match session.verify() {
+    let note = match verify::verify(&session) {
         Ok(report) if report.is_ok() => None,
         Ok(report) => Some(problems(&report.problems)),
         Err(e) => Some(format!("verification stopped: {e}")),
@@ -409,19 +416,18 @@ fn copy_session(
     };
     let spool_err = |e: std::io::Error| format!("spooling its export: {e}");
     let mut spool = Digesting::new(tempfile::tempfile().map_err(spool_err)?);
-    session
-        .export(Flavor::Harness, &mut spool)
+    export::export(&session, Flavor::Harness, &mut spool)
         .map_err(|e| with_note(format!("exporting it: {e}")))?;
     let (file, digest) = spool.finish().map_err(spool_err)?;
     // The import replays the leaf lines as the head was folded from them; a session imported
     // with pi-CLI's leaf rule that still ends on its last leaf line resumes elsewhere, and is
     // copied with that rule again (the default rule refuses such a log when that leaf line
     // names no entry).
-    let copy = match import_copy(dest, &file, rec, LeafRule::Auto) {
+    let copy = match import_copy(actor, dest, &file, rec, LeafRule::Auto) {
         Ok(copy) if copy_head(&copy)?.leaf == head.leaf => copy,
         _ => {
             discard_copy(dest, &rec.id)?;
-            import_copy(dest, &file, rec, LeafRule::LastLine)?
+            import_copy(actor, dest, &file, rec, LeafRule::LastLine)?
         }
     };
     let differs = |what: &str| {
@@ -433,7 +439,7 @@ fn copy_session(
         return differs("session record");
     }
     let mut again = Digesting::new(std::io::sink());
-    copy.export(Flavor::Harness, &mut again)
+    export::export(&copy, Flavor::Harness, &mut again)
         .map_err(|e| format!("exporting the copy: {e}"))?;
     if again.finish().map_err(spool_err)?.1 != digest {
         return differs("export");
@@ -472,9 +478,7 @@ fn copy_session(
             return differs("name");
         }
     }
-    let checked = copy
-        .verify()
-        .map_err(|e| format!("verifying the copy: {e}"))?;
+    let checked = verify::verify(&copy).map_err(|e| format!("verifying the copy: {e}"))?;
     if !checked.is_ok() {
         return Err(format!(
             "the copy does not verify: {}",
@@ -485,7 +489,7 @@ fn copy_session(
 }
 
 /// The head of a copy.
-fn copy_head(copy: &Session) -> std::result::Result<grove_codec::record::HeadRecord, String> {
+fn copy_head(copy: &Handle) -> std::result::Result<grove_codec::record::HeadRecord, String> {
     copy.head()
         .map_err(|e| format!("reading the copy's head: {e}"))
 }
@@ -528,11 +532,12 @@ impl<W: std::io::Write> std::io::Write for Digesting<W> {
 /// under its own id, with its lineage and source path and the leaf rule `leaf_rule`; the
 /// import must not change a line.
 fn import_copy(
-    dest: &Store,
+    actor: &str,
+    dest: &Arc<Logs>,
     export: &std::fs::File,
     rec: &SessionRecord,
     leaf_rule: LeafRule,
-) -> std::result::Result<Session, String> {
+) -> std::result::Result<Handle, String> {
     use std::io::Seek;
     let mut file = export;
     file.rewind()
@@ -544,9 +549,13 @@ fn import_copy(
         parent_session_id: rec.parent_session_id.clone(),
         ..ImportOptions::default()
     };
-    let imported = dest
-        .import_reader(std::io::BufReader::with_capacity(1 << 20, file), options)
-        .map_err(|e| format!("importing its export into the destination: {e}"))?;
+    let imported = crate::exchange::import::import_reader(
+        dest,
+        actor,
+        std::io::BufReader::with_capacity(1 << 20, file),
+        options,
+    )
+    .map_err(|e| format!("importing its export into the destination: {e}"))?;
     if !imported.diagnostics.is_empty() {
         return Err(format!(
             "importing its export changed lines: {:?}",

@@ -5,6 +5,7 @@
 //! changed byte anywhere in a session's values is found.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
 
 use grove_codec::digest;
 use grove_codec::entry::Envelope;
@@ -16,13 +17,14 @@ use grove_codec::record::{
 };
 use grove_codec::EntryKind;
 
+use crate::context::build;
 use crate::core::error::Result;
 use crate::core::keys;
 use crate::core::util;
 use crate::log::fold;
+use crate::log::handle::Handle;
 use crate::log::index_packs;
-use crate::session::Session;
-use crate::store::Store;
+use crate::log::shared::Logs;
 
 /// One problem found by verification.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,77 +64,71 @@ impl VerifyReport {
     }
 }
 
-impl Store {
-    /// Verifies every session of the store.
-    pub fn verify(&self) -> Result<VerifyReport> {
-        let mut report = VerifyReport::default();
-        if let Some(lost) = self.lost_writes() {
-            report.problems.push(Problem {
-                session: "(store)".to_owned(),
-                entry: None,
-                what: lost.to_string(),
-            });
-        }
-        let start = vec![keys::T_SESSION_ID];
-        let end = keys::prefix_end(&start);
-        let mut ids = Vec::new();
-        for pair in self.inner.kv.scan(&start, &end) {
-            let (k, v) = pair?;
-            let id = keys::string_suffix(&k, 1).unwrap_or_default();
-            match keys::u64_value(&v) {
-                Some(sid) => ids.push((id, sid)),
-                None => report.problems.push(Problem {
-                    session: id,
-                    entry: None,
-                    what: "session id index value is not a session number".into(),
-                }),
-            }
-        }
-        for (id, sid) in ids {
-            match self.inner.get::<SessionRecord>(&keys::session(sid)) {
-                Ok(Some(rec)) => {
-                    let session = match Session::open(self.inner.clone(), sid, rec.clone()) {
-                        Ok(s) => s,
-                        Err(e) => {
-                            report.problems.push(Problem {
-                                session: id.clone(),
-                                entry: None,
-                                what: format!("completing an interrupted commit: {e}"),
-                            });
-                            Session::new(self.inner.clone(), sid, rec)
-                        }
-                    };
-                    verify_session(&session, &id, &mut report)?;
-                }
-                Ok(None) => report.problems.push(Problem {
-                    session: id,
-                    entry: None,
-                    what: format!(
-                        "session id index points at sid {sid}, which has no session record"
-                    ),
-                }),
-                Err(e) => report.problems.push(Problem {
-                    session: id,
-                    entry: None,
-                    what: e.to_string(),
-                }),
-            }
-            report.sessions += 1;
-        }
-        Ok(report)
+/// Verifies every session of the store.
+pub(crate) fn verify_store(logs: &Arc<Logs>) -> Result<VerifyReport> {
+    let mut report = VerifyReport::default();
+    if let Some(lost) = logs.inner.lost.as_ref() {
+        report.problems.push(Problem {
+            session: "(store)".to_owned(),
+            entry: None,
+            what: lost.to_string(),
+        });
     }
+    let start = vec![keys::T_SESSION_ID];
+    let end = keys::prefix_end(&start);
+    let mut ids = Vec::new();
+    for pair in logs.inner.kv.scan(&start, &end) {
+        let (k, v) = pair?;
+        let id = keys::string_suffix(&k, 1).unwrap_or_default();
+        match keys::u64_value(&v) {
+            Some(sid) => ids.push((id, sid)),
+            None => report.problems.push(Problem {
+                session: id,
+                entry: None,
+                what: "session id index value is not a session number".into(),
+            }),
+        }
+    }
+    for (id, sid) in ids {
+        match logs.inner.get::<SessionRecord>(&keys::session(sid)) {
+            Ok(Some(rec)) => {
+                let session = match Handle::open(logs.clone(), sid, rec.clone()) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        report.problems.push(Problem {
+                            session: id.clone(),
+                            entry: None,
+                            what: format!("completing an interrupted commit: {e}"),
+                        });
+                        Handle::new(logs.clone(), sid, rec)
+                    }
+                };
+                verify_session(&session, &id, &mut report)?;
+            }
+            Ok(None) => report.problems.push(Problem {
+                session: id,
+                entry: None,
+                what: format!("session id index points at sid {sid}, which has no session record"),
+            }),
+            Err(e) => report.problems.push(Problem {
+                session: id,
+                entry: None,
+                what: e.to_string(),
+            }),
+        }
+        report.sessions += 1;
+    }
+    Ok(report)
 }
 
-impl Session {
-    /// Verifies this session.
-    pub fn verify(&self) -> Result<VerifyReport> {
-        let mut report = VerifyReport {
-            sessions: 1,
-            ..VerifyReport::default()
-        };
-        verify_session(self, self.id(), &mut report)?;
-        Ok(report)
-    }
+/// Verifies this session.
+pub(crate) fn verify(s: &Handle) -> Result<VerifyReport> {
+    let mut report = VerifyReport {
+        sessions: 1,
+        ..VerifyReport::default()
+    };
+    verify_session(s, s.id(), &mut report)?;
+    Ok(report)
 }
 
 struct Checker<'r> {
@@ -157,7 +153,7 @@ struct Row {
     env: Option<Envelope>,
 }
 
-fn verify_session(s: &Session, listed_as: &str, report: &mut VerifyReport) -> Result<()> {
+fn verify_session(s: &Handle, listed_as: &str, report: &mut VerifyReport) -> Result<()> {
     let mut c = Checker {
         session: listed_as.to_owned(),
         report,
@@ -732,10 +728,10 @@ fn verify_session(s: &Session, listed_as: &str, report: &mut VerifyReport) -> Re
         Ok(None) => {}
         Ok(Some(v)) => {
             let sound = v.leaf < head.next_seq && !is_leaf(v.leaf) && {
-                let marks: Vec<u64> = s
-                    .fold_context(v.leaf, crate::ContextOptions::grove())
-                    .map(|(_, m, _)| m.into_iter().map(|(seq, _)| seq).collect())
-                    .unwrap_or_default();
+                let marks: Vec<u64> =
+                    build::fold_context(s, v.leaf, crate::ContextOptions::grove())
+                        .map(|(_, m, _)| m.into_iter().map(|(seq, _)| seq).collect())
+                        .unwrap_or_default();
                 let listed: Vec<u64> = v.segments.iter().flat_map(|&(lo, hi)| lo..=hi).collect();
                 marks == listed && rows[v.leaf as usize].node.checkpoint == v.checkpoint
             };
@@ -779,7 +775,7 @@ fn verify_session(s: &Session, listed_as: &str, report: &mut VerifyReport) -> Re
 /// count), and that rows ascend within and across packs.
 fn pack_rows<T: Ord + Copy + std::fmt::Debug>(
     c: &mut Checker<'_>,
-    s: &Session,
+    s: &Handle,
     table: u8,
     name: &str,
     key_row: impl Fn(&[u8]) -> Option<T>,
@@ -825,7 +821,7 @@ fn pack_rows<T: Ord + Copy + std::fmt::Debug>(
 /// row stored both ways is a problem too.
 fn compare_set<T: Ord + Copy + std::fmt::Debug>(
     c: &mut Checker<'_>,
-    s: &Session,
+    s: &Handle,
     table: u8,
     name: &str,
     parse: impl Fn(&[u8]) -> Option<T>,

@@ -21,12 +21,12 @@ use parking_lot::Mutex;
 
 use crate::core::error::{GroveError, Result};
 use crate::core::keys;
+use crate::core::shared::{fenced_out, FENCE_TRIES};
 use crate::core::util;
 use crate::kv::WriteBatch;
-use crate::session::Session;
-use crate::store::{fenced_out, FENCE_TRIES};
+use crate::log::handle::Handle;
 
-/// How long a turn taken with [`Session::begin_turn`] lasts in a store processes share, unless
+/// How long a turn taken with [`Handle::begin_turn`] lasts in a store processes share, unless
 /// renewed ([`TurnGuard::renew`]); in a store one process holds it lasts until it ends.
 pub const DEFAULT_TURN_TTL: Duration = Duration::from_secs(60);
 
@@ -107,288 +107,246 @@ fn expiry(now: u64, ttl_ms: u64) -> u64 {
     }
 }
 
-impl Session {
-    /// Reads the session's lease (live or not), decides, and writes what `decide` says,
-    /// atomically with the read: under the store's lease table lock in memory, or with a
-    /// conditional batch on the value read in a shared store (tried again when another
-    /// process changed the row meanwhile).
-    fn update_lease<T>(
-        &self,
-        mut decide: impl FnMut(Option<LeaseRecord>, u64) -> Result<Change<T>>,
-    ) -> Result<T> {
-        if !self.inner.shared {
-            let mut held = self.inner.leases.held.lock();
-            let now = util::now_ms();
-            return Ok(match decide(held.get(&self.sid).cloned(), now)? {
-                Change::Keep(value) => value,
-                Change::Write(Some(record), value) => {
-                    held.insert(self.sid, record);
-                    value
-                }
-                Change::Write(None, value) => {
-                    held.remove(&self.sid);
-                    value
-                }
-            });
-        }
-        let key = keys::lease(self.sid);
-        for tries in 0..FENCE_TRIES {
-            util::backoff(tries);
-            let stored = self.inner.kv.get(&key)?;
-            let record = match &stored {
+/// Reads the session's lease (live or not), decides, and writes what `decide` says,
+/// atomically with the read: under the store's lease table lock in memory, or with a
+/// conditional batch on the value read in a shared store (tried again when another
+/// process changed the row meanwhile).
+fn update_lease<T>(
+    s: &Handle,
+    leases: &Leases,
+    mut decide: impl FnMut(Option<LeaseRecord>, u64) -> Result<Change<T>>,
+) -> Result<T> {
+    if !s.inner.shared {
+        let mut held = leases.held.lock();
+        let now = util::now_ms();
+        return Ok(match decide(held.get(&s.sid).cloned(), now)? {
+            Change::Keep(value) => value,
+            Change::Write(Some(record), value) => {
+                held.insert(s.sid, record);
+                value
+            }
+            Change::Write(None, value) => {
+                held.remove(&s.sid);
+                value
+            }
+        });
+    }
+    let key = keys::lease(s.sid);
+    for tries in 0..FENCE_TRIES {
+        util::backoff(tries);
+        let stored = s.inner.kv.get(&key)?;
+        let record =
+            match &stored {
                 None => None,
                 Some(bytes) => Some(record::decode::<LeaseRecord>(bytes).map_err(|e| {
-                    GroveError::Corrupt(format!("lease of session {}: {e}", self.id()))
+                    GroveError::Corrupt(format!("lease of session {}: {e}", s.id()))
                 })?),
             };
-            let (new, value) = match decide(record, util::now_ms())? {
-                Change::Keep(value) => return Ok(value),
-                Change::Write(new, value) => (new, value),
-            };
-            let mut batch = WriteBatch::new();
-            match &new {
-                Some(record) => batch.put(key.clone(), record::encode(record)),
-                None => batch.delete(key.clone()),
-            }
-            if self.inner.commit_fenced(
-                &[(&key, stored.as_deref())],
-                batch,
-                false,
-                self.inner.durability,
-            )? {
-                return Ok(value);
-            }
+        let (new, value) = match decide(record, util::now_ms())? {
+            Change::Keep(value) => return Ok(value),
+            Change::Write(new, value) => (new, value),
+        };
+        let mut batch = WriteBatch::new();
+        match &new {
+            Some(record) => batch.put(key.clone(), record::encode(record)),
+            None => batch.delete(key.clone()),
         }
-        Err(fenced_out(&format!("the lease of session {}", self.id())))
-    }
-
-    /// Takes the session for `holder` (`ttl`: `None`, until released); `Busy` while another
-    /// lease is live. Returns the new lease's token.
-    fn take_lease(&self, holder: Holder, ttl: Option<Duration>) -> Result<String> {
-        self.update_lease(|current, now| match live(current, now) {
-            Some(held) => Err(Holder::of(&held).busy()),
-            None => {
-                let lease = new_lease(holder, ttl, now);
-                let token = lease.token.clone();
-                Ok(Change::Write(Some(lease), token))
-            }
-        })
-    }
-
-    /// Starts an agent turn: until the guard is dropped, `navigate` and `move_to` on this
-    /// session fail with `Busy`, from every handle of the store — and, in a store whose backend
-    /// processes share, from every process; there the turn expires after
-    /// [`DEFAULT_TURN_TTL`] unless renewed ([`TurnGuard::renew`]).
-    pub fn begin_turn(&self) -> Result<TurnGuard> {
-        let ttl = self.inner.shared.then_some(DEFAULT_TURN_TTL);
-        self.begin_turn_with(ttl)
-    }
-
-    /// [`Session::begin_turn`] for `ttl`: the turn ends when its guard is dropped, or when
-    /// `ttl` passes without a renewal ([`Session::renew_turn`]), whichever comes first.
-    pub fn begin_turn_for(&self, ttl: Duration) -> Result<TurnGuard> {
-        if ttl.is_zero() {
-            return Err(GroveError::InvalidArgument(
-                "a turn's time must be more than zero".into(),
-            ));
+        if s.inner.commit_fenced(
+            &[(&key, stored.as_deref())],
+            batch,
+            false,
+            s.inner.durability,
+        )? {
+            return Ok(value);
         }
-        self.begin_turn_with(Some(ttl))
     }
+    Err(fenced_out(&format!("the lease of session {}", s.id())))
+}
 
-    fn begin_turn_with(&self, ttl: Option<Duration>) -> Result<TurnGuard> {
-        let token = self.take_lease(Holder::Turn, ttl)?;
-        Ok(TurnGuard {
-            session: self.clone(),
-            token,
-            detached: false,
-        })
-    }
-
-    /// Extends the turn lease `lease` by its time, from now; `false` when it is not the
-    /// session's live turn (it ended or expired).
-    pub fn renew_turn(&self, lease: &str) -> Result<bool> {
-        self.update_lease(|current, now| match live(current, now) {
-            Some(mut held) if held.token == lease && Holder::of(&held) == Holder::Turn => {
-                held.expires_ms = expiry(now, held.ttl_ms);
-                Ok(Change::Write(Some(held), true))
-            }
-            _ => Ok(Change::Keep(false)),
-        })
-    }
-
-    /// Ends the turn lease `lease`; `false` when it is not the session's live turn.
-    pub fn end_turn(&self, lease: &str) -> Result<bool> {
-        self.release_lease(lease, Holder::Turn)
-    }
-
-    /// Removes the lease `token` of `holder`; whether it was live. An expired one is removed
-    /// too (the row is the holder's to clear).
-    fn release_lease(&self, token: &str, holder: Holder) -> Result<bool> {
-        self.update_lease(|current, now| match current {
-            Some(held) if held.token == token && Holder::of(&held) == holder => {
-                Ok(Change::Write(None, held.expires_ms > now))
-            }
-            _ => Ok(Change::Keep(false)),
-        })
-    }
-
-    /// Moves the leaf on behalf of the holder of turn `lease` (spec §7.1: the holder may);
-    /// `InvalidState` when it is not the session's live turn. In a shared store the move's
-    /// commit checks the lease row it read, in the same statement.
-    pub fn move_in_turn(&self, lease: &str, target: Option<&str>) -> Result<()> {
-        if !self.inner.shared {
-            self.held_lease(lease, Holder::Turn, 0)?;
+/// Takes the session for `holder` (`ttl`: `None`, until released); `Busy` while another
+/// lease is live. Returns the new lease's token.
+fn take_lease(
+    s: &Handle,
+    leases: &Leases,
+    holder: Holder,
+    ttl: Option<Duration>,
+) -> Result<String> {
+    update_lease(s, leases, |current, now| match live(current, now) {
+        Some(held) => Err(Holder::of(&held).busy()),
+        None => {
+            let lease = new_lease(holder, ttl, now);
+            let token = lease.token.clone();
+            Ok(Change::Write(Some(lease), token))
         }
-        let held = |_| self.held_lease(lease, Holder::Turn, 0);
-        self.move_to_with(
-            target,
-            None,
-            crate::session::NO_LABEL,
-            None,
-            grove_codec::op::OpKind::Move,
-            &held,
-        )
-        .map(|_| ())
-    }
+    })
+}
 
-    /// The lease row a move by the holder of lease `token` requires (its value as read now),
-    /// or the error when `token` is not the session's live lease of `holder`: a turn's holder
-    /// is told it ended (`InvalidState`), a navigation that outlived its lease is `Busy`.
-    pub(crate) fn held_lease(
-        &self,
-        token: &str,
-        holder: Holder,
-        _tries: usize,
-    ) -> Result<Option<Vec<u8>>> {
-        let held = self.update_lease(|current, now| {
-            Ok(Change::Keep(match live(current, now) {
-                Some(lease) if lease.token == token && Holder::of(&lease) == holder => {
-                    Some(record::encode(&lease))
-                }
-                _ => None,
-            }))
+/// Starts an agent turn: until the guard is dropped, `navigate` and `move_to` on this
+/// session fail with `Busy`, from every handle of the store — and, in a store whose backend
+/// processes share, from every process; there the turn expires after
+/// [`DEFAULT_TURN_TTL`] unless renewed ([`TurnGuard::renew`]).
+pub(crate) fn begin_turn(s: &Handle, leases: &Leases) -> Result<String> {
+    let ttl = s.inner.shared.then_some(DEFAULT_TURN_TTL);
+    begin_turn_with(s, leases, ttl)
+}
+
+/// [`Handle::begin_turn`] for `ttl`: the turn ends when its guard is dropped, or when
+/// `ttl` passes without a renewal ([`Handle::renew_turn`]), whichever comes first.
+pub(crate) fn begin_turn_for(s: &Handle, leases: &Leases, ttl: Duration) -> Result<String> {
+    if ttl.is_zero() {
+        return Err(GroveError::InvalidArgument(
+            "a turn's time must be more than zero".into(),
+        ));
+    }
+    begin_turn_with(s, leases, Some(ttl))
+}
+
+fn begin_turn_with(s: &Handle, leases: &Leases, ttl: Option<Duration>) -> Result<String> {
+    take_lease(s, leases, Holder::Turn, ttl)
+}
+
+/// Extends the turn lease `lease` by its time, from now; `false` when it is not the
+/// session's live turn (it ended or expired).
+pub(crate) fn renew_turn(s: &Handle, leases: &Leases, lease: &str) -> Result<bool> {
+    update_lease(s, leases, |current, now| match live(current, now) {
+        Some(mut held) if held.token == lease && Holder::of(&held) == Holder::Turn => {
+            held.expires_ms = expiry(now, held.ttl_ms);
+            Ok(Change::Write(Some(held), true))
+        }
+        _ => Ok(Change::Keep(false)),
+    })
+}
+
+/// Ends the turn lease `lease`; `false` when it is not the session's live turn.
+pub(crate) fn end_turn(s: &Handle, leases: &Leases, lease: &str) -> Result<bool> {
+    release_lease(s, leases, lease, Holder::Turn)
+}
+
+/// Removes the lease `token` of `holder`; whether it was live. An expired one is removed
+/// too (the row is the holder's to clear).
+fn release_lease(s: &Handle, leases: &Leases, token: &str, holder: Holder) -> Result<bool> {
+    update_lease(s, leases, |current, now| match current {
+        Some(held) if held.token == token && Holder::of(&held) == holder => {
+            Ok(Change::Write(None, held.expires_ms > now))
+        }
+        _ => Ok(Change::Keep(false)),
+    })
+}
+
+/// Moves the leaf on behalf of the holder of turn `lease` (spec §7.1: the holder may);
+/// `InvalidState` when it is not the session's live turn. In a shared store the move's
+/// commit checks the lease row it read, in the same statement.
+pub(crate) fn move_in_turn(
+    s: &Handle,
+    leases: &Leases,
+    lease: &str,
+    target: Option<&str>,
+) -> Result<()> {
+    if !s.inner.shared {
+        held_lease(s, leases, lease, Holder::Turn, 0)?;
+    }
+    let held = |_| held_lease(s, leases, lease, Holder::Turn, 0);
+    s.move_to_with(
+        target,
+        None,
+        crate::log::write::NO_LABEL,
+        None,
+        grove_codec::op::OpKind::Move,
+        &held,
+    )
+    .map(|_| ())
+}
+
+/// The lease row a move by the holder of lease `token` requires (its value as read now),
+/// or the error when `token` is not the session's live lease of `holder`: a turn's holder
+/// is told it ended (`InvalidState`), a navigation that outlived its lease is `Busy`.
+pub(crate) fn held_lease(
+    s: &Handle,
+    leases: &Leases,
+    token: &str,
+    holder: Holder,
+    _tries: usize,
+) -> Result<Option<Vec<u8>>> {
+    let held = update_lease(s, leases, |current, now| {
+        Ok(Change::Keep(match live(current, now) {
+            Some(lease) if lease.token == token && Holder::of(&lease) == holder => {
+                Some(record::encode(&lease))
+            }
+            _ => None,
+        }))
+    })?;
+    match (held, holder) {
+        (Some(value), _) => Ok(Some(value)),
+        (None, Holder::Turn) => Err(GroveError::InvalidState(format!(
+            "no turn lease {token} on session {} (it ended or expired)",
+            s.id()
+        ))),
+        (None, Holder::Operation) => Err(GroveError::Busy(format!(
+            "the navigation's lease on session {} expired",
+            s.id()
+        ))),
+    }
+}
+
+/// The lease row a move by someone without a lease requires: none. The first try assumes
+/// it (its commit checks it, no read before); a later one reads the row, answers `Busy`
+/// while a lease is live, and removes an expired one.
+pub(crate) fn idle_lease(s: &Handle, leases: &Leases, tries: usize) -> Result<Option<Vec<u8>>> {
+    if tries > 0 {
+        update_lease(s, leases, |current, now| match current {
+            Some(held) if held.expires_ms > now => Err(Holder::of(&held).busy()),
+            Some(_) => Ok(Change::Write(None, ())),
+            None => Ok(Change::Keep(())),
         })?;
-        match (held, holder) {
-            (Some(value), _) => Ok(Some(value)),
-            (None, Holder::Turn) => Err(GroveError::InvalidState(format!(
-                "no turn lease {token} on session {} (it ended or expired)",
-                self.id()
-            ))),
-            (None, Holder::Operation) => Err(GroveError::Busy(format!(
-                "the navigation's lease on session {} expired",
-                self.id()
-            ))),
-        }
     }
+    Ok(None)
+}
 
-    /// The lease row a move by someone without a lease requires: none. The first try assumes
-    /// it (its commit checks it, no read before); a later one reads the row, answers `Busy`
-    /// while a lease is live, and removes an expired one.
-    pub(crate) fn idle_lease(&self, tries: usize) -> Result<Option<Vec<u8>>> {
-        if tries > 0 {
-            self.update_lease(|current, now| match current {
-                Some(held) if held.expires_ms > now => Err(Holder::of(&held).busy()),
-                Some(_) => Ok(Change::Write(None, ())),
-                None => Ok(Change::Keep(())),
-            })?;
-        }
-        Ok(None)
+/// Who holds the session now, if anyone.
+fn holder(s: &Handle, leases: &Leases) -> Result<Option<Holder>> {
+    update_lease(s, leases, |current, now| {
+        Ok(Change::Keep(live(current, now).map(|h| Holder::of(&h))))
+    })
+}
+
+/// Whether a turn or a navigation holds the session (a lease that cannot be read counts
+/// as held).
+pub(crate) fn is_busy(s: &Handle, leases: &Leases) -> bool {
+    !matches!(holder(s, leases), Ok(None))
+}
+
+/// Refuses a move while the session is held, in a store one process holds; in a shared
+/// store the move's commit checks the lease row ([`Handle::idle_lease`]).
+pub(crate) fn check_idle(s: &Handle, leases: &Leases) -> Result<()> {
+    if s.inner.shared {
+        return Ok(());
     }
-
-    /// Who holds the session now, if anyone.
-    fn holder(&self) -> Result<Option<Holder>> {
-        self.update_lease(|current, now| {
-            Ok(Change::Keep(live(current, now).map(|h| Holder::of(&h))))
-        })
-    }
-
-    /// Whether a turn or a navigation holds the session (a lease that cannot be read counts
-    /// as held).
-    pub fn is_busy(&self) -> bool {
-        !matches!(self.holder(), Ok(None))
-    }
-
-    /// Refuses a move while the session is held, in a store one process holds; in a shared
-    /// store the move's commit checks the lease row ([`Session::idle_lease`]).
-    pub(crate) fn check_idle(&self) -> Result<()> {
-        if self.inner.shared {
-            return Ok(());
-        }
-        match self.holder()? {
-            Some(holder) => Err(holder.busy()),
-            None => Ok(()),
-        }
-    }
-
-    pub(crate) fn lease_operation(&self) -> Result<OperationLease<'_>> {
-        let ttl = self.inner.shared.then_some(OPERATION_TTL);
-        let token = self.take_lease(Holder::Operation, ttl)?;
-        Ok(OperationLease {
-            session: self,
-            token,
-        })
+    match holder(s, leases)? {
+        Some(holder) => Err(holder.busy()),
+        None => Ok(()),
     }
 }
 
-/// Held while an agent turn streams or runs tools; dropping it ends the turn (unless it was
-/// detached: [`TurnGuard::detach`]).
-#[must_use = "the turn ends when the guard is dropped"]
-pub struct TurnGuard {
-    session: Session,
-    token: String,
-    detached: bool,
-}
-
-impl TurnGuard {
-    /// The session the turn runs on.
-    pub fn session(&self) -> &Session {
-        &self.session
-    }
-
-    /// The turn's lease token: [`Session::renew_turn`], [`Session::end_turn`] and
-    /// [`Session::move_in_turn`] take it, from any handle (or process, in a shared store).
-    pub fn lease(&self) -> &str {
-        &self.token
-    }
-
-    /// Extends the turn by its time from now; `false` when it already ended or expired.
-    pub fn renew(&self) -> Result<bool> {
-        self.session.renew_turn(&self.token)
-    }
-
-    /// Moves the leaf on behalf of the turn holder (spec §7.1: the holder may).
-    pub fn move_to(&self, target: Option<&str>) -> Result<()> {
-        self.session.move_in_turn(&self.token, target)
-    }
-
-    /// Lets go of the guard without ending the turn: its token ends it
-    /// ([`Session::end_turn`]), or its time runs out. Returns the token. (The server holds
-    /// turns this way for its clients.)
-    pub fn detach(mut self) -> String {
-        self.detached = true;
-        std::mem::take(&mut self.token)
-    }
-}
-
-impl Drop for TurnGuard {
-    fn drop(&mut self) {
-        if !self.detached {
-            // A turn whose end cannot be written expires (in a shared store) or is gone with
-            // the process.
-            let _ = self.session.end_turn(&self.token);
-        }
-    }
+pub(crate) fn lease_operation<'a>(s: &'a Handle, leases: &'a Leases) -> Result<OperationLease<'a>> {
+    let ttl = s.inner.shared.then_some(OPERATION_TTL);
+    let token = take_lease(s, leases, Holder::Operation, ttl)?;
+    Ok(OperationLease {
+        session: s,
+        leases,
+        token,
+    })
 }
 
 /// Held by a navigation for its whole duration, summarizer call included.
 pub(crate) struct OperationLease<'a> {
-    session: &'a Session,
+    session: &'a Handle,
+    leases: &'a Leases,
     pub(crate) token: String,
 }
 
 impl Drop for OperationLease<'_> {
     fn drop(&mut self) {
         // As for a turn: an end that cannot be written expires.
-        let _ = self.session.release_lease(&self.token, Holder::Operation);
+        let _ = release_lease(self.session, self.leases, &self.token, Holder::Operation);
     }
 }

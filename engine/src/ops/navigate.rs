@@ -6,6 +6,9 @@ use grove_codec::writer::NewEntry;
 use grove_codec::{EntryKind, Role};
 
 use crate::core::error::{GroveError, Result};
+use crate::log::handle::{Entry, Handle};
+use crate::ops::lease::{self, Leases};
+use crate::ops::summary::prepare;
 use crate::ops::summary::prompt::{
     build_prompt, final_summary, MAX_TOKENS, NOTHING_TO_SUMMARIZE, SYSTEM_PROMPT,
 };
@@ -13,12 +16,11 @@ use crate::ops::summary::{
     prepare_branch_entries, AbortSignal, PathMode, SummarizeError, Summarizer, SummaryRequest,
     DEFAULT_BUDGET,
 };
-use crate::session::{Entry, Session};
 
 /// `details` of a summary without file lists.
 const EMPTY_DETAILS: &str = r#"{"readFiles":[],"modifiedFiles":[]}"#;
 
-/// Options of [`Session::navigate`].
+/// Options of [`Handle::navigate`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NavigateOptions {
     /// Summarize the branch being left.
@@ -129,149 +131,155 @@ pub struct Navigator<'a> {
     pub budget: Option<i64>,
 }
 
-impl Session {
-    /// Navigates to `target` (spec §7.2).
-    pub fn navigate(
-        &self,
-        target: &str,
-        options: &NavigateOptions,
-        nav: &Navigator<'_>,
-    ) -> Result<NavigateOutcome> {
-        let lease = self.lease_operation()?;
-        let old_leaf = self.leaf()?;
-        if old_leaf.as_deref() == Some(target) {
-            return Ok(NavigateOutcome::NoOp);
+/// Navigates to `target` (spec §7.2).
+pub(crate) fn navigate(
+    s: &Handle,
+    leases: &Leases,
+    target: &str,
+    options: &NavigateOptions,
+    nav: &Navigator<'_>,
+) -> Result<NavigateOutcome> {
+    let lease = lease::lease_operation(s, leases)?;
+    let old_leaf = s.leaf()?;
+    if old_leaf.as_deref() == Some(target) {
+        return Ok(NavigateOutcome::NoOp);
+    }
+    let target_entry = s
+        .seq_of(target)?
+        .map(|(seq, _)| s.entry_at(seq))
+        .transpose()?
+        .ok_or_else(|| GroveError::InvalidArgument(format!("Entry {target} not found")))?;
+    let (entries, common) =
+        prepare::collect_entries_for_branch_summary(s, old_leaf.as_deref(), target, nav.path_mode)?;
+    let mut custom = options.custom_instructions.clone();
+    let mut replace = options.replace_instructions;
+    let mut label = options.label.clone();
+    let mut hook_summary: Option<HookSummary> = None;
+    let event = NavigateEvent {
+        target_id: target,
+        old_leaf_id: old_leaf.as_deref(),
+        common_ancestor_id: common.as_deref(),
+        entries_to_summarize: &entries,
+        user_wants_summary: options.summarize,
+        custom_instructions: options.custom_instructions.as_deref(),
+        replace_instructions: options.replace_instructions,
+        label: options.label.as_deref(),
+    };
+    let mut decision: Option<HookDecision> = None;
+    for hook in &nav.hooks {
+        if let Some(d) = hook.before_navigate(&event).map_err(GroveError::Hook)? {
+            decision = Some(d);
         }
-        let target_entry = self
-            .seq_of(target)?
-            .map(|(seq, _)| self.entry_at(seq))
-            .transpose()?
-            .ok_or_else(|| GroveError::InvalidArgument(format!("Entry {target} not found")))?;
-        let (entries, common) =
-            self.collect_entries_for_branch_summary(old_leaf.as_deref(), target, nav.path_mode)?;
-        let mut custom = options.custom_instructions.clone();
-        let mut replace = options.replace_instructions;
-        let mut label = options.label.clone();
-        let mut hook_summary: Option<HookSummary> = None;
-        let event = NavigateEvent {
-            target_id: target,
-            old_leaf_id: old_leaf.as_deref(),
-            common_ancestor_id: common.as_deref(),
-            entries_to_summarize: &entries,
-            user_wants_summary: options.summarize,
-            custom_instructions: options.custom_instructions.as_deref(),
-            replace_instructions: options.replace_instructions,
-            label: options.label.as_deref(),
-        };
-        let mut decision: Option<HookDecision> = None;
-        for hook in &nav.hooks {
-            if let Some(d) = hook.before_navigate(&event).map_err(GroveError::Hook)? {
-                decision = Some(d);
-            }
+    }
+    if let Some(d) = decision {
+        if d.cancel {
+            return Ok(NavigateOutcome::Cancelled { aborted: false });
         }
-        if let Some(d) = decision {
-            if d.cancel {
-                return Ok(NavigateOutcome::Cancelled { aborted: false });
-            }
-            hook_summary = d.summary.filter(|s| !s.summary.is_empty());
-            custom = d.custom_instructions.or(custom);
-            replace = d.replace_instructions.unwrap_or(replace);
-            label = d.label.or(label);
-        }
-        let from_hook = hook_summary.is_some();
-        let summary = match hook_summary {
-            // Without hook details the entry records empty file lists, as pi does.
-            Some(h) => Some((
-                h.summary,
-                h.details.or_else(|| Some(EMPTY_DETAILS.to_owned())),
-                h.usage,
-            )),
-            None if options.summarize && !entries.is_empty() => {
-                let summarizer = nav.summarizer.ok_or_else(|| {
-                    GroveError::InvalidState("No model set for branch summary".into())
-                })?;
-                let prepared =
-                    prepare_branch_entries(&entries, nav.budget.unwrap_or(DEFAULT_BUDGET));
-                if prepared.messages.is_empty() {
-                    Some((
-                        NOTHING_TO_SUMMARIZE.to_owned(),
+        hook_summary = d.summary.filter(|s| !s.summary.is_empty());
+        custom = d.custom_instructions.or(custom);
+        replace = d.replace_instructions.unwrap_or(replace);
+        label = d.label.or(label);
+    }
+    let from_hook = hook_summary.is_some();
+    let summary = match hook_summary {
+        // Without hook details the entry records empty file lists, as pi does.
+        Some(h) => Some((
+            h.summary,
+            h.details.or_else(|| Some(EMPTY_DETAILS.to_owned())),
+            h.usage,
+        )),
+        None if options.summarize && !entries.is_empty() => {
+            let summarizer = nav.summarizer.ok_or_else(|| {
+                GroveError::InvalidState("No model set for branch summary".into())
+            })?;
+            let prepared = prepare_branch_entries(&entries, nav.budget.unwrap_or(DEFAULT_BUDGET));
+            if prepared.messages.is_empty() {
+                Some((
+                    NOTHING_TO_SUMMARIZE.to_owned(),
+                    Some(prepared.details_json()),
+                    None,
+                ))
+            } else {
+                let request = SummaryRequest {
+                    system: SYSTEM_PROMPT.to_owned(),
+                    prompt: build_prompt(&prepared, custom.as_deref(), replace),
+                    max_tokens: MAX_TOKENS,
+                };
+                match summarizer.summarize(&request, &nav.abort) {
+                    Ok(r) => Some((
+                        final_summary(&r.text, &prepared),
                         Some(prepared.details_json()),
-                        None,
-                    ))
-                } else {
-                    let request = SummaryRequest {
-                        system: SYSTEM_PROMPT.to_owned(),
-                        prompt: build_prompt(&prepared, custom.as_deref(), replace),
-                        max_tokens: MAX_TOKENS,
-                    };
-                    match summarizer.summarize(&request, &nav.abort) {
-                        Ok(r) => Some((
-                            final_summary(&r.text, &prepared),
-                            Some(prepared.details_json()),
-                            r.usage,
-                        )),
-                        Err(SummarizeError::Aborted) => {
-                            return Ok(NavigateOutcome::Cancelled { aborted: true })
-                        }
-                        Err(SummarizeError::Failed(m)) => {
-                            let m = if m.is_empty() {
-                                "Unknown error".to_owned()
-                            } else {
-                                m
-                            };
-                            return Err(GroveError::BranchSummary(m));
-                        }
+                        r.usage,
+                    )),
+                    Err(SummarizeError::Aborted) => {
+                        return Ok(NavigateOutcome::Cancelled { aborted: true })
+                    }
+                    Err(SummarizeError::Failed(m)) => {
+                        let m = if m.is_empty() {
+                            "Unknown error".to_owned()
+                        } else {
+                            m
+                        };
+                        return Err(GroveError::BranchSummary(m));
                     }
                 }
             }
-            None => None,
-        };
-        if nav.abort.is_aborted() && summary.is_some() && !from_hook {
-            return Ok(NavigateOutcome::Cancelled { aborted: true });
         }
-        let (new_leaf, editor_text) = match target_entry.kind() {
-            EntryKind::Message(Role::User) => {
-                let content = Fields::parse(&target_entry.line)
-                    .and_then(|f| f.message)
-                    .and_then(|m| MessageFields::parse(m.get()))
-                    .and_then(|m| m.content);
-                (target_entry.parent_id(), Some(editor_text(content)))
-            }
-            EntryKind::CustomMessage => {
-                let content = Fields::parse(&target_entry.line).and_then(|f| f.content);
-                (target_entry.parent_id(), Some(editor_text(content)))
-            }
-            _ => (Some(target.to_owned()), None),
-        };
-        let summary_entry = summary.map(|(text, details, usage)| NewEntry::BranchSummary {
-            from_id: new_leaf.clone().unwrap_or_else(|| "root".to_owned()),
-            summary: text,
-            details,
-            usage,
-            from_hook: Some(from_hook),
-        });
-        // The move, its summary and its label are one operation, one atomic write.
-        let summary_id = self.move_to_with(
-            new_leaf.as_deref(),
-            summary_entry.as_ref(),
-            label.map(|l| {
-                move |summary: Option<&str>| NewEntry::Label {
-                    target_id: summary.unwrap_or(target).to_owned(),
-                    label: Some(l.clone()),
-                }
-            }),
-            None,
-            grove_codec::op::OpKind::Navigate,
-            &|tries| self.held_lease(&lease.token, crate::ops::lease::Holder::Operation, tries),
-        )?;
-        Ok(NavigateOutcome::Moved {
-            old_leaf,
-            new_leaf,
-            summary_entry: summary_id,
-            editor_text,
-            from_hook,
-        })
+        None => None,
+    };
+    if nav.abort.is_aborted() && summary.is_some() && !from_hook {
+        return Ok(NavigateOutcome::Cancelled { aborted: true });
     }
+    let (new_leaf, editor_text) = match target_entry.kind() {
+        EntryKind::Message(Role::User) => {
+            let content = Fields::parse(&target_entry.line)
+                .and_then(|f| f.message)
+                .and_then(|m| MessageFields::parse(m.get()))
+                .and_then(|m| m.content);
+            (target_entry.parent_id(), Some(editor_text(content)))
+        }
+        EntryKind::CustomMessage => {
+            let content = Fields::parse(&target_entry.line).and_then(|f| f.content);
+            (target_entry.parent_id(), Some(editor_text(content)))
+        }
+        _ => (Some(target.to_owned()), None),
+    };
+    let summary_entry = summary.map(|(text, details, usage)| NewEntry::BranchSummary {
+        from_id: new_leaf.clone().unwrap_or_else(|| "root".to_owned()),
+        summary: text,
+        details,
+        usage,
+        from_hook: Some(from_hook),
+    });
+    // The move, its summary and its label are one operation, one atomic write.
+    let summary_id = s.move_to_with(
+        new_leaf.as_deref(),
+        summary_entry.as_ref(),
+        label.map(|l| {
+            move |summary: Option<&str>| NewEntry::Label {
+                target_id: summary.unwrap_or(target).to_owned(),
+                label: Some(l.clone()),
+            }
+        }),
+        None,
+        grove_codec::op::OpKind::Navigate,
+        &|tries| {
+            lease::held_lease(
+                s,
+                leases,
+                &lease.token,
+                crate::ops::lease::Holder::Operation,
+                tries,
+            )
+        },
+    )?;
+    Ok(NavigateOutcome::Moved {
+        old_leaf,
+        new_leaf,
+        summary_entry: summary_id,
+        editor_text,
+        from_hook,
+    })
 }
 
 /// The editor text of a message content: a string, or its text blocks joined with "".

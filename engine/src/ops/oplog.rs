@@ -9,7 +9,7 @@
 //! node records.
 //!
 //! This room owns listing operations, the point in time after one, undo and the seal. It reads
-//! the session through `Session` and the log reader, and writes only through the write path
+//! the session through `Handle` and the log reader, and writes only through the write path
 //! (undo is a leaf move). docs/design.md, "Operation log", explains the design.
 
 use std::collections::BTreeMap;
@@ -19,10 +19,14 @@ use grove_codec::op::{OpKind, OpStamp};
 use grove_codec::record::{self, LeafTarget};
 use grove_codec::{time, EntryKind, Envelope};
 
+use crate::context::views::Views;
 use crate::core::error::{GroveError, Result};
+use crate::log::handle::{decode_row_stamped, Handle};
 use crate::log::labels::Label;
 use crate::log::write::{transact, Staged};
-use crate::session::{decode_row_stamped, Session};
+use crate::ops::lease::{self, Leases};
+use crate::tree::paths;
+use crate::tree::whole;
 use crate::tree::whole::Tree;
 
 /// One operation of a session.
@@ -125,319 +129,307 @@ pub(crate) struct Step<'a> {
 /// The seal's domain and version, hashed first.
 const SEAL_CONTEXT: &[u8] = b"grove 2026-12 session seal v1\0";
 
-impl Session {
-    /// Visits every record in log order with its node, stamp and line. Each line passes the
-    /// read checks of context and export ([`decode_row_stamped`]: its CRC-32 or content hash)
-    /// before it is visited, so no seal, seal check or audit file is ever a digest of damaged
-    /// bytes: damage is `Corrupt` naming the session and the entry.
-    pub(crate) fn walk_log(&self, mut visit: impl FnMut(Step<'_>) -> Result<()>) -> Result<()> {
-        let kv = self.inner.kv.as_ref();
-        for row in self.log_range(0, u64::MAX) {
-            let (seq, row) = row?;
-            // A line stored cut is seen whole: seals and audit files cover the content.
-            let (entry, stamp) = decode_row_stamped(kv, self.id(), seq, row)?;
-            visit(Step {
-                seq,
-                node: &entry.node,
-                stamp: stamp.as_ref(),
-                line: entry.line.as_bytes(),
-            })?;
-        }
-        Ok(())
-    }
-
-    /// Every operation, oldest first (one pass over the log).
-    pub fn operations(&self) -> Result<Vec<Operation>> {
-        let mut ops: Vec<Operation> = Vec::new();
-        // Ids by seq, to name leaves (a leaf is always an earlier record).
-        let mut ids: Vec<compact_str::CompactString> = Vec::new();
-        let mut leaf: Option<u64> = None;
-        self.walk_log(|step| {
-            let id_of = |ids: &[compact_str::CompactString], seq: Option<u64>| {
-                seq.and_then(|s| ids.get(s as usize)).map(|i| i.to_string())
-            };
-            if step.stamp.is_some() || ops.is_empty() {
-                let (kind, time_ms, actor) = match step.stamp {
-                    Some(stamp) => (
-                        stamp.kind().unwrap_or(OpKind::Legacy),
-                        i64::try_from(stamp.time_ms).ok(),
-                        Some(stamp.actor.clone()),
-                    ),
-                    None => {
-                        let line = std::str::from_utf8(step.line).unwrap_or_default();
-                        let time_ms = Envelope::parse(line)
-                            .ok()
-                            .and_then(|e| time::parse_ms(&e.timestamp));
-                        (OpKind::Legacy, time_ms, None)
-                    }
-                };
-                ops.push(Operation {
-                    number: ops.len() as u64,
-                    kind,
-                    time_ms,
-                    actor,
-                    first_seq: step.seq,
-                    end_seq: step.seq,
-                    first_id: step.node.id.to_string(),
-                    last_id: String::new(),
-                    leaf_before: id_of(&ids, leaf),
-                    leaf_after: None,
-                    leaf_before_seq: leaf,
-                    leaf_after_seq: None,
-                });
-            }
-            leaf = leaf_after(step.seq, step.node);
-            ids.push(step.node.id.clone());
-            if let Some(op) = ops.last_mut() {
-                op.end_seq = step.seq + 1;
-                op.last_id = step.node.id.to_string();
-                op.leaf_after_seq = leaf;
-                op.leaf_after = id_of(&ids, leaf);
-            }
-            Ok(())
+/// Visits every record in log order with its node, stamp and line. Each line passes the
+/// read checks of context and export ([`decode_row_stamped`]: its CRC-32 or content hash)
+/// before it is visited, so no seal, seal check or audit file is ever a digest of damaged
+/// bytes: damage is `Corrupt` naming the session and the entry.
+pub(crate) fn walk_log(s: &Handle, mut visit: impl FnMut(Step<'_>) -> Result<()>) -> Result<()> {
+    let kv = s.inner.kv.as_ref();
+    for row in s.log_range(0, u64::MAX) {
+        let (seq, row) = row?;
+        // A line stored cut is seen whole: seals and audit files cover the content.
+        let (entry, stamp) = decode_row_stamped(kv, s.id(), seq, row)?;
+        visit(Step {
+            seq,
+            node: &entry.node,
+            stamp: stamp.as_ref(),
+            line: entry.line.as_bytes(),
         })?;
-        Ok(ops)
     }
+    Ok(())
+}
 
-    /// The stamps of the session's log: each record that begins an operation, by position,
-    /// with its stamp as stored (unknown kinds included). A copy imported with them
-    /// ([`ImportOptions::stamps`](crate::ImportOptions::stamps)) has the same operations and
-    /// the same seal.
-    pub fn stamps(&self) -> Result<Vec<(u64, OpStamp)>> {
-        let mut stamps = Vec::new();
-        self.walk_log(|step| {
-            if let Some(stamp) = step.stamp {
-                stamps.push((step.seq, stamp.clone()));
-            }
-            Ok(())
-        })?;
-        Ok(stamps)
-    }
-
-    /// Operation `n`, or `OperationNotFound`.
-    pub fn operation(&self, n: u64) -> Result<Operation> {
-        let mut ops = self.operations()?;
-        let count = ops.len() as u64;
-        if n >= count {
-            return Err(self.no_operation(n, count));
-        }
-        Ok(ops.swap_remove(n as usize))
-    }
-
-    fn no_operation(&self, op: u64, count: u64) -> GroveError {
-        GroveError::OperationNotFound {
-            session: self.id().to_owned(),
-            op,
-            count,
-        }
-    }
-
-    /// The session as it stood after operation `n`.
-    pub fn at_op(&self, n: u64) -> Result<PointInTime> {
-        let op = self.operation(n)?;
-        Ok(PointInTime {
-            op: op.number,
-            end_seq: op.end_seq,
-            leaf: op.leaf_after,
-            leaf_seq: op.leaf_after_seq,
-        })
-    }
-
-    /// The session as it stood at `time` (an ISO-8601 / RFC 3339 time): after the last
-    /// operation committed at or before it, in log order.
-    pub fn at_time(&self, time: &str) -> Result<PointInTime> {
-        let ms = time::parse_ms(time).ok_or_else(|| {
-            GroveError::InvalidArgument(format!("'{time}' is not an RFC 3339 time"))
-        })?;
-        let op = self
-            .operations()?
-            .into_iter()
-            .rev()
-            .find(|op| op.time_ms.is_some_and(|t| t <= ms))
-            .ok_or_else(|| GroveError::BeforeFirstOperation {
-                session: self.id().to_owned(),
-                time: time.to_owned(),
-            })?;
-        Ok(PointInTime {
-            op: op.number,
-            end_seq: op.end_seq,
-            leaf: op.leaf_after,
-            leaf_seq: op.leaf_after_seq,
-        })
-    }
-
-    /// The context as the session stood at `at`: the context at the leaf it had then (a
-    /// context depends only on the path, which later records never change).
-    pub fn context_as_of(
-        &self,
-        at: &PointInTime,
-        options: crate::ContextOptions,
-    ) -> Result<crate::Context> {
-        self.build_context_at(at.leaf_seq, options)
-    }
-
-    /// The branch as the session stood at `at` (leaf to root, or to the compaction
-    /// boundary, like [`Session::branch`]).
-    pub fn branch_as_of(&self, at: &PointInTime) -> Result<Vec<crate::Entry>> {
-        match at.leaf_seq {
-            None => Ok(Vec::new()),
-            Some(seq) => self.branch_seq(seq),
-        }
-    }
-
-    /// The full path (root to leaf) as the session stood at `at`.
-    pub fn path_as_of(&self, at: &PointInTime) -> Result<Vec<crate::Entry>> {
-        match at.leaf_seq {
-            None => Ok(Vec::new()),
-            Some(seq) => self.path_to_root_seq(seq),
-        }
-    }
-
-    /// The tree as the session stood at `at`: its entries then, its labels then, its
-    /// active path then.
-    pub fn tree_as_of(&self, at: &PointInTime) -> Result<Tree> {
-        let labels = self.labels_upto(at.end_seq)?;
-        self.tree_upto(at.end_seq, at.leaf_seq, &labels)
-    }
-
-    /// The labels set by records `0 .. end` (spec §6.1: last in log order wins, trimmed,
-    /// blank clears).
-    pub(crate) fn labels_upto(&self, end: u64) -> Result<BTreeMap<String, Label>> {
-        let mut out = BTreeMap::new();
-        for entry in self.log_range(0, end).entries(self.id()) {
-            let entry = entry?;
-            if entry.kind() != EntryKind::Label {
-                continue;
-            }
-            let env = entry.envelope()?;
-            let Some(target) = env.target_id else {
-                continue;
-            };
-            match crate::log::labels::label_value(&entry.line) {
-                Some((label, label_json)) => {
-                    out.insert(
-                        target,
-                        Label {
-                            label,
-                            label_json,
-                            timestamp: env.timestamp,
-                            set_by: entry.id().to_owned(),
-                        },
-                    );
-                }
+/// Every operation, oldest first (one pass over the log).
+pub(crate) fn operations(s: &Handle) -> Result<Vec<Operation>> {
+    let mut ops: Vec<Operation> = Vec::new();
+    // Ids by seq, to name leaves (a leaf is always an earlier record).
+    let mut ids: Vec<compact_str::CompactString> = Vec::new();
+    let mut leaf: Option<u64> = None;
+    walk_log(s, |step| {
+        let id_of = |ids: &[compact_str::CompactString], seq: Option<u64>| {
+            seq.and_then(|s| ids.get(s as usize)).map(|i| i.to_string())
+        };
+        if step.stamp.is_some() || ops.is_empty() {
+            let (kind, time_ms, actor) = match step.stamp {
+                Some(stamp) => (
+                    stamp.kind().unwrap_or(OpKind::Legacy),
+                    i64::try_from(stamp.time_ms).ok(),
+                    Some(stamp.actor.clone()),
+                ),
                 None => {
-                    out.remove(&target);
+                    let line = std::str::from_utf8(step.line).unwrap_or_default();
+                    let time_ms = Envelope::parse(line)
+                        .ok()
+                        .and_then(|e| time::parse_ms(&e.timestamp));
+                    (OpKind::Legacy, time_ms, None)
                 }
-            }
-        }
-        Ok(out)
-    }
-
-    /// Puts the leaf back where it was before the last operation, or before operation
-    /// `to_op`: a leaf move recorded as an `undo` operation, which a later undo can undo in
-    /// turn. History is never rewritten. Refused with `Busy` while a turn or a navigation
-    /// holds the session. Returns the undo operation.
-    pub fn undo(&self, to_op: Option<u64>) -> Result<Operation> {
-        self.check_idle()?;
-        // Under the writer lock: no operation lands between choosing the target and moving.
-        let idle = |tries| self.idle_lease(tries);
-        transact(
-            self,
-            OpKind::Undo,
-            self.inner.durability,
-            Some(&idle),
-            |txn| {
-                let ops = self.operations()?;
-                let count = ops.len() as u64;
-                let target = match to_op {
-                    Some(n) => ops
-                        .get(usize::try_from(n).unwrap_or(usize::MAX))
-                        .ok_or_else(|| self.no_operation(n, count))?,
-                    None => ops.last().ok_or_else(|| {
-                        GroveError::InvalidState(format!(
-                            "session {} has no operation to undo",
-                            self.id()
-                        ))
-                    })?,
-                };
-                txn.move_leaf(target.leaf_before_seq)?;
-                Ok(Staged::Commit(()))
-            },
-        )?;
-        self.operations()?
-            .pop()
-            .ok_or_else(|| GroveError::Corrupt("the undo operation is not in the log".into()))
-    }
-
-    /// The session's seal: a digest of its header and of every record (its line's blake3 and
-    /// its operation stamp) in log order, so it covers the records and the operation log
-    /// (docs/format.md, "Seal").
-    pub fn seal(&self) -> Result<Seal> {
-        let mut state = self.seal_start();
-        let mut records = 0;
-        let mut operations = 0;
-        self.walk_log(|step| {
-            operations += u64::from(step.stamp.is_some() || records == 0);
-            records += 1;
-            state = seal_step(&state, &step);
-            Ok(())
-        })?;
-        Ok(Seal {
-            digest: digest::hex(&state),
-            records,
-            operations,
-        })
-    }
-
-    /// Whether the session still extends the seal `digest` (hex): whether the running
-    /// digest after some operation equals it. One pass over the log.
-    pub fn check_seal(&self, digest_hex: &str) -> Result<SealCheck> {
-        let want = digest_hex.trim().to_ascii_lowercase();
-        if want.len() != 64 || !want.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Err(GroveError::InvalidArgument(format!(
-                "'{digest_hex}' is not a seal: 64 hex digits expected"
-            )));
-        }
-        let mut state = self.seal_start();
-        if digest::hex(&state) == want {
-            return Ok(SealCheck::Extends {
-                operations: 0,
-                records: 0,
+            };
+            ops.push(Operation {
+                number: ops.len() as u64,
+                kind,
+                time_ms,
+                actor,
+                first_seq: step.seq,
+                end_seq: step.seq,
+                first_id: step.node.id.to_string(),
+                last_id: String::new(),
+                leaf_before: id_of(&ids, leaf),
+                leaf_after: None,
+                leaf_before_seq: leaf,
+                leaf_after_seq: None,
             });
         }
-        let mut records = 0u64;
-        let mut operations = 0u64;
-        let mut found = None;
-        // The digest after each operation is the state before the next operation's first
-        // record (or at the end of the log).
-        self.walk_log(|step| {
-            if found.is_some() {
-                return Ok(());
-            }
-            if step.stamp.is_some() && records > 0 && digest::hex(&state) == want {
-                found = Some((operations, records));
-                return Ok(());
-            }
-            operations += u64::from(step.stamp.is_some() || records == 0);
-            records += 1;
-            state = seal_step(&state, &step);
-            Ok(())
-        })?;
-        if found.is_none() && records > 0 && digest::hex(&state) == want {
-            found = Some((operations, records));
+        leaf = leaf_after(step.seq, step.node);
+        ids.push(step.node.id.clone());
+        if let Some(op) = ops.last_mut() {
+            op.end_seq = step.seq + 1;
+            op.last_id = step.node.id.to_string();
+            op.leaf_after_seq = leaf;
+            op.leaf_after = id_of(&ids, leaf);
         }
-        Ok(match found {
-            Some((operations, records)) => SealCheck::Extends {
-                operations,
-                records,
-            },
-            None => SealCheck::Diverged,
-        })
-    }
+        Ok(())
+    })?;
+    Ok(ops)
+}
 
-    fn seal_start(&self) -> digest::Digest {
-        seal_start(self.id(), &self.record().header)
+/// The stamps of the session's log: each record that begins an operation, by position,
+/// with its stamp as stored (unknown kinds included). A copy imported with them
+/// ([`ImportOptions::stamps`](crate::ImportOptions::stamps)) has the same operations and
+/// the same seal.
+pub(crate) fn stamps(s: &Handle) -> Result<Vec<(u64, OpStamp)>> {
+    let mut stamps = Vec::new();
+    walk_log(s, |step| {
+        if let Some(stamp) = step.stamp {
+            stamps.push((step.seq, stamp.clone()));
+        }
+        Ok(())
+    })?;
+    Ok(stamps)
+}
+
+/// Operation `n`, or `OperationNotFound`.
+pub(crate) fn operation(s: &Handle, n: u64) -> Result<Operation> {
+    let mut ops = operations(s)?;
+    let count = ops.len() as u64;
+    if n >= count {
+        return Err(no_operation(s, n, count));
     }
+    Ok(ops.swap_remove(n as usize))
+}
+
+fn no_operation(s: &Handle, op: u64, count: u64) -> GroveError {
+    GroveError::OperationNotFound {
+        session: s.id().to_owned(),
+        op,
+        count,
+    }
+}
+
+/// The session as it stood after operation `n`.
+pub(crate) fn at_op(s: &Handle, n: u64) -> Result<PointInTime> {
+    let op = operation(s, n)?;
+    Ok(PointInTime {
+        op: op.number,
+        end_seq: op.end_seq,
+        leaf: op.leaf_after,
+        leaf_seq: op.leaf_after_seq,
+    })
+}
+
+/// The session as it stood at `time` (an ISO-8601 / RFC 3339 time): after the last
+/// operation committed at or before it, in log order.
+pub(crate) fn at_time(s: &Handle, time: &str) -> Result<PointInTime> {
+    let ms = time::parse_ms(time)
+        .ok_or_else(|| GroveError::InvalidArgument(format!("'{time}' is not an RFC 3339 time")))?;
+    let op = operations(s)?
+        .into_iter()
+        .rev()
+        .find(|op| op.time_ms.is_some_and(|t| t <= ms))
+        .ok_or_else(|| GroveError::BeforeFirstOperation {
+            session: s.id().to_owned(),
+            time: time.to_owned(),
+        })?;
+    Ok(PointInTime {
+        op: op.number,
+        end_seq: op.end_seq,
+        leaf: op.leaf_after,
+        leaf_seq: op.leaf_after_seq,
+    })
+}
+
+/// The context as the session stood at `at`: the context at the leaf it had then (a
+/// context depends only on the path, which later records never change).
+pub(crate) fn context_as_of(
+    s: &Handle,
+    views: &Views,
+    at: &PointInTime,
+    options: crate::ContextOptions,
+) -> Result<crate::Context> {
+    crate::context::read::build_context_at(s, views, at.leaf_seq, options)
+}
+
+/// The branch as the session stood at `at` (leaf to root, or to the compaction
+/// boundary, like [`Handle::branch`]).
+pub(crate) fn branch_as_of(s: &Handle, at: &PointInTime) -> Result<Vec<crate::Entry>> {
+    match at.leaf_seq {
+        None => Ok(Vec::new()),
+        Some(seq) => paths::branch_seq(s, seq),
+    }
+}
+
+/// The full path (root to leaf) as the session stood at `at`.
+pub(crate) fn path_as_of(s: &Handle, at: &PointInTime) -> Result<Vec<crate::Entry>> {
+    match at.leaf_seq {
+        None => Ok(Vec::new()),
+        Some(seq) => paths::path_to_root_seq(s, seq),
+    }
+}
+
+/// The tree as the session stood at `at`: its entries then, its labels then, its
+/// active path then.
+pub(crate) fn tree_as_of(s: &Handle, at: &PointInTime) -> Result<Tree> {
+    let labels = labels_upto(s, at.end_seq)?;
+    whole::tree_upto(s, at.end_seq, at.leaf_seq, &labels)
+}
+
+/// The labels set by records `0 .. end` (spec §6.1: last in log order wins, trimmed,
+/// blank clears).
+pub(crate) fn labels_upto(s: &Handle, end: u64) -> Result<BTreeMap<String, Label>> {
+    let mut out = BTreeMap::new();
+    for entry in s.log_range(0, end).entries(s.id()) {
+        let entry = entry?;
+        if entry.kind() != EntryKind::Label {
+            continue;
+        }
+        let env = entry.envelope()?;
+        let Some(target) = env.target_id else {
+            continue;
+        };
+        match crate::log::labels::label_value(&entry.line) {
+            Some((label, label_json)) => {
+                out.insert(
+                    target,
+                    Label {
+                        label,
+                        label_json,
+                        timestamp: env.timestamp,
+                        set_by: entry.id().to_owned(),
+                    },
+                );
+            }
+            None => {
+                out.remove(&target);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Puts the leaf back where it was before the last operation, or before operation
+/// `to_op`: a leaf move recorded as an `undo` operation, which a later undo can undo in
+/// turn. History is never rewritten. Refused with `Busy` while a turn or a navigation
+/// holds the session. Returns the undo operation.
+pub(crate) fn undo(s: &Handle, leases: &Leases, to_op: Option<u64>) -> Result<Operation> {
+    lease::check_idle(s, leases)?;
+    // Under the writer lock: no operation lands between choosing the target and moving.
+    let idle = |tries| lease::idle_lease(s, leases, tries);
+    transact(s, OpKind::Undo, s.inner.durability, Some(&idle), |txn| {
+        let ops = operations(s)?;
+        let count = ops.len() as u64;
+        let target = match to_op {
+            Some(n) => ops
+                .get(usize::try_from(n).unwrap_or(usize::MAX))
+                .ok_or_else(|| no_operation(s, n, count))?,
+            None => ops.last().ok_or_else(|| {
+                GroveError::InvalidState(format!("session {} has no operation to undo", s.id()))
+            })?,
+        };
+        txn.move_leaf(target.leaf_before_seq)?;
+        Ok(Staged::Commit(()))
+    })?;
+    operations(s)?
+        .pop()
+        .ok_or_else(|| GroveError::Corrupt("the undo operation is not in the log".into()))
+}
+
+/// The session's seal: a digest of its header and of every record (its line's blake3 and
+/// its operation stamp) in log order, so it covers the records and the operation log
+/// (docs/format.md, "Seal").
+pub(crate) fn seal(s: &Handle) -> Result<Seal> {
+    let mut state = seal_start_of(s);
+    let mut records = 0;
+    let mut operations = 0;
+    walk_log(s, |step| {
+        operations += u64::from(step.stamp.is_some() || records == 0);
+        records += 1;
+        state = seal_step(&state, &step);
+        Ok(())
+    })?;
+    Ok(Seal {
+        digest: digest::hex(&state),
+        records,
+        operations,
+    })
+}
+
+/// Whether the session still extends the seal `digest` (hex): whether the running
+/// digest after some operation equals it. One pass over the log.
+pub(crate) fn check_seal(s: &Handle, digest_hex: &str) -> Result<SealCheck> {
+    let want = digest_hex.trim().to_ascii_lowercase();
+    if want.len() != 64 || !want.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(GroveError::InvalidArgument(format!(
+            "'{digest_hex}' is not a seal: 64 hex digits expected"
+        )));
+    }
+    let mut state = seal_start_of(s);
+    if digest::hex(&state) == want {
+        return Ok(SealCheck::Extends {
+            operations: 0,
+            records: 0,
+        });
+    }
+    let mut records = 0u64;
+    let mut operations = 0u64;
+    let mut found = None;
+    // The digest after each operation is the state before the next operation's first
+    // record (or at the end of the log).
+    walk_log(s, |step| {
+        if found.is_some() {
+            return Ok(());
+        }
+        if step.stamp.is_some() && records > 0 && digest::hex(&state) == want {
+            found = Some((operations, records));
+            return Ok(());
+        }
+        operations += u64::from(step.stamp.is_some() || records == 0);
+        records += 1;
+        state = seal_step(&state, &step);
+        Ok(())
+    })?;
+    if found.is_none() && records > 0 && digest::hex(&state) == want {
+        found = Some((operations, records));
+    }
+    Ok(match found {
+        Some((operations, records)) => SealCheck::Extends {
+            operations,
+            records,
+        },
+        None => SealCheck::Diverged,
+    })
+}
+
+fn seal_start_of(s: &Handle) -> digest::Digest {
+    seal_start(s.id(), &s.record().header)
 }
 
 /// The seal of a session with no record yet: its id and header line.

@@ -9,7 +9,7 @@
 //! one context build per step.
 //!
 //! This room owns the replay events and their JSON lines. It reads the log and the operation
-//! list through `Session`, the context through the view tracker, and waits on the store's
+//! list through `Handle`, the context through the view tracker, and waits on the store's
 //! commit notices; it writes nothing. docs/design.md, "Replay", explains the design.
 
 use std::collections::VecDeque;
@@ -23,13 +23,14 @@ use grove_codec::time;
 use crate::context::build::{Context, ContextOptions, ModelRef};
 use crate::context::views::Tracker;
 use crate::core::error::{GroveError, Result};
+use crate::log::handle::{decode_row_stamped, Entry, Handle};
+use crate::ops::oplog;
 use crate::ops::oplog::leaf_after;
-use crate::session::{decode_row_stamped, Entry, Session};
 
 /// Records read from the log at a time.
 const CHUNK: u64 = 1024;
 
-/// What [`Session::replay`] replays.
+/// What [`Handle::replay`] replays.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct ReplayOptions {
     /// Start at this operation (`None`: the first). The operation count itself is allowed:
@@ -220,10 +221,10 @@ pub enum Poll {
     End,
 }
 
-/// A replay of a session ([`Session::replay`]): an iterator of events that, when following,
+/// A replay of a session ([`Handle::replay`]): an iterator of events that, when following,
 /// blocks until the session's next write. [`Replay::poll`] waits a bounded time instead.
 pub struct Replay {
-    session: Session,
+    session: Handle,
     options: ReplayOptions,
     tracker: Tracker,
     /// The next record to read.
@@ -239,65 +240,61 @@ pub struct Replay {
     done: bool,
 }
 
-impl Session {
-    /// Replays the session's history ([`ReplayOptions`]): first a `Start` event (the session
-    /// before the first replayed operation), then every operation and its records in log
-    /// order. `OperationNotFound` when `from_op` is past the operation count.
-    pub fn replay(&self, options: ReplayOptions) -> Result<Replay> {
-        if let (Some(from), Some(until)) = (options.from_op, options.until_op) {
-            if until < from {
-                return Err(GroveError::InvalidArgument(format!(
-                    "the replay would end at operation {until}, before it starts at operation \
-                     {from}"
-                )));
-            }
+/// Replays the session's history ([`ReplayOptions`]): first a `Start` event (the session
+/// before the first replayed operation), then every operation and its records in log
+/// order. `OperationNotFound` when `from_op` is past the operation count.
+pub(crate) fn replay(s: &Handle, options: ReplayOptions) -> Result<Replay> {
+    if let (Some(from), Some(until)) = (options.from_op, options.until_op) {
+        if until < from {
+            return Err(GroveError::InvalidArgument(format!(
+                "the replay would end at operation {until}, before it starts at operation \
+                 {from}"
+            )));
         }
-        let commits_seen = self.inner.commits.count();
-        let mut tracker = Tracker::new(options.context);
-        let (from, next_seq, leaf_id) = match options.from_op {
-            None | Some(0) => (0, 0, None),
-            Some(n) => {
-                let ops = self.operations()?;
-                let count = ops.len() as u64;
-                let (seq, leaf_seq, leaf_id) = match ops.get(n as usize) {
-                    Some(op) => (op.first_seq, op.leaf_before_seq(), op.leaf_before.clone()),
-                    None if n == count => match ops.last() {
-                        Some(last) => {
-                            (last.end_seq, last.leaf_after_seq(), last.leaf_after.clone())
-                        }
-                        None => (0, None, None),
-                    },
-                    None => {
-                        return Err(GroveError::OperationNotFound {
-                            session: self.id().to_owned(),
-                            op: n,
-                            count,
-                        })
-                    }
-                };
-                tracker.move_to(self, leaf_seq, None)?;
-                (n, seq, leaf_id)
-            }
-        };
-        let start = ReplayEvent::Start {
-            op: from,
-            seq: next_seq,
-            leaf: leaf_id.clone(),
-            context: tracker.context().clone(),
-        };
-        Ok(Replay {
-            session: self.clone(),
-            options,
-            tracker,
-            next_seq,
-            ops_begun: from,
-            leaf_id,
-            rows: VecDeque::new(),
-            events: VecDeque::from([start]),
-            commits_seen,
-            done: false,
-        })
     }
+    let commits_seen = s.inner.commits.count();
+    let mut tracker = Tracker::new(options.context);
+    let (from, next_seq, leaf_id) = match options.from_op {
+        None | Some(0) => (0, 0, None),
+        Some(n) => {
+            let ops = oplog::operations(s)?;
+            let count = ops.len() as u64;
+            let (seq, leaf_seq, leaf_id) = match ops.get(n as usize) {
+                Some(op) => (op.first_seq, op.leaf_before_seq(), op.leaf_before.clone()),
+                None if n == count => match ops.last() {
+                    Some(last) => (last.end_seq, last.leaf_after_seq(), last.leaf_after.clone()),
+                    None => (0, None, None),
+                },
+                None => {
+                    return Err(GroveError::OperationNotFound {
+                        session: s.id().to_owned(),
+                        op: n,
+                        count,
+                    })
+                }
+            };
+            tracker.move_to(s, leaf_seq, None)?;
+            (n, seq, leaf_id)
+        }
+    };
+    let start = ReplayEvent::Start {
+        op: from,
+        seq: next_seq,
+        leaf: leaf_id.clone(),
+        context: tracker.context().clone(),
+    };
+    Ok(Replay {
+        session: s.clone(),
+        options,
+        tracker,
+        next_seq,
+        ops_begun: from,
+        leaf_id,
+        rows: VecDeque::new(),
+        events: VecDeque::from([start]),
+        commits_seen,
+        done: false,
+    })
 }
 
 impl Replay {

@@ -3,14 +3,14 @@
 //! digest it was derived from (docs/format.md, "Chain digest"). Both digests are recomputed
 //! here from the stored bytes and checked against the entry's node, so a proof handed out is
 //! one the store's own bytes still support; a holder of the line and the parent's digest can
-//! check the step without the store. This room reads a session through `Session` and writes
+//! check the step without the store. This room reads a session through `Handle` and writes
 //! nothing.
 
 use grove_codec::digest::{self, Digest};
 use grove_codec::record::Parent;
 
 use crate::core::error::{GroveError, Result};
-use crate::session::{Entry, Session};
+use crate::log::handle::{Entry, Handle};
 
 /// One entry with the digests that bind it to its path.
 #[derive(Debug, Clone)]
@@ -35,39 +35,35 @@ impl EntryProof {
     }
 }
 
-impl Session {
-    /// The proof of tree entry `id` (`EntryNotFound` for an unknown id or a leaf record). A
-    /// line whose bytes no longer hash to the stored content digest, or a chain digest that
-    /// does not follow from the parent's, is `Corrupt`.
-    pub fn proof(&self, id: &str) -> Result<EntryProof> {
-        let entry = self.entry(id)?;
-        let parent_digest = match entry.node.parent {
-            Parent::Seq(parent) => self.node(parent)?.digest,
-            Parent::Root | Parent::Missing | Parent::SelfRef | Parent::Cycle(_) => {
-                digest::ROOT_PARENT
-            }
-        };
-        let content = digest::content_hash(entry.line.as_bytes());
-        if content != entry.node.content {
-            return Err(GroveError::Corrupt(format!(
-                "entry {id} (record {}): its line hashes to {}, the store recorded {}",
-                entry.seq,
-                digest::hex(&content),
-                digest::hex(&entry.node.content)
-            )));
-        }
-        let chained = digest::chain(&parent_digest, &content);
-        if chained != entry.node.digest {
-            return Err(GroveError::Corrupt(format!(
-                "entry {id} (record {}): its chain digest {} does not follow from its parent's ({})",
-                entry.seq,
-                digest::hex(&entry.node.digest),
-                digest::hex(&chained)
-            )));
-        }
-        Ok(EntryProof {
-            entry,
-            parent_digest,
-        })
+/// The proof of tree entry `id` (`EntryNotFound` for an unknown id or a leaf record). A
+/// line whose bytes no longer hash to the stored content digest, or a chain digest that
+/// does not follow from the parent's, is `Corrupt`.
+pub(crate) fn proof(s: &Handle, id: &str) -> Result<EntryProof> {
+    let entry = s.entry(id)?;
+    let parent_digest = match entry.node.parent {
+        Parent::Seq(parent) => s.node(parent)?.digest,
+        Parent::Root | Parent::Missing | Parent::SelfRef | Parent::Cycle(_) => digest::ROOT_PARENT,
+    };
+    let content = digest::content_hash(entry.line.as_bytes());
+    if content != entry.node.content {
+        return Err(GroveError::Corrupt(format!(
+            "entry {id} (record {}): its line hashes to {}, the store recorded {}",
+            entry.seq,
+            digest::hex(&content),
+            digest::hex(&entry.node.content)
+        )));
     }
+    let chained = digest::chain(&parent_digest, &content);
+    if chained != entry.node.digest {
+        return Err(GroveError::Corrupt(format!(
+            "entry {id} (record {}): its chain digest {} does not follow from its parent's ({})",
+            entry.seq,
+            digest::hex(&entry.node.digest),
+            digest::hex(&chained)
+        )));
+    }
+    Ok(EntryProof {
+        entry,
+        parent_digest,
+    })
 }

@@ -6,13 +6,13 @@
 use grove_codec::record::NodeRecord;
 
 use crate::core::error::{GroveError, Result};
+use crate::log::handle::{decode_row, Entry, Handle};
 use crate::log::rows::LogRows;
-use crate::session::{decode_row, Entry, Session};
 
 /// The ancestors of an entry, itself first, up to its root. Parent cycles are followed: a
 /// caller that walks past a `Parent::Cycle` link must watch for revisits.
 pub(crate) struct Ancestors<'a> {
-    session: &'a Session,
+    session: &'a Handle,
     next: Option<u64>,
     run: Option<LogRows<'a>>,
     /// A short run still to read by point lookups: `(lo, next seq down)`.
@@ -24,7 +24,7 @@ pub(crate) struct Ancestors<'a> {
 const SCAN_FROM: u64 = 8;
 
 impl<'a> Ancestors<'a> {
-    pub(crate) fn new(session: &'a Session, start: u64) -> Ancestors<'a> {
+    pub(crate) fn new(session: &'a Handle, start: u64) -> Ancestors<'a> {
         Ancestors {
             session,
             next: Some(start),
@@ -129,79 +129,74 @@ impl Iterator for Ancestors<'_> {
     }
 }
 
-impl Session {
-    /// The ancestors of `start`, itself first (see [`Ancestors`]).
-    pub(crate) fn ancestors(&self, start: u64) -> Ancestors<'_> {
-        Ancestors::new(self, start)
-    }
+/// The ancestors of `start`, itself first (see [`Ancestors`]).
+pub(crate) fn ancestors(s: &Handle, start: u64) -> Ancestors<'_> {
+    Ancestors::new(s, start)
+}
 
-    /// The ancestor of `seq` at `depth` (`seq` itself when `depth` is its own), by jump
-    /// pointers: O(log depth) node reads. `None` when `depth` is deeper than `seq`.
-    pub(crate) fn ancestor_at_depth(
-        &self,
-        seq: u64,
-        node: &NodeRecord,
-        depth: u64,
-    ) -> Result<Option<(u64, NodeRecord)>> {
-        if depth > node.depth {
-            return Ok(None);
-        }
-        let (mut cur, mut n) = (seq, node.clone());
-        while n.depth > depth {
-            let next = match n.jump {
-                Some(j) if j.depth >= depth => j.seq,
-                _ => match n.parent {
-                    grove_codec::record::Parent::Seq(p) => p,
-                    _ => return Ok(None),
-                },
-            };
-            cur = next;
-            n = self.node(cur)?;
-        }
-        Ok(Some((cur, n)))
+/// The ancestor of `seq` at `depth` (`seq` itself when `depth` is its own), by jump
+/// pointers: O(log depth) node reads. `None` when `depth` is deeper than `seq`.
+pub(crate) fn ancestor_at_depth(
+    s: &Handle,
+    seq: u64,
+    node: &NodeRecord,
+    depth: u64,
+) -> Result<Option<(u64, NodeRecord)>> {
+    if depth > node.depth {
+        return Ok(None);
     }
-
-    /// Whether the root of `seq`'s tree is the earliest member of a parent cycle (the walks
-    /// then go on past it, so tree-based shortcuts do not apply).
-    pub(crate) fn in_cycle_tree(&self, seq: u64) -> Result<bool> {
-        let node = self.node(seq)?;
-        Ok(match self.ancestor_at_depth(seq, &node, 0)? {
-            Some((_, root)) => matches!(root.parent, grove_codec::record::Parent::Cycle(_)),
-            None => true,
-        })
-    }
-
-    /// The deepest common ancestor of two entries in the parent forest (cycle roots count
-    /// as roots), in O(log depth) node reads; `None` when they are in different trees.
-    pub(crate) fn common_ancestor(&self, a: u64, b: u64) -> Result<Option<u64>> {
-        let (na, nb) = (self.node(a)?, self.node(b)?);
-        let depth = na.depth.min(nb.depth);
-        let Some((mut a, mut na)) = self.ancestor_at_depth(a, &na, depth)? else {
-            return Ok(None);
+    let (mut cur, mut n) = (seq, node.clone());
+    while n.depth > depth {
+        let next = match n.jump {
+            Some(j) if j.depth >= depth => j.seq,
+            _ => match n.parent {
+                grove_codec::record::Parent::Seq(p) => p,
+                _ => return Ok(None),
+            },
         };
-        let Some((mut b, mut nb)) = self.ancestor_at_depth(b, &nb, depth)? else {
-            return Ok(None);
-        };
-        while a != b {
-            match (na.jump, nb.jump) {
-                (Some(ja), Some(jb)) if ja.seq != jb.seq => {
-                    a = ja.seq;
-                    b = jb.seq;
-                }
-                _ => match (na.parent, nb.parent) {
-                    (
-                        grove_codec::record::Parent::Seq(pa),
-                        grove_codec::record::Parent::Seq(pb),
-                    ) => {
-                        a = pa;
-                        b = pb;
-                    }
-                    _ => return Ok(None),
-                },
+        cur = next;
+        n = s.node(cur)?;
+    }
+    Ok(Some((cur, n)))
+}
+
+/// Whether the root of `seq`'s tree is the earliest member of a parent cycle (the walks
+/// then go on past it, so tree-based shortcuts do not apply).
+pub(crate) fn in_cycle_tree(s: &Handle, seq: u64) -> Result<bool> {
+    let node = s.node(seq)?;
+    Ok(match ancestor_at_depth(s, seq, &node, 0)? {
+        Some((_, root)) => matches!(root.parent, grove_codec::record::Parent::Cycle(_)),
+        None => true,
+    })
+}
+
+/// The deepest common ancestor of two entries in the parent forest (cycle roots count
+/// as roots), in O(log depth) node reads; `None` when they are in different trees.
+pub(crate) fn common_ancestor(s: &Handle, a: u64, b: u64) -> Result<Option<u64>> {
+    let (na, nb) = (s.node(a)?, s.node(b)?);
+    let depth = na.depth.min(nb.depth);
+    let Some((mut a, mut na)) = ancestor_at_depth(s, a, &na, depth)? else {
+        return Ok(None);
+    };
+    let Some((mut b, mut nb)) = ancestor_at_depth(s, b, &nb, depth)? else {
+        return Ok(None);
+    };
+    while a != b {
+        match (na.jump, nb.jump) {
+            (Some(ja), Some(jb)) if ja.seq != jb.seq => {
+                a = ja.seq;
+                b = jb.seq;
             }
-            na = self.node(a)?;
-            nb = self.node(b)?;
+            _ => match (na.parent, nb.parent) {
+                (grove_codec::record::Parent::Seq(pa), grove_codec::record::Parent::Seq(pb)) => {
+                    a = pa;
+                    b = pb;
+                }
+                _ => return Ok(None),
+            },
         }
-        Ok(Some(a))
+        na = s.node(a)?;
+        nb = s.node(b)?;
     }
+    Ok(Some(a))
 }

@@ -116,7 +116,7 @@ proptest! {
     #[test]
     fn the_write_buffer_reads_and_writes_as_the_backend_alone(ops in prop::collection::vec(op(), 1..60)) {
         let base = Faulty::default();
-        let buffered = BufferedKv::new(Box::new(base.clone())).unwrap();
+        let buffered = BufferedKv::new(Box::new(base.clone()), std::sync::Arc::new(grove::LogCoalesce)).unwrap();
         let oracle = MemoryKv::new();
         let mut next_seq = [0u64; 3];
         for op in ops {
@@ -210,7 +210,11 @@ proptest! {
 #[test]
 fn consecutive_log_values_of_a_session_are_coalesced_within_the_pack_limits() {
     let base = Faulty::default();
-    let buffered = BufferedKv::new(Box::new(base.clone())).unwrap();
+    let buffered = BufferedKv::new(
+        Box::new(base.clone()),
+        std::sync::Arc::new(grove::LogCoalesce),
+    )
+    .unwrap();
     // 600 single rows of session 1 and 3 of session 2.
     // (One buffered write, so that the background thread cannot hand over a part of it.)
     let mut b = WriteBatch::new();
@@ -238,7 +242,11 @@ fn consecutive_log_values_of_a_session_are_coalesced_within_the_pack_limits() {
     assert_eq!(log[&(1, 300)], row(1, 300, 100));
     // Large rows: a pack closes once its rows reach 128 KiB.
     let base = Faulty::default();
-    let buffered = BufferedKv::new(Box::new(base.clone())).unwrap();
+    let buffered = BufferedKv::new(
+        Box::new(base.clone()),
+        std::sync::Arc::new(grove::LogCoalesce),
+    )
+    .unwrap();
     let mut b = WriteBatch::new();
     for seq in 0..10 {
         b.put(log_key(3, seq), row(3, seq, 40_000));
@@ -261,7 +269,11 @@ fn consecutive_log_values_of_a_session_are_coalesced_within_the_pack_limits() {
 #[test]
 fn the_buffer_is_handed_over_in_the_background_and_on_drop() {
     let base = Faulty::default();
-    let buffered = BufferedKv::new(Box::new(base.clone())).unwrap();
+    let buffered = BufferedKv::new(
+        Box::new(base.clone()),
+        std::sync::Arc::new(grove::LogCoalesce),
+    )
+    .unwrap();
     let mut b = WriteBatch::new();
     b.put(vec![0x01, 1], b"one".to_vec());
     buffered.apply_buffered(b, false).unwrap();
@@ -285,7 +297,11 @@ fn the_buffer_is_handed_over_in_the_background_and_on_drop() {
 #[test]
 fn a_write_past_the_buffer_comes_after_everything_buffered() {
     let base = Faulty::default();
-    let buffered = BufferedKv::new(Box::new(base.clone())).unwrap();
+    let buffered = BufferedKv::new(
+        Box::new(base.clone()),
+        std::sync::Arc::new(grove::LogCoalesce),
+    )
+    .unwrap();
     // Counted before the buffered write: the background thread may hand it over first.
     let applies = Faulty::count(&base.applies);
     let mut b = WriteBatch::new();
@@ -309,7 +325,11 @@ fn a_write_past_the_buffer_comes_after_everything_buffered() {
 #[test]
 fn a_failed_hand_over_keeps_the_writes_readable_and_refuses_more() {
     let base = Faulty::default();
-    let buffered = BufferedKv::new(Box::new(base.clone())).unwrap();
+    let buffered = BufferedKv::new(
+        Box::new(base.clone()),
+        std::sync::Arc::new(grove::LogCoalesce),
+    )
+    .unwrap();
     let mut b = WriteBatch::new();
     b.put(vec![0x01, 1], b"kept".to_vec());
     buffered.apply_buffered(b, false).unwrap();

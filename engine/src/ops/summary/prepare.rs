@@ -11,7 +11,9 @@ use serde_json::value::RawValue;
 
 use super::blocks::{arguments_len, blocks, js, js_len};
 use crate::core::error::{GroveError, Result};
-use crate::session::{Entry, Session};
+use crate::log::handle::{Entry, Handle};
+use crate::tree::paths;
+use crate::tree::walk;
 
 /// Which walks the collection uses (spec §8.1, Appendix A.11).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -69,77 +71,72 @@ impl PreparedBranch {
     }
 }
 
-impl Session {
-    /// The entries a branch summary covers when moving from `old_leaf` to `target`, oldest
-    /// first, and their deepest common ancestor (spec §8.1).
-    pub fn collect_entries_for_branch_summary(
-        &self,
-        old_leaf: Option<&str>,
-        target: &str,
-        mode: PathMode,
-    ) -> Result<(Vec<Entry>, Option<String>)> {
-        let Some(old) = old_leaf else {
-            return Ok((Vec::new(), None));
-        };
-        let (old_seq, _) = self.require_seq(old)?;
-        let (target_seq, _) = self.require_seq(target)?;
-        if mode == PathMode::Full
-            && !self.in_cycle_tree(old_seq)?
-            && !self.in_cycle_tree(target_seq)?
-        {
-            // The deepest common ancestor by jump pointers, then only the abandoned side.
-            let common = self.common_ancestor(old_seq, target_seq)?;
-            let mut out = Vec::new();
-            for e in self.ancestors(old_seq) {
-                let e = e?;
-                if Some(e.seq) == common {
-                    break;
-                }
-                out.push(e);
-            }
-            out.reverse();
-            let common = match common {
-                Some(c) => Some(self.node(c)?.id.into()),
-                None => None,
-            };
-            return Ok((out, common));
-        }
-        let walk = |seq| match mode {
-            PathMode::Full => self.path_to_root_seq(seq),
-            PathMode::Branch => self.branch_seq(seq),
-        };
-        let on_old: HashSet<u64> = walk(old_seq)?.iter().map(|e| e.seq).collect();
-        let common = walk(target_seq)?
-            .into_iter()
-            .rev()
-            .find(|e| on_old.contains(&e.seq));
-        let stop = common.as_ref().map(|e| e.seq);
+/// The entries a branch summary covers when moving from `old_leaf` to `target`, oldest
+/// first, and their deepest common ancestor (spec §8.1).
+pub(crate) fn collect_entries_for_branch_summary(
+    s: &Handle,
+    old_leaf: Option<&str>,
+    target: &str,
+    mode: PathMode,
+) -> Result<(Vec<Entry>, Option<String>)> {
+    let Some(old) = old_leaf else {
+        return Ok((Vec::new(), None));
+    };
+    let (old_seq, _) = s.require_seq(old)?;
+    let (target_seq, _) = s.require_seq(target)?;
+    if mode == PathMode::Full
+        && !walk::in_cycle_tree(s, old_seq)?
+        && !walk::in_cycle_tree(s, target_seq)?
+    {
+        // The deepest common ancestor by jump pointers, then only the abandoned side.
+        let common = walk::common_ancestor(s, old_seq, target_seq)?;
         let mut out = Vec::new();
-        let mut seen = HashSet::new();
-        let mut cur = Some(old_seq);
-        while let Some(seq) = cur {
-            if Some(seq) == stop || !seen.insert(seq) {
+        for e in walk::ancestors(s, old_seq) {
+            let e = e?;
+            if Some(e.seq) == common {
                 break;
             }
-            let entry = self.entry_at(seq)?;
-            cur = match entry.node.parent {
-                Parent::Seq(p) | Parent::Cycle(p) => Some(p),
-                Parent::Missing if mode == PathMode::Branch => {
-                    return Err(GroveError::InvalidSession {
-                        file: None,
-                        reason: format!(
-                            "Entry {} not found",
-                            entry.parent_id().unwrap_or_default()
-                        ),
-                    })
-                }
-                _ => None,
-            };
-            out.push(entry);
+            out.push(e);
         }
         out.reverse();
-        Ok((out, common.map(|e| e.id().to_owned())))
+        let common = match common {
+            Some(c) => Some(s.node(c)?.id.into()),
+            None => None,
+        };
+        return Ok((out, common));
     }
+    let walk = |seq| match mode {
+        PathMode::Full => paths::path_to_root_seq(s, seq),
+        PathMode::Branch => paths::branch_seq(s, seq),
+    };
+    let on_old: HashSet<u64> = walk(old_seq)?.iter().map(|e| e.seq).collect();
+    let common = walk(target_seq)?
+        .into_iter()
+        .rev()
+        .find(|e| on_old.contains(&e.seq));
+    let stop = common.as_ref().map(|e| e.seq);
+    let mut out = Vec::new();
+    let mut seen = HashSet::new();
+    let mut cur = Some(old_seq);
+    while let Some(seq) = cur {
+        if Some(seq) == stop || !seen.insert(seq) {
+            break;
+        }
+        let entry = s.entry_at(seq)?;
+        cur = match entry.node.parent {
+            Parent::Seq(p) | Parent::Cycle(p) => Some(p),
+            Parent::Missing if mode == PathMode::Branch => {
+                return Err(GroveError::InvalidSession {
+                    file: None,
+                    reason: format!("Entry {} not found", entry.parent_id().unwrap_or_default()),
+                })
+            }
+            _ => None,
+        };
+        out.push(entry);
+    }
+    out.reverse();
+    Ok((out, common.map(|e| e.id().to_owned())))
 }
 
 /// Maps an entry to the message a summary sees (spec §8.2 step 2.1), or `None`.

@@ -1,0 +1,341 @@
+//! The session catalogue of the log layer: creating sessions, opening them by id or prefix,
+//! listing, deleting and purging them, and clearing what a crash left of unfinished imports
+//! and deletions. Session numbers and the catalogue rows' commits are the core's
+//! ([`crate::core::shared`]); the handles made here are the log's ([`Handle`]).
+//!
+//! May call: [`crate::log`]'s handle, shared state and tip, [`crate::core`], [`crate::kv`].
+
+use std::sync::Arc;
+
+use grove_codec::header::Header;
+use grove_codec::record::{self, HeadRecord, SessionRecord};
+
+use crate::core::error::{GroveError, Result};
+use crate::core::keys;
+use crate::core::shared::{fenced_out, FENCE_TRIES};
+use crate::core::util;
+use crate::kv::{Durability, WriteBatch};
+use crate::log::handle::Handle;
+use crate::log::shared::Logs;
+use crate::log::tip::{Tip, SESSION_LOCKS_KEPT};
+
+/// Options of a new session.
+#[derive(Debug, Clone, Default)]
+pub struct CreateSession {
+    /// The session id; a lowercase UUIDv7 when `None`. Must match
+    /// `^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$`.
+    pub id: Option<String>,
+    /// Working directory recorded in the header; empty means the process's current
+    /// directory (pi requires a non-empty `cwd` in version-3 headers).
+    pub cwd: String,
+    /// Header `metadata` as JSON object text.
+    pub metadata: Option<String>,
+    /// Header `parentSession` (pi: the parent's file path).
+    pub parent_session: Option<String>,
+    /// The grove id of the session this one derives from.
+    pub parent_session_id: Option<String>,
+}
+
+/// A session as listed by [`Store::sessions`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionSummary {
+    /// Session id.
+    pub id: String,
+    /// Creation timestamp.
+    pub created: String,
+    /// Working directory.
+    pub cwd: String,
+    /// Number of entries.
+    pub entries: u64,
+    /// The grove session this one was forked from.
+    pub parent_session_id: Option<String>,
+    /// Header `parentSession`.
+    pub parent_session: Option<String>,
+}
+
+impl Logs {
+    /// Creates an empty session.
+    pub(crate) fn create_session(self: &Arc<Logs>, options: CreateSession) -> Result<Handle> {
+        let id = match options.id {
+            Some(id) => {
+                util::check_session_id(&id)?;
+                id
+            }
+            None => util::new_session_id(),
+        };
+        let cwd = if options.cwd.is_empty() {
+            std::env::current_dir().map_or_else(|_| "/".to_owned(), |d| d.display().to_string())
+        } else {
+            options.cwd
+        };
+        let header = Header::create(
+            &id,
+            &util::now_iso(),
+            &cwd,
+            options.parent_session.as_deref(),
+            options.metadata.as_deref(),
+        );
+        let sid = self.inner.alloc_sid()?;
+        let record = SessionRecord {
+            id: id.clone(),
+            header: header.raw,
+            created: header.timestamp,
+            cwd: header.cwd,
+            parent_session: header.parent_session,
+            parent_session_id: options.parent_session_id,
+            source_path: None,
+        };
+        let head = HeadRecord {
+            next_seq: 0,
+            leaf: None,
+            entries: 0,
+            name_at: None,
+            last_timestamp: None,
+        };
+        let mut batch = WriteBatch::new();
+        batch.put(keys::session(sid), record::encode(&record));
+        batch.put(keys::head(sid), record::encode(&head));
+        self.inner.list(&id, sid, batch, self.inner.durability)?;
+        let session = Handle::new(self.clone(), sid, record);
+        if self.inner.shared {
+            // What this process just wrote, it need not read back: the session's number, record
+            // and empty state, for its first writes by id ([`crate::Store::session_for_write`]).
+            self.remember(&id, sid, &session);
+            self.session_lock(sid).lock().head = Some(head.clone());
+            session.install_new_state(head);
+        }
+        Ok(session)
+    }
+
+    /// Remembers that `id` names session `sid`, and what it is ([`crate::Store::session_for_write`]).
+    fn remember(self: &Arc<Logs>, id: &str, sid: u64, session: &Handle) {
+        if self.inner.shared {
+            let mut named = self.named.lock();
+            if named.len() >= SESSION_LOCKS_KEPT {
+                named.clear();
+            }
+            named.insert(id.to_owned(), sid);
+        }
+        let mut described = self.described.lock();
+        if described.len() >= SESSION_LOCKS_KEPT {
+            described.clear();
+        }
+        described.insert(sid, (session.record.clone(), session.packed));
+    }
+
+    /// Publishes a fully written session under its id (the last write of an import).
+    pub(crate) fn publish(
+        self: &Arc<Logs>,
+        sid: u64,
+        id: &str,
+        mut batch: WriteBatch,
+    ) -> Result<()> {
+        batch.delete(keys::pending(sid));
+        self.inner.list(id, sid, batch, Durability::Sync)
+    }
+
+    /// Opens the session with exactly this id.
+    pub(crate) fn session(self: &Arc<Logs>, id: &str) -> Result<Handle> {
+        let sid = self
+            .inner
+            .sid_of(id)?
+            .ok_or_else(|| GroveError::SessionNotFound(id.to_owned()))?;
+        self.open_listed(id, sid)
+    }
+
+    /// Opens the session with exactly this id to write to it. The same as [`crate::Store::session`],
+    /// except in a store other processes share: there a session this process opened before is
+    /// opened from memory, without reading its catalogue row, so that an append through it
+    /// costs one round trip (its commit). That is safe because each of its commits checks the
+    /// catalogue row in the same statement: if another process deleted the session
+    /// meanwhile, nothing is written and the operation fails with `SessionNotFound` (and the
+    /// id is looked up again next time; the caller may retry with [`crate::Store::session`], which
+    /// finds a session created since under the same id). Reads through it trust the same
+    /// memory, so read through [`crate::Store::session`] what must reflect other processes' deletions.
+    pub(crate) fn session_for_write(self: &Arc<Logs>, id: &str) -> Result<Handle> {
+        if self.inner.shared {
+            let known = self.named.lock().get(id).copied();
+            if let Some(sid) = known {
+                let described = self.described.lock().get(&sid).cloned();
+                if let Some((record, packed)) = described {
+                    return Ok(Handle::known(self.clone(), sid, record, packed));
+                }
+            }
+        }
+        self.session(id)
+    }
+
+    /// Opens session `sid`, listed as `id`; `SessionNotFound` when it was deleted meanwhile
+    /// (its catalogue row goes first, its record last).
+    fn open_listed(self: &Arc<Logs>, id: &str, sid: u64) -> Result<Handle> {
+        let known = self.described.lock().get(&sid).cloned();
+        if let Some((record, packed)) = known {
+            let session = Handle::known(self.clone(), sid, record, packed);
+            self.remember(id, sid, &session);
+            return Ok(session);
+        }
+        match self.inner.require::<SessionRecord>(&keys::session(sid)) {
+            Ok(record) => {
+                let session = Handle::open(self.clone(), sid, record)?;
+                self.remember(id, sid, &session);
+                Ok(session)
+            }
+            Err(_) if self.inner.sid_of(id)? != Some(sid) => {
+                Err(GroveError::SessionNotFound(id.to_owned()))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Opens the session whose id is `prefix` or starts with it (unique prefixes only).
+    pub(crate) fn find_session(self: &Arc<Logs>, prefix: &str) -> Result<Handle> {
+        if let Some(sid) = self.inner.sid_of(prefix)? {
+            return self.open_listed(prefix, sid);
+        }
+        let start = keys::session_id(prefix);
+        let end = keys::prefix_end(&start);
+        let mut matches = Vec::new();
+        for pair in self.inner.kv.scan(&start, &end).take(6) {
+            let (k, _) = pair?;
+            matches.push(keys::string_suffix(&k, 1).unwrap_or_default());
+        }
+        match matches.len() {
+            0 => Err(GroveError::SessionNotFound(prefix.to_owned())),
+            1 => self.session(&matches[0]),
+            _ => Err(GroveError::AmbiguousPrefix {
+                what: "session",
+                prefix: prefix.to_owned(),
+                candidates: matches.join(", "),
+            }),
+        }
+    }
+
+    /// Every session, ordered by id, read from the catalogue (a few reads per session, no
+    /// entry loaded; docs/design.md, "Commit protocol"). A session deleted meanwhile is left out.
+    pub(crate) fn sessions(self: &Arc<Logs>) -> Result<Vec<SessionSummary>> {
+        let start = vec![keys::T_SESSION_ID];
+        let end = keys::prefix_end(&start);
+        let mut out = Vec::new();
+        for pair in self.inner.kv.scan(&start, &end) {
+            let (key, v) = pair?;
+            let sid = keys::u64_value(&v)
+                .ok_or_else(|| GroveError::Corrupt("session id index value".to_owned()))?;
+            let summary = self.summary(sid);
+            // A session deleted meanwhile (its catalogue row goes first, then its rows) is
+            // not listed, whatever reading it gave.
+            let id = keys::string_suffix(&key, 1).unwrap_or_default();
+            if self.inner.sid_of(&id)? != Some(sid) {
+                continue;
+            }
+            out.push(summary?);
+        }
+        Ok(out)
+    }
+
+    /// The listing of session `sid`.
+    fn summary(self: &Arc<Logs>, sid: u64) -> Result<SessionSummary> {
+        let rec: SessionRecord = self.inner.require(&keys::session(sid))?;
+        let entries = Handle::open(self.clone(), sid, rec.clone())?.entry_count()?;
+        Ok(SessionSummary {
+            id: rec.id,
+            created: rec.created,
+            cwd: rec.cwd,
+            entries,
+            parent_session_id: rec.parent_session_id,
+            parent_session: rec.parent_session,
+        })
+    }
+
+    /// Deletes a session and everything stored for it. It disappears from the catalogue
+    /// first, atomically; its rows are then removed in bounded batches.
+    pub(crate) fn delete_session(self: &Arc<Logs>, id: &str) -> Result<()> {
+        let sid = {
+            let _guard = self.inner.catalogue.lock();
+            let sid = self
+                .inner
+                .sid_of(id)?
+                .ok_or_else(|| GroveError::SessionNotFound(id.to_owned()))?;
+            let listed = keys::session_id(id);
+            let value = sid.to_be_bytes();
+            let mut tries = 0;
+            loop {
+                let mut batch = WriteBatch::new();
+                batch.delete(listed.clone());
+                batch.put(keys::pending(sid), Vec::new());
+                // Another process may have deleted it meanwhile: the row is the guard.
+                if self.inner.commit_fenced(
+                    &[(&listed, Some(&value))],
+                    batch,
+                    false,
+                    self.inner.durability,
+                )? {
+                    break;
+                }
+                if self.inner.sid_of(id)? != Some(sid) {
+                    return Err(GroveError::SessionNotFound(id.to_owned()));
+                }
+                tries += 1;
+                if tries == FENCE_TRIES {
+                    return Err(fenced_out(&format!("deleting session {id}")));
+                }
+                util::backoff(tries);
+            }
+            sid
+        };
+        self.purge(sid)
+    }
+
+    /// Removes every row of an unpublished session (the pending marker last, so a crash
+    /// midway leaves it to the next open).
+    pub(crate) fn purge(self: &Arc<Logs>, sid: u64) -> Result<()> {
+        let lock = self.session_lock(sid);
+        let mut tip = lock.lock();
+        *tip = Tip::default();
+        self.forget_id_index(sid);
+        self.described.lock().remove(&sid);
+        for tag in keys::SESSION_TABLES {
+            if tag == keys::T_PENDING {
+                continue;
+            }
+            let start = keys::session_prefix(tag, sid);
+            let end = keys::prefix_end(&start);
+            loop {
+                let mut batch = WriteBatch::new();
+                for pair in self.inner.kv.scan(&start, &end).take(10_000) {
+                    batch.delete(pair?.0);
+                }
+                if batch.is_empty() {
+                    break;
+                }
+                self.inner.commit(batch, Durability::None)?;
+            }
+        }
+        let mut batch = WriteBatch::new();
+        batch.delete(keys::session(sid));
+        batch.delete(keys::pending(sid));
+        self.inner.commit(batch, self.inner.durability)
+    }
+
+    /// Removes what imports and deletions interrupted by a crash left behind. Not in a shared
+    /// store: there a pending session may be another process's import on its way.
+    pub(crate) fn discard_unfinished_imports(self: &Arc<Logs>) -> Result<()> {
+        if self.inner.shared {
+            return Ok(());
+        }
+        let start = vec![keys::T_PENDING];
+        let end = keys::prefix_end(&start);
+        let pending: Vec<u64> = self
+            .inner
+            .kv
+            .scan(&start, &end)
+            .map(|p| p.map(|(k, _)| keys::last_u64(&k)))
+            .collect::<Result<Vec<_>, _>>()?
+            .into_iter()
+            .flatten()
+            .collect();
+        for sid in pending {
+            self.purge(sid)?;
+        }
+        Ok(())
+    }
+}

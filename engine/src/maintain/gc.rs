@@ -1,0 +1,102 @@
+//! Payload collection: removes the payloads ([`crate::core::payloads`]) no log row of any
+//! session references, marking every reference in the log, then sweeping.
+//!
+//! May call: [`crate::core`], [`crate::kv`].
+
+use std::collections::HashSet;
+
+use grove_codec::pack::{LogPack, LogValue};
+use grove_codec::{record, splice};
+
+use crate::core::error::{GroveError, Result};
+use crate::core::keys;
+use crate::core::payloads::payload_range;
+use crate::core::shared::Inner;
+use crate::kv::{Durability, WriteBatch};
+
+/// What [`Store::gc`] did.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct GcReport {
+    /// Payloads stored before the collection.
+    pub payloads: u64,
+    /// Their bytes.
+    pub payload_bytes: u64,
+    /// Payloads some log row references (kept).
+    pub referenced: u64,
+    /// The payloads removed: blake3 (hex) and size.
+    pub removed: Vec<(String, u64)>,
+}
+
+impl GcReport {
+    /// Bytes removed.
+    pub fn removed_bytes(&self) -> u64 {
+        self.removed.iter().map(|(_, b)| b).sum()
+    }
+}
+
+/// Removes the payloads no log row of any session references, and reports each one
+/// removed. Writers of payloads wait while it runs (it marks every reference in the log,
+/// then sweeps). Read-only stores refuse it.
+pub(crate) fn gc(inner: &Inner) -> Result<GcReport> {
+    inner.check_writable()?;
+    let _gate = inner.payload_gate.write();
+    let referenced = payload_references(inner)?;
+    let (start, end) = payload_range();
+    let mut report = GcReport::default();
+    let mut batch = WriteBatch::new();
+    for pair in inner.kv.scan(&start, &end) {
+        let (k, v) = pair?;
+        report.payloads += 1;
+        report.payload_bytes += v.len() as u64;
+        let hash: Option<[u8; 32]> = k.get(1..).and_then(|h| h.try_into().ok());
+        match hash {
+            Some(h) if referenced.contains(&h) => report.referenced += 1,
+            _ => {
+                report
+                    .removed
+                    .push((crate::core::util::hex(&k[1..]), v.len() as u64));
+                batch.delete(k.to_vec());
+            }
+        }
+    }
+    if !batch.is_empty() {
+        inner.commit(batch, Durability::Sync)?;
+    }
+    Ok(report)
+}
+
+/// Every payload a log row references: one scan of the log and log-pack tables.
+fn payload_references(inner: &Inner) -> Result<HashSet<[u8; 32]>> {
+    let mut out = HashSet::new();
+    let mut note = |row: &[u8]| -> Result<()> {
+        let (_, line) = record::split_log(row).map_err(|e| GroveError::Corrupt(e.to_string()))?;
+        if splice::is_spliced(line) {
+            let (splices, _) =
+                splice::parse(line).map_err(|e| GroveError::Corrupt(e.to_string()))?;
+            out.extend(splices.into_iter().map(|s| s.hash));
+        }
+        Ok(())
+    };
+    for (tag, pack) in [(keys::T_LOG, false), (keys::T_LOG_PACK, true)] {
+        for pair in inner.kv.scan(&[tag], &[tag + 1]) {
+            let (_, v) = pair?;
+            let rows = if pack {
+                LogPack::parse(&v).map_err(|e| GroveError::Corrupt(e.to_string()))?
+            } else {
+                match LogValue::parse(&v).map_err(|e| GroveError::Corrupt(e.to_string()))? {
+                    LogValue::Row(row) => {
+                        note(row)?;
+                        continue;
+                    }
+                    LogValue::Batch(pack) => pack,
+                }
+            };
+            for i in 0..rows.len() {
+                if let Some(row) = rows.row(i) {
+                    note(row)?;
+                }
+            }
+        }
+    }
+    Ok(out)
+}
