@@ -1,6 +1,7 @@
 //! Contexts: what the model sees at a leaf (messages, model, thinking level, active tools).
-//! [`build`] has one entry point for each way of reading a context, [`plan`] decides which
-//! runs of the log a context needs, [`views`] keeps incremental materialized context views.
+//! [`read`] has one entry point for each way of reading a context, [`build`] folds one,
+//! [`plan`] decides which runs of the log a streamed read needs, [`views`] keeps incremental
+//! materialized context views. Files, bottom to top: `build`, `views`, `plan`, `read`.
 //!
 //! May call: [`crate::tree`], [`crate::log`], [`crate::core`], [`crate::kv`].
 

@@ -6,8 +6,9 @@
 //! starts) and per compaction on it (each entry knows its nearest compaction); the entries
 //! themselves are read once, in order, by range scans.
 //!
-//! Owns: [`Handle::for_each_on_path`], [`Handle::for_each_on_branch`],
-//! [`Handle::write_context`], [`Handle::for_each_message`]. May call the session's node and log reads, the tree walks
+//! Owns the plans and the ranged reads that `crate::context::read`'s streaming entry points
+//! (`for_each_on_path`, `for_each_on_branch`, `write_context`, `for_each_message`) run.
+//! May call the session's node and log reads, the tree walks
 //! (`walk`), the compaction rule (`paths`) and the projection and settings of `context`.
 //! Trees with a parent cycle (possible only in imported files) are read by the materializing
 //! walks of `paths` and `context` instead: their paths revisit entries, which ranges cannot

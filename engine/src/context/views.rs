@@ -10,7 +10,7 @@
 //!   selection, and the entries the settings come from) are materialized next to it, as
 //!   copies in a few small values ([`keys::T_VIEW`]): a path through a bushy session passes
 //!   through many log packs, and the backend reads a whole page of packs for each. The
-//!   copies are made from reads that checked each line (`session::decode_row`), and each
+//!   copies are made from reads that checked each line (`crate::log::handle::decode_row`), and each
 //!   chunk of them carries its checksum, so a resume does not check their lines again; a
 //!   chunk that fails its checksum is read from the log instead.
 //!

@@ -13,7 +13,7 @@
 //! harmless. At open, a backend whose epoch is below the file's lost acknowledged writes.
 //!
 //! This module owns the file and the epoch; it is called by the store's commit path
-//! ([`crate::store`]) and reads the backend only through [`crate::kv::Kv`].
+//! ([`crate::core::shared`]) and reads the backend only through [`crate::kv::Kv`].
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
