@@ -2,7 +2,7 @@
 //!
 //! A line is kept as its original text. [`Envelope::parse`] validates the common fields
 //! (pi harness rules, spec §2.3) and classifies the line; type-specific fields are read
-//! through [`crate::view`] when an operation needs them.
+//! through [`crate::fields`] when an operation needs them.
 
 use serde::Deserialize;
 use serde_json::value::RawValue;

@@ -3,13 +3,14 @@
 //! readers take any `BufRead`, writers produce bytes.
 //!
 //! Invariant kept throughout: an entry's original JSON text is the source of truth. Typed
-//! views ([`entry::Envelope`], [`view`]) are parsed from it on demand and never written back,
+//! views ([`entry::Envelope`], [`fields`]) are parsed from it on demand and never written back,
 //! so unknown entry types, unknown fields and unknown roles survive byte for byte.
 #![forbid(unsafe_code)]
 
 pub mod digest;
 pub mod entry;
 pub mod error;
+pub mod fields;
 pub mod header;
 pub mod ids;
 pub mod jsstr;
@@ -21,7 +22,6 @@ pub mod record;
 pub mod shape;
 pub mod splice;
 pub mod time;
-pub mod view;
 pub mod writer;
 
 pub use entry::{EntryKind, Envelope, Role};

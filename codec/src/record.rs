@@ -143,7 +143,7 @@ pub struct NodeRecord {
     /// Chain digest (entries) or the content hash again (leaf records).
     pub digest: Digest,
     /// Message entries: where the `message` object lies in the line, so that a context build
-    /// slices it out instead of parsing the line ([`crate::view::message_span`]).
+    /// slices it out instead of parsing the line ([`crate::fields::message_span`]).
     pub message: Option<MessageSpan>,
 }
 

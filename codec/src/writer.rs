@@ -5,9 +5,9 @@ use indexmap::IndexMap;
 use serde_json::value::RawValue;
 
 use crate::entry::{message_role, string_field_cow, EntryKind, Envelope};
+use crate::fields;
 use crate::jsstr::{push_quoted, quote};
 use crate::record::MessageSpan;
-use crate::view;
 
 /// An entry to append, without its common fields (grove fills in `id`, `parentId`,
 /// `timestamp`). JSON-valued fields are raw JSON text.
@@ -165,7 +165,7 @@ impl NewEntry {
 
     /// Serializes the entry as [`NewEntry::to_line`] does and returns, with the line, its
     /// [`Envelope`] and (for a message) where its `message` value lies — exactly what
-    /// [`Envelope::parse`] and [`view::message_span`] would find in the line, without
+    /// [`Envelope::parse`] and [`fields::message_span`] would find in the line, without
     /// parsing it back. A `Raw` entry is parsed back: its fields are the caller's.
     pub fn render(
         &self,
@@ -212,7 +212,7 @@ impl NewEntry {
         if let NewEntry::Raw { .. } = self {
             let envelope = Envelope::parse(&line).map_err(InvalidNewEntry)?;
             let message = match envelope.kind {
-                EntryKind::Message(_) => view::message_span(&line),
+                EntryKind::Message(_) => fields::message_span(&line),
                 _ => None,
             };
             return Ok(RenderedLine {
@@ -240,7 +240,7 @@ impl NewEntry {
         let kind = EntryKind::classify(&type_name, role.as_deref());
         let message = match (kind, span) {
             (EntryKind::Message(_), Some((start, len))) => {
-                view::span_with(start, len, fields.as_ref())
+                fields::span_with(start, len, fields.as_ref())
             }
             _ => None,
         };
@@ -306,7 +306,7 @@ impl NewEntry {
                 // Parsing the message's fields validates it whole (serde_json checks the
                 // syntax of every value it skips); only a message they refuse is validated
                 // on its own.
-                fields = view::MessageFields::parse(message);
+                fields = fields::MessageFields::parse(message);
                 let start = match &fields {
                     Some(_) if message.trim_start().starts_with('{') => {
                         o.valid_json("message", message)
@@ -441,7 +441,7 @@ pub struct RenderedLine {
     pub kind: EntryKind,
     /// A label's target id.
     pub target_id: Option<String>,
-    /// Where a message entry's `message` value lies, as [`view::message_span`] finds it.
+    /// Where a message entry's `message` value lies, as [`fields::message_span`] finds it.
     pub message: Option<MessageSpan>,
 }
 
@@ -452,7 +452,7 @@ pub struct Rendered {
     pub line: String,
     /// Its common fields, as [`Envelope::parse`] reads them.
     pub envelope: Envelope,
-    /// Where a message entry's `message` value lies, as [`view::message_span`] finds it.
+    /// Where a message entry's `message` value lies, as [`fields::message_span`] finds it.
     pub message: Option<MessageSpan>,
 }
 
@@ -544,7 +544,7 @@ struct Written<'a> {
     span: Option<(usize, usize)>,
     /// A message's fields, parsed from the caller's text (`None`: not a message, or fields
     /// the parse refuses).
-    fields: Option<view::MessageFields<'a>>,
+    fields: Option<fields::MessageFields<'a>>,
 }
 
 /// A `leaf` control line as the pi harness writes it (spec §3.6).

@@ -7,19 +7,19 @@
 
 use std::sync::Arc;
 
+use grove_codec::fields::{Fields, MessageFields};
 use grove_codec::jsstr::{self, quote};
 use grove_codec::migrate::set_keys;
 use grove_codec::record::NodeRecord;
 use grove_codec::time;
-use grove_codec::view::{Fields, MessageFields};
 use grove_codec::{EntryKind, Role};
 use serde_json::value::RawValue;
 
 use crate::core::error::{GroveError, Result};
 use crate::log::handle::{Entry, Handle};
+use crate::tree::ancestors;
 use crate::tree::paths;
 use crate::tree::paths::compaction_stop;
-use crate::tree::walk;
 
 /// Which path the settings are scanned on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -162,7 +162,13 @@ pub struct Context {
 impl Context {
     /// The context at the root position: no messages, default settings.
     pub fn empty() -> Context {
-        empty_context()
+        Context {
+            messages: Arc::default(),
+            entry_ids: Arc::default(),
+            model: None,
+            thinking_level: quote("off"),
+            active_tool_names: None,
+        }
     }
 
     /// pi's shape: `{"messages":[…],"model":{"provider","modelId"}|null,"thinkingLevel":…,
@@ -187,7 +193,7 @@ pub(crate) fn fold_context(s: &Handle, leaf: u64, options: ContextOptions) -> Re
         SelectionPath::Branch => paths::branch_seq(s, leaf)?,
     };
     let (selected, tail_at) = select(&path, options.retained_tail);
-    let mut ctx = empty_context();
+    let mut ctx = Context::empty();
     let mut marks = Vec::with_capacity(selected.len());
     let depths = selected.iter().map(|e| e.node.depth).collect();
     for (i, entry) in selected.iter().enumerate() {
@@ -242,7 +248,8 @@ pub(crate) fn selection_path_full(s: &Handle, leaf: u64, tail: RetainedTail) -> 
     let mut path = Vec::new();
     if let (Some((f, fnode)), Some(parent)) = (kept_from, cp.node.parent.seq()) {
         let is_ancestor = fnode.depth < cp.node.depth
-            && walk::ancestor_at_depth(s, c, &cp.node, fnode.depth)?.is_some_and(|(a, _)| a == f);
+            && ancestors::ancestor_at_depth(s, c, &cp.node, fnode.depth)?
+                .is_some_and(|(a, _)| a == f);
         if is_ancestor && matches!(cp.node.parent, grove_codec::record::Parent::Seq(_)) {
             path = paths::path_up_to(s, parent, Some(f))?;
         }
@@ -265,17 +272,6 @@ pub(crate) fn settings_from_pointers(
         apply_setting(&entry, ctx);
     }
     Ok(())
-}
-
-/// A context with no messages and default settings.
-pub(crate) fn empty_context() -> Context {
-    Context {
-        messages: Arc::default(),
-        entry_ids: Arc::default(),
-        model: None,
-        thinking_level: quote("off"),
-        active_tool_names: None,
-    }
 }
 
 /// Applies one entry's setting change, if it has one (spec §5.5).
@@ -368,7 +364,7 @@ pub(crate) fn project(
                 .message
                 .filter(|s| !(normalize && s.null_content))
             {
-                if let Some(text) = grove_codec::view::message_at(&entry.line, span) {
+                if let Some(text) = grove_codec::fields::message_at(&entry.line, span) {
                     out.push(text.into());
                     return Ok(());
                 }

@@ -19,14 +19,13 @@ use grove_codec::EntryKind;
 
 use crate::context::build;
 use crate::context::build::{
-    apply_setting, empty_context, Context, ContextOptions, RetainedTail, SelectionPath,
-    SettingsScope,
+    apply_setting, Context, ContextOptions, RetainedTail, SelectionPath, SettingsScope,
 };
 use crate::core::error::{GroveError, Result};
 use crate::log::handle::{Entry, Handle};
+use crate::tree::ancestors;
 use crate::tree::paths;
 use crate::tree::paths::compaction_stop;
-use crate::tree::walk;
 
 /// Ranges `(lo, hi)` of sequence numbers, both included, in reading order.
 pub(crate) type Ranges = Vec<(u64, u64)>;
@@ -101,7 +100,7 @@ pub(crate) fn is_ancestor_or_self(
     bn: &NodeRecord,
 ) -> Result<bool> {
     Ok(an.depth <= bn.depth
-        && walk::ancestor_at_depth(s, b, bn, an.depth)?.is_some_and(|(s, _)| s == a))
+        && ancestors::ancestor_at_depth(s, b, bn, an.depth)?.is_some_and(|(s, _)| s == a))
 }
 
 /// The entry `firstKeptEntryId` of the compaction `line` names, if it is a tree entry.
@@ -154,7 +153,7 @@ pub(crate) fn branch_cut(s: &Handle, start: u64, start_node: &NodeRecord) -> Res
 /// a tree with a parent cycle. A branch that reaches a missing parent is
 /// `InvalidSession`, as in `branch_seq`.
 pub(crate) fn branch_runs(s: &Handle, start: u64) -> Result<Option<(Ranges, u64)>> {
-    if walk::in_cycle_tree(s, start)? {
+    if ancestors::in_cycle_tree(s, start)? {
         return Ok(None);
     }
     branch_runs_at(s, start, &s.node(start)?)
@@ -255,7 +254,7 @@ pub(crate) fn plan_settings(
     options: ContextOptions,
     branch_top: Option<u64>,
 ) -> Result<Context> {
-    let mut ctx = empty_context();
+    let mut ctx = Context::empty();
     match (options.settings_scope, branch_top) {
         (SettingsScope::Branch, Some(top)) => {
             for seq in [node.model_at, node.thinking_at, node.tools_at]

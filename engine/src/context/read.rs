@@ -9,16 +9,14 @@
 //! [`crate::log`], [`crate::core`].
 
 use crate::context::build::*;
-use crate::context::build::{
-    empty_context, project, Context, ContextOptions, SelectionPath, SettingsScope,
-};
+use crate::context::build::{project, Context, ContextOptions, SelectionPath, SettingsScope};
 use crate::context::plan;
 use crate::context::views;
 use crate::context::views::Views;
 use crate::core::error::{GroveError, Result};
 use crate::log::handle::{Entry, Handle};
+use crate::tree::ancestors;
 use crate::tree::paths;
-use crate::tree::walk;
 use std::io::Write;
 use std::sync::Arc;
 
@@ -46,7 +44,7 @@ pub(crate) fn build_context_at(
     options: ContextOptions,
 ) -> Result<Context> {
     match leaf {
-        None => Ok(empty_context()),
+        None => Ok(Context::empty()),
         Some(leaf) => crate::context::views::view_context(s, views, leaf, options),
     }
 }
@@ -59,7 +57,7 @@ pub(crate) fn build_context_from_scratch(
     options: ContextOptions,
 ) -> Result<Context> {
     match paths::start_seq(s, leaf)? {
-        None => Ok(empty_context()),
+        None => Ok(Context::empty()),
         Some(seq) => Ok(fold_context(s, seq, options)?.0),
     }
 }
@@ -126,7 +124,7 @@ pub(crate) fn for_each_message(
     each: &mut dyn FnMut(&str) -> Result<()>,
 ) -> Result<Context> {
     let Some(start) = paths::start_seq(s, leaf)? else {
-        return Ok(empty_context());
+        return Ok(Context::empty());
     };
     if let Some(ctx) = views::cached_context(s, views, start, options) {
         return replay(ctx, each);
@@ -134,7 +132,7 @@ pub(crate) fn for_each_message(
     let materialized = |s: &Handle, each: &mut dyn FnMut(&str) -> Result<()>| {
         replay(build_context_at(s, views, Some(start), options)?, each)
     };
-    if walk::in_cycle_tree(s, start)? {
+    if ancestors::in_cycle_tree(s, start)? {
         return materialized(s, each);
     }
     let node = s.node(start)?;

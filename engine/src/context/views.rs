@@ -25,16 +25,15 @@ use parking_lot::Mutex;
 
 use crate::context::build;
 use crate::context::build::{
-    apply_setting, empty_context, project, Context, ContextOptions, RetainedTail, SelectionPath,
-    SettingsScope,
+    apply_setting, project, Context, ContextOptions, RetainedTail, SelectionPath, SettingsScope,
 };
 use crate::core::error::{GroveError, Result};
 use crate::core::keys;
 use crate::kv::WriteBatch;
 use crate::log::handle::{decode_row_unchecked, Entry, Handle};
 use crate::log::shared::{BeforeWrite, Logs};
+use crate::tree::ancestors;
 use crate::tree::paths;
-use crate::tree::walk;
 use grove_codec::record::SessionRecord;
 
 /// How many sessions keep a view in memory.
@@ -209,7 +208,7 @@ impl Tracker {
 }
 
 /// The context at the root position, for [`Tracker::context`].
-static EMPTY: std::sync::LazyLock<Context> = std::sync::LazyLock::new(empty_context);
+static EMPTY: std::sync::LazyLock<Context> = std::sync::LazyLock::new(Context::empty);
 
 fn is_grove(options: ContextOptions) -> bool {
     options == ContextOptions::grove()
@@ -329,10 +328,10 @@ fn advance(
             },
         }]
     } else {
-        if walk::in_cycle_tree(s, leaf)? || walk::in_cycle_tree(s, view.leaf)? {
+        if ancestors::in_cycle_tree(s, leaf)? || ancestors::in_cycle_tree(s, view.leaf)? {
             return Ok(Err(view));
         }
-        let Some(common) = walk::common_ancestor(s, view.leaf, leaf)? else {
+        let Some(common) = ancestors::common_ancestor(s, view.leaf, leaf)? else {
             return Ok(Err(view));
         };
         // Only the path below the checkpoint (or the whole path without one) grows and
@@ -581,7 +580,7 @@ fn load_view(s: &Handle) -> Result<Option<View>> {
             seq = end + 1;
         }
     }
-    let mut ctx = empty_context();
+    let mut ctx = Context::empty();
     let mut marks = Vec::with_capacity(selected.len());
     let compaction = |i: usize| {
         selected

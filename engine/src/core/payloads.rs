@@ -29,7 +29,7 @@ pub const DEFAULT_PAYLOAD_THRESHOLD: usize = 4096;
 
 /// Payloads a transaction has staged or found stored, so each is checked once.
 #[derive(Default)]
-pub(crate) struct Staged(HashSet<[u8; 32]>);
+pub(crate) struct SeenPayloads(HashSet<[u8; 32]>);
 
 impl Inner {
     /// The stored form of `line`: cut, with its payloads that are not stored yet put into
@@ -38,7 +38,7 @@ impl Inner {
         &self,
         line: &[u8],
         batch: &mut WriteBatch,
-        staged: &mut Staged,
+        staged: &mut SeenPayloads,
     ) -> Result<Option<Vec<u8>>> {
         let threshold = self.payload_threshold.load(Ordering::Relaxed);
         if threshold == 0 {

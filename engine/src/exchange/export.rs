@@ -5,8 +5,8 @@
 use std::collections::HashMap;
 use std::io::Write;
 
+use grove_codec::fields::Fields;
 use grove_codec::jsstr::{self, JsString};
-use grove_codec::view::Fields;
 use grove_codec::EntryKind;
 
 use crate::core::error::{GroveError, Result};

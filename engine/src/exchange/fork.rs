@@ -2,9 +2,9 @@
 //! modes of pi. The new session is written through the import path, so a fork is atomic
 //! (published last) and indexed exactly like an imported file.
 
+use grove_codec::fields::Fields;
 use grove_codec::header::Header;
 use grove_codec::jsstr;
-use grove_codec::view::Fields;
 use grove_codec::{EntryKind, Role};
 use indexmap::IndexMap;
 use serde::Deserialize;

@@ -14,14 +14,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use grove_codec::digest::{self, Digest};
-use grove_codec::jsstr::JsString;
 use grove_codec::pack;
 use grove_codec::reader::{Diagnostic, JsonlReader, Strictness, DEFAULT_MAX_LINE_BYTES};
 use grove_codec::record::{
     self, ChildPackRecord, HeadRecord, LabelRecord, LeafPackRecord, LeafTarget, NodeRecord, Parent,
     SessionRecord, INDEX_PACK_ROWS,
 };
-use grove_codec::view::Fields;
 use grove_codec::EntryKind;
 
 use crate::core::error::{GroveError, Result};
@@ -194,7 +192,7 @@ fn import_body<R: BufRead>(
     let mut batch = WriteBatch::new();
     // Held until the import is written: the payload collection waits.
     let _gate = logs.inner.payload_gate.read_recursive();
-    let mut staged = crate::core::payloads::Staged::default();
+    let mut staged = crate::core::payloads::SeenPayloads::default();
     let mut spool = Spool::new(logs.inner.spool_dir.as_deref())?;
     while let Some(line) = reader
         .next_line()
@@ -202,7 +200,7 @@ fn import_body<R: BufRead>(
     {
         let env = line.envelope;
         let label = (env.kind == EntryKind::Label)
-            .then(|| label_value(&line.text))
+            .then(|| crate::log::labels::label_value(&line.text).map(|(_, json)| json))
             .flatten();
         records.push(Pending {
             id: env.id,
@@ -496,16 +494,6 @@ fn carried_stamps(
         previous = Some(*at);
     }
     Ok(stamps.iter().peekable())
-}
-
-/// The trimmed label of a `label` line as a JSON literal; `None` clears (spec §6.1).
-fn label_value(line: &str) -> Option<String> {
-    Fields::parse(line)
-        .and_then(|f| f.label)
-        .and_then(JsString::from_raw)
-        .map(|s| s.trim())
-        .filter(|s| !s.is_empty())
-        .map(|s| s.to_json())
 }
 
 /// Derives every node record in an order where parents come first, whatever the file

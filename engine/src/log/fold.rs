@@ -67,7 +67,7 @@ pub fn derive_node(
 /// have none. Append, import and verification all call it after [`derive_node`].
 pub fn set_message_span(node: &mut NodeRecord, line: &str) {
     node.message = match EntryKind::from_tag(node.kind) {
-        Some(EntryKind::Message(_)) => grove_codec::view::message_span(line),
+        Some(EntryKind::Message(_)) => grove_codec::fields::message_span(line),
         _ => None,
     };
 }

@@ -2,9 +2,9 @@
 
 use std::collections::BTreeMap;
 
+use grove_codec::fields::Fields;
 use grove_codec::jsstr::{self, JsString};
 use grove_codec::record::{self, LabelRecord};
-use grove_codec::view::Fields;
 use grove_codec::writer::NewEntry;
 
 use crate::core::error::{GroveError, Result};

@@ -55,7 +55,7 @@ pub(crate) struct Txn<'s> {
     op: OpKind,
     /// The payloads its lines reference that are not stored yet: written before the log.
     payloads: WriteBatch,
-    staged: crate::core::payloads::Staged,
+    staged: crate::core::payloads::SeenPayloads,
     /// Held from the first payload check to the commit: the payload collection waits.
     _gate: parking_lot::RwLockReadGuard<'s, ()>,
 }

@@ -1,7 +1,7 @@
 //! Tree navigation with editing semantics (spec §7.2): compute the new leaf, consult hooks,
 //! optionally summarize the branch being left, then move — all or nothing.
 
-use grove_codec::view::{Fields, MessageFields};
+use grove_codec::fields::{Fields, MessageFields};
 use grove_codec::writer::NewEntry;
 use grove_codec::{EntryKind, Role};
 

@@ -1,9 +1,9 @@
 //! A session's tree read from its log: paths to the root and branches ([`paths`]), walks up
-//! the jump chains ([`walk`]), the whole tree ([`whole`]) and proofs of entries ([`proof`]).
+//! the jump chains ([`ancestors`]), the whole tree ([`whole`]) and proofs of entries ([`proof`]).
 //!
 //! May call: [`crate::log`], [`crate::core`], [`crate::kv`].
 
+pub mod ancestors;
 pub mod paths;
 pub mod proof;
-pub mod walk;
 pub mod whole;

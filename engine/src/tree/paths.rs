@@ -4,14 +4,14 @@
 
 use std::collections::HashSet;
 
+use grove_codec::fields::Fields;
 use grove_codec::jsstr::{self, JsString};
 use grove_codec::record::Parent;
-use grove_codec::view::Fields;
 use grove_codec::EntryKind;
 
 use crate::core::error::{GroveError, Result};
 use crate::log::handle::{Entry, Handle};
-use crate::tree::walk;
+use crate::tree::ancestors;
 
 /// The compaction fields that steer the harness walk.
 pub(crate) struct CompactionStop {
@@ -55,7 +55,7 @@ pub(crate) fn path_to_root_seq(s: &Handle, start: u64) -> Result<Vec<Entry>> {
 pub(crate) fn path_up_to(s: &Handle, start: u64, stop: Option<u64>) -> Result<Vec<Entry>> {
     let mut path = Vec::new();
     let mut visited: Option<HashSet<u64>> = None;
-    for entry in walk::ancestors(s, start) {
+    for entry in ancestors::ancestors(s, start) {
         let entry = entry?;
         if let Some(v) = visited.as_mut() {
             if !v.insert(entry.seq) {
@@ -89,7 +89,7 @@ pub(crate) fn branch_seq(s: &Handle, start: u64) -> Result<Vec<Entry>> {
     let mut path: Vec<Entry> = Vec::new();
     let mut stop_at: Option<JsString> = None;
     let mut visited: Option<HashSet<u64>> = None;
-    for entry in walk::ancestors(s, start) {
+    for entry in ancestors::ancestors(s, start) {
         let entry = entry?;
         if let Some(v) = visited.as_mut() {
             if !v.insert(entry.seq) {

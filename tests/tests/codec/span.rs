@@ -2,7 +2,7 @@
 //! node so that a context build slices it out — it must name exactly what `Fields::parse`
 //! finds.
 
-use grove_codec::view::{message_at, message_span, Fields};
+use grove_codec::fields::{message_at, message_span, Fields};
 
 #[test]
 fn the_span_names_the_message_value_fields_parse_finds() {

@@ -490,7 +490,7 @@ fn assert_render_agrees(e: &NewEntry, id: &str, parent: Option<&str>, ts: &str) 
             match Envelope::parse(&line) {
                 Ok(env) => {
                     let span = match env.kind {
-                        EntryKind::Message(_) => grove_codec::view::message_span(&line),
+                        EntryKind::Message(_) => grove_codec::fields::message_span(&line),
                         _ => None,
                     };
                     assert_eq!(r.envelope, env, "{line}");

@@ -2,9 +2,9 @@
 
 use std::collections::{BTreeSet, HashSet};
 
+use grove_codec::fields::{Fields, MessageFields};
 use grove_codec::jsstr::{self, JsString};
 use grove_codec::record::Parent;
-use grove_codec::view::{Fields, MessageFields};
 use grove_codec::{EntryKind, Role};
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -12,8 +12,8 @@ use serde_json::value::RawValue;
 use super::blocks::{arguments_len, blocks, js, js_len};
 use crate::core::error::{GroveError, Result};
 use crate::log::handle::{Entry, Handle};
+use crate::tree::ancestors;
 use crate::tree::paths;
-use crate::tree::walk;
 
 /// Which walks the collection uses (spec §8.1, Appendix A.11).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -85,13 +85,13 @@ pub(crate) fn collect_entries_for_branch_summary(
     let (old_seq, _) = s.require_seq(old)?;
     let (target_seq, _) = s.require_seq(target)?;
     if mode == PathMode::Full
-        && !walk::in_cycle_tree(s, old_seq)?
-        && !walk::in_cycle_tree(s, target_seq)?
+        && !ancestors::in_cycle_tree(s, old_seq)?
+        && !ancestors::in_cycle_tree(s, target_seq)?
     {
         // The deepest common ancestor by jump pointers, then only the abandoned side.
-        let common = walk::common_ancestor(s, old_seq, target_seq)?;
+        let common = ancestors::common_ancestor(s, old_seq, target_seq)?;
         let mut out = Vec::new();
-        for e in walk::ancestors(s, old_seq) {
+        for e in ancestors::ancestors(s, old_seq) {
             let e = e?;
             if Some(e.seq) == common {
                 break;

@@ -1,8 +1,8 @@
 //! The summarization prompt and the final summary text (spec §5.8, §8.4, §8.5). The
 //! structure follows pi; the wording is grove's own and versioned.
 
+use grove_codec::fields::MessageFields;
 use grove_codec::jsstr::JsString;
-use grove_codec::view::MessageFields;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 

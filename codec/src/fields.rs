@@ -1,4 +1,4 @@
-//! Typed, borrowed views of an entry's type-specific fields, parsed from its text on
+//! Typed, borrowed readings of an entry's type-specific fields, parsed from its text on
 //! demand. Values stay raw JSON so they can be passed on byte for byte.
 
 use serde::Deserialize;
