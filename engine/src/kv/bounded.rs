@@ -19,7 +19,8 @@ use std::time::Duration;
 
 use crossbeam::channel::{bounded, Receiver, RecvTimeoutError, Sender};
 
-use super::{Guard, Kv, KvError, Scan, WriteBatch};
+use super::forward::Forward;
+use super::{Kv, KvError};
 
 /// The default bound of a flush and of closing ([`crate::StoreConfig::flush_timeout`]).
 pub const DEFAULT_FLUSH_TIMEOUT: Duration = Duration::from_secs(60);
@@ -99,52 +100,9 @@ fn work<K: Kv>(kv: Arc<K>, queue: Receiver<Job<K>>) {
     }
 }
 
-impl<K: Kv + 'static> Kv for Bounded<K> {
-    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, KvError> {
-        self.kv()?.get(key)
-    }
-
-    fn read_value(&self, key: &[u8], read: &mut dyn FnMut(&[u8])) -> Result<bool, KvError> {
-        self.kv()?.read_value(key, read)
-    }
-
-    fn read_last(
-        &self,
-        start: &[u8],
-        end: &[u8],
-        read: &mut dyn FnMut(&[u8], &[u8]),
-    ) -> Result<bool, KvError> {
-        self.kv()?.read_last(start, end, read)
-    }
-
-    fn scan(&self, start: &[u8], end: &[u8]) -> Scan<'_> {
-        match self.kv() {
-            Ok(kv) => kv.scan(start, end),
-            Err(e) => Box::new(std::iter::once(Err(e))),
-        }
-    }
-
-    fn scan_rev(&self, start: &[u8], end: &[u8]) -> Scan<'_> {
-        match self.kv() {
-            Ok(kv) => kv.scan_rev(start, end),
-            Err(e) => Box::new(std::iter::once(Err(e))),
-        }
-    }
-
-    fn apply(&self, batch: WriteBatch) -> Result<(), KvError> {
-        self.kv()?.apply(batch)
-    }
-
-    fn apply_ordered(&self, batch: WriteBatch) -> Result<(), KvError> {
-        self.kv()?.apply_ordered(batch)
-    }
-
-    fn apply_buffered(&self, batch: WriteBatch, ordered: bool) -> Result<(), KvError> {
-        self.kv()?.apply_buffered(batch, ordered)
-    }
-
-    fn apply_if_all(&self, guards: &[Guard<'_>], batch: WriteBatch) -> Result<bool, KvError> {
-        self.kv()?.apply_if_all(guards, batch)
+impl<K: Kv + 'static> Forward for Bounded<K> {
+    fn inner(&self) -> Result<&dyn Kv, KvError> {
+        Ok(self.kv()?)
     }
 
     fn flush(&self) -> Result<(), KvError> {
@@ -167,18 +125,6 @@ impl<K: Kv + 'static> Kv for Bounded<K> {
                 Err(self.stalled("flush"))
             }
         }
-    }
-
-    fn shared(&self) -> bool {
-        self.kv().is_ok_and(|kv| kv.shared())
-    }
-
-    fn round_trips(&self) -> Option<u64> {
-        self.kv().ok()?.round_trips()
-    }
-
-    fn unavailable(&self) -> Option<String> {
-        self.kv().ok()?.unavailable()
     }
 
     fn name(&self) -> &'static str {

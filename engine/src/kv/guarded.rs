@@ -11,7 +11,8 @@
 use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use super::{Guard, Kv, KvError, Pair, Scan, WriteBatch};
+use super::forward::Forward;
+use super::{Kv, KvError, Pair, Scan};
 
 thread_local! {
     static IN_BACKEND: Cell<u32> = const { Cell::new(0) };
@@ -145,13 +146,14 @@ impl<K: Kv> Guarded<K> {
     }
 }
 
-impl<K: Kv> Kv for Guarded<K> {
-    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, KvError> {
-        guarded(self.kv.name(), || self.kv.get(key))
+impl<K: Kv> Forward for Guarded<K> {
+    fn inner(&self) -> Result<&dyn Kv, KvError> {
+        Ok(&self.kv)
     }
 
-    fn read_value(&self, key: &[u8], read: &mut dyn FnMut(&[u8])) -> Result<bool, KvError> {
-        guarded(self.kv.name(), || self.kv.read_value(key, read))
+    /// Every call runs under the panic guard.
+    fn call<T>(&self, call: impl FnOnce(&dyn Kv) -> Result<T, KvError>) -> Result<T, KvError> {
+        guarded(self.kv.name(), || call(&self.kv))
     }
 
     fn read_last(
@@ -184,41 +186,5 @@ impl<K: Kv> Kv for Guarded<K> {
 
     fn scan_rev(&self, start: &[u8], end: &[u8]) -> Scan<'_> {
         self.scan_with(start, end, true, || self.kv.scan_rev(start, end))
-    }
-
-    fn apply(&self, batch: WriteBatch) -> Result<(), KvError> {
-        guarded(self.kv.name(), || self.kv.apply(batch))
-    }
-
-    fn apply_ordered(&self, batch: WriteBatch) -> Result<(), KvError> {
-        guarded(self.kv.name(), || self.kv.apply_ordered(batch))
-    }
-
-    fn apply_buffered(&self, batch: WriteBatch, ordered: bool) -> Result<(), KvError> {
-        guarded(self.kv.name(), || self.kv.apply_buffered(batch, ordered))
-    }
-
-    fn apply_if_all(&self, guards: &[Guard<'_>], batch: WriteBatch) -> Result<bool, KvError> {
-        guarded(self.kv.name(), || self.kv.apply_if_all(guards, batch))
-    }
-
-    fn flush(&self) -> Result<(), KvError> {
-        guarded(self.kv.name(), || self.kv.flush())
-    }
-
-    fn shared(&self) -> bool {
-        self.kv.shared()
-    }
-
-    fn round_trips(&self) -> Option<u64> {
-        self.kv.round_trips()
-    }
-
-    fn unavailable(&self) -> Option<String> {
-        self.kv.unavailable()
-    }
-
-    fn name(&self) -> &'static str {
-        self.kv.name()
     }
 }
