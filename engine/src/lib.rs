@@ -46,7 +46,7 @@ pub use crate::exchange::import::{ImportOptions, ImportReport, LeafRule};
 pub use crate::log::coalesce::LogCoalesce;
 pub use crate::log::labels::Label;
 pub use crate::maintain::gc::GcReport;
-pub use crate::maintain::verify::{Problem, VerifyReport};
+pub use crate::maintain::report::{Problem, VerifyReport};
 pub use crate::ops::lease::DEFAULT_TURN_TTL;
 pub use crate::ops::navigate::{
     HookDecision, HookSummary, NavigateEvent, NavigateHook, NavigateOptions, NavigateOutcome,

@@ -24,7 +24,7 @@ use crate::exchange::export::{ExportReport, Flavor};
 use crate::kv::Durability;
 use crate::log::handle::Handle;
 use crate::log::labels::Label;
-use crate::maintain::verify::VerifyReport;
+use crate::maintain::report::VerifyReport;
 use crate::ops::lease::{self, Leases};
 use crate::ops::navigate::{NavigateOptions, NavigateOutcome, Navigator};
 use crate::ops::oplog::{Operation, PointInTime, Seal, SealCheck};
@@ -468,7 +468,7 @@ impl Session {
             .move_to_with(
                 target,
                 None,
-                crate::log::write::NO_LABEL,
+                crate::log::append::NO_LABEL,
                 None,
                 grove_codec::op::OpKind::Move,
                 &idle,

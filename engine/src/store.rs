@@ -21,7 +21,7 @@ use crate::kv::Kv;
 use crate::log::handle::Handle;
 use crate::log::shared::Logs;
 use crate::maintain::gc::GcReport;
-use crate::maintain::verify::VerifyReport;
+use crate::maintain::report::VerifyReport;
 use crate::open::Parts;
 use crate::ops::lease::Leases;
 use crate::session::Session;

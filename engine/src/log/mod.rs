@@ -9,6 +9,7 @@
 //!
 //! May call: [`crate::core`], [`crate::kv`].
 
+pub mod append;
 pub mod catalogue;
 pub mod coalesce;
 pub mod fold;

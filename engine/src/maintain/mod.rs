@@ -4,5 +4,6 @@
 //! May call: [`crate::exchange`] and every layer below it.
 
 pub mod gc;
+pub mod report;
 pub mod salvage;
 pub mod verify;

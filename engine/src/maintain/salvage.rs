@@ -567,7 +567,7 @@ fn import_copy(
 }
 
 /// Up to three problems of a verification, and how many more there are.
-fn problems(problems: &[crate::maintain::verify::Problem]) -> String {
+fn problems(problems: &[crate::maintain::report::Problem]) -> String {
     let shown: Vec<String> = problems
         .iter()
         .take(3)

@@ -249,7 +249,7 @@ pub(crate) fn move_in_turn(
     s.move_to_with(
         target,
         None,
-        crate::log::write::NO_LABEL,
+        crate::log::append::NO_LABEL,
         None,
         grove_codec::op::OpKind::Move,
         &held,
