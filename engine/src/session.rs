@@ -1,8 +1,8 @@
 //! The public face of a session: [`Session`] hands each call to the layer that owns it —
-//! reads and writes of the log to the log's handle ([`crate::log`]), paths and the tree to
-//! [`crate::tree`], contexts to [`crate::context`], turns, operations, replay, navigation and
-//! summaries to [`crate::ops`], export and audit files to [`crate::exchange`], verification
-//! to [`crate::maintain`]. It holds the handle and the caches of the layers above the log
+//! reads and writes of the log to the log's handle (`crate::log`), paths and the tree to
+//! `crate::tree`, contexts to `crate::context`, turns, operations, replay, navigation and
+//! summaries to `crate::ops`, export and audit files to `crate::exchange`, verification
+//! to `crate::maintain`. It holds the handle and the caches of the layers above the log
 //! (context views, leases) that the store was opened with (`crate::open`).
 //!
 //! May call: every layer below it.
@@ -137,7 +137,7 @@ impl Session {
     /// Starts an agent turn: until the guard is dropped, `navigate` and `move_to` on this
     /// session fail with `Busy`, from every handle of the store — and, in a store whose backend
     /// processes share, from every process; there the turn expires after
-    /// [`DEFAULT_TURN_TTL`] unless renewed ([`TurnGuard::renew`]).
+    /// [`crate::DEFAULT_TURN_TTL`] unless renewed ([`TurnGuard::renew`]).
     pub fn begin_turn(&self) -> Result<TurnGuard> {
         let token = lease::begin_turn(&self.h, &self.leases)?;
         Ok(self.turn(token))
@@ -417,15 +417,15 @@ impl Session {
     /// must be new to the session, unless it names this same entry (same type and fields,
     /// `parentId` and `timestamp` aside; the timestamp compared when one is given): then the
     /// append is a retry of one that was applied, and answers its id, writing nothing. Under
-    /// another entry it is [`GroveError::DuplicateId`].
+    /// another entry it is [`crate::GroveError::DuplicateId`].
     pub fn append_with(&self, entry: NewEntry, options: AppendOptions) -> Result<String> {
         self.h.append_with(entry, options)
     }
 
     /// Appends the caller's exact entry, one pi entry object as JSON text (pi's
     /// `SessionStorage.appendEntry`): its `id`, `parentId` and `timestamp` are kept and its
-    /// bytes stored as given. The id must be new to the session ([`GroveError::DuplicateId`])
-    /// and the parent one of its entries or null ([`GroveError::RejectedEntry`]). The entry
+    /// bytes stored as given. The id must be new to the session ([`crate::GroveError::DuplicateId`])
+    /// and the parent one of its entries or null ([`crate::GroveError::RejectedEntry`]). The entry
     /// becomes the leaf; a `leaf` object moves the leaf to its `targetId` (an entry or null).
     /// Returns the id. A forked session's first entry, whose parent lies in the source
     /// session, is carried by [`crate::Store::fork`] and import, not by this call.
@@ -453,7 +453,7 @@ impl Session {
     /// An entry object's `id` is used as [`Session::append_with`] uses it. A batch whose every
     /// entry names the same entry stored under its id, as the same chain (a retry of a batch
     /// that was applied), answers their ids and writes nothing; a batch of which only some are
-    /// stored is [`GroveError::InvalidArgument`] naming the first.
+    /// stored is [`crate::GroveError::InvalidArgument`] naming the first.
     pub fn append_many(&self, entries: &[NewEntry]) -> Result<Vec<String>> {
         self.h.append_many(entries)
     }

@@ -1,8 +1,8 @@
 //! The public face of a store: [`Store`] opens one (through `crate::open`), hands out
 //! [`Session`]s, and hands each store-wide call to the layer that owns it — the catalogue to
-//! the session log ([`crate::log::catalogue`]), forks and imports to [`crate::exchange`],
-//! verification and payload collection to [`crate::maintain`], commits and flushes to the
-//! core ([`crate::core::shared`]).
+//! the session log (`crate::log::catalogue`), forks and imports to `crate::exchange`,
+//! verification and payload collection to `crate::maintain`, commits and flushes to the
+//! core (`crate::core::shared`).
 //!
 //! May call: every layer below it, and the session face.
 
@@ -210,9 +210,9 @@ impl Store {
     }
 
     /// Opens the store of `config` read-only for salvage, never letting a backend change
-    /// its files. A sled store is opened from a private copy ([`SledKv::open_private_copy`]:
+    /// its files. A sled store is opened from a private copy ([`crate::kv::SledKv::open_private_copy`]:
     /// sled cuts a damaged log at open); when sled finds it damaged, its files are read
-    /// **without sled** ([`kv::sled_scan`]) and the scan comes back with the store, sled's
+    /// **without sled** ([`crate::kv::sled_scan`]) and the scan comes back with the store, sled's
     /// error beside it. The store's lock is taken as for any reader, and what its
     /// durable-commit record says was lost is reported ([`Store::lost_writes`]).
     pub fn open_for_salvage(config: &StoreConfig) -> Result<(Store, Option<SledRescue>)> {

@@ -57,7 +57,7 @@ pub enum NullContent {
     Preserve,
 }
 
-/// Options of [`Handle::build_context`] (spec §5.6).
+/// Options of `crate::context::read::build_context` (spec §5.6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ContextOptions {
     /// Settings path.

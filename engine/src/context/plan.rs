@@ -159,7 +159,7 @@ pub(crate) fn branch_runs(s: &Handle, start: u64) -> Result<Option<(Ranges, u64)
     branch_runs_at(s, start, &s.node(start)?)
 }
 
-/// [`Handle::branch_runs`] of `start` (whose node is `node`), known to be in a tree
+/// [`crate::context::plan::branch_runs`] of `start` (whose node is `node`), known to be in a tree
 /// without a parent cycle.
 pub(crate) fn branch_runs_at(
     s: &Handle,

@@ -5,7 +5,7 @@
 //! is selected from ([`for_each_on_path`], [`for_each_on_branch`]).
 //!
 //! May call: [`crate::context`]'s [`build`](crate::context::build),
-//! [`plan`](crate::context::plan) and [`views`](crate::context::views); [`crate::tree`],
+//! [`plan`] and [`views`]; [`crate::tree`],
 //! [`crate::log`], [`crate::core`].
 
 use crate::context::build::*;

@@ -66,7 +66,7 @@ pub(crate) struct View {
     prefix: usize,
     ctx: Context,
     unpersisted: u32,
-    /// The materialized rows stored for this session: the seqs [`Handle::materialized_seqs`]
+    /// The materialized rows stored for this session: the seqs [`crate::context::views::materialized_seqs`]
     /// chose when they were written (`None`: unknown, rewrite them at the next persist).
     materialized: Option<Vec<u64>>,
 }

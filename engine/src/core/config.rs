@@ -28,7 +28,7 @@ pub enum Backend {
     },
 }
 
-/// A sled store sled could not open, read by [`Store::open_for_salvage`] without it.
+/// A sled store sled could not open, read by [`crate::Store::open_for_salvage`] without it.
 #[derive(Debug)]
 pub struct SledRescue {
     /// Why sled's own reading was not used: its error, or the writes it lost.
@@ -45,32 +45,32 @@ pub struct StoreConfig {
     /// The default durability of writes.
     pub durability: Durability,
     /// The backend's page cache, in bytes (default [`DEFAULT_CACHE_BYTES`]). With the view
-    /// cache ([`crate::context::views::VIEW_CACHE_SESSIONS`] sessions) it bounds the memory of a store.
+    /// cache (`crate::context::views::VIEW_CACHE_SESSIONS` sessions) it bounds the memory of a store.
     pub cache_bytes: u64,
-    /// sled only: compress pages with zstd (level [`ZSTD_LEVEL`]) when **creating** a store.
+    /// sled only: compress pages with zstd (level [`crate::kv::ZSTD_LEVEL`]) when **creating** a store.
     /// It roughly halves the bytes on disk (or better) and costs 3–6× in append throughput
     /// and 2–5× in import time (docs/benchmarks.md): meant for archives, replay and audit
     /// stores. An existing store keeps the setting it was created with, whatever this says.
     pub compress: bool,
     /// Commits made with [`Durability::None`] wait in a write buffer and reach the backend in
     /// batches (default on; docs/design.md, "Write buffer"). Off, each is applied to the
-    /// backend as it is made, as [`Store::from_kv`] does.
+    /// backend as it is made, as [`crate::Store::from_kv`] does.
     pub write_buffer: bool,
     /// Open the store only to read it (default off): a missing store is
-    /// [`GroveError::NoStore`] instead of being created, grove writes nothing (views are not
+    /// [`crate::GroveError::NoStore`] instead of being created, grove writes nothing (views are not
     /// persisted, interrupted imports are left for the next writer), every write is refused
-    /// with [`GroveError::ReadOnly`], and a store on a read-only mount, or one that lost
-    /// acknowledged writes ([`Store::lost_writes`]), opens.
+    /// with [`crate::GroveError::ReadOnly`], and a store on a read-only mount, or one that lost
+    /// acknowledged writes ([`crate::Store::lost_writes`]), opens.
     pub read_only: bool,
     /// How long an open waits for another process that holds the store (its lock file
-    /// `grove.lock`) before failing with [`GroveError::Locked`]; default zero, fail at once.
+    /// `grove.lock`) before failing with [`crate::GroveError::Locked`]; default zero, fail at once.
     pub lock_wait: std::time::Duration,
     /// Free space, in bytes, that writes leave on the store's disk (default
-    /// [`crate::core::space::DEFAULT_RESERVE`]): a write that would eat into it is refused with
-    /// [`GroveError::DiskFull`] before it reaches the backend (docs/design.md, "A full disk").
+    /// `crate::core::space::DEFAULT_RESERVE`): a write that would eat into it is refused with
+    /// [`crate::GroveError::DiskFull`] before it reaches the backend (docs/design.md, "A full disk").
     pub disk_reserve: u64,
     /// Open for writing a store whose backend lost acknowledged writes (see
-    /// [`GroveError::LostWrites`]), taking what it holds now as its state (default off).
+    /// [`crate::GroveError::LostWrites`]), taking what it holds now as its state (default off).
     pub accept_lost_writes: bool,
     /// The longest grove waits for one flush of the backend, or for closing it (default
     /// [`kv::DEFAULT_FLUSH_TIMEOUT`]). A flush that takes longer fails the write with

@@ -64,7 +64,7 @@ pub enum GroveError {
         /// What is wrong.
         reason: String,
     },
-    /// An entry given whole to [`crate::Handle::append_exact`] that the session cannot take
+    /// An entry given whole to [`crate::Session::append_exact`] that the session cannot take
     /// (pi `invalid_entry`): not a valid pi entry, or its parent is not an entry of the session.
     #[error("invalid entry for session {session}: {reason}")]
     RejectedEntry {

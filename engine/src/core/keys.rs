@@ -103,7 +103,7 @@ pub const SESSION_TABLES: [u8; 18] = [
 
 /// Store metadata name of the format marker.
 pub const META_FORMAT: &[u8] = b"format";
-/// Store metadata name of the durable-commit epoch (u64 BE; [`crate::core::durable`]).
+/// Store metadata name of the durable-commit epoch (u64 BE; `crate::core::durable`).
 pub const META_DURABLE: &[u8] = b"durable";
 /// Store metadata name of the next session number.
 pub const META_NEXT_SID: &[u8] = b"next_sid";

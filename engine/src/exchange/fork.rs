@@ -42,7 +42,7 @@ pub enum ForkMode {
     Copy,
 }
 
-/// Options of [`Store::fork`].
+/// Options of [`crate::Store::fork`].
 #[derive(Debug, Clone, Default)]
 pub struct ForkOptions {
     /// The entry to fork at or before; `None` copies the whole session.

@@ -61,7 +61,7 @@ pub struct ImportOptions {
     /// [`OpKind::Fork`] for the session a fork makes.
     pub operation: OpKind,
     /// The operations the records were written in, for a copy of a grove session that keeps
-    /// its operation log ([`Handle::stamps`](crate::Handle::stamps), read from the source
+    /// its operation log ([`Handle::stamps`](crate::Session::stamps), read from the source
     /// the file was exported from in harness flavor): each pair stamps the record at that
     /// position (0 is the first line after the header) as the first of an operation, and
     /// records not named carry no stamp (a legacy operation's). When set, `operation` is not

@@ -36,7 +36,7 @@ pub struct CreateSession {
     pub parent_session_id: Option<String>,
 }
 
-/// A session as listed by [`Store::sessions`].
+/// A session as listed by [`crate::Store::sessions`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SessionSummary {
     /// Session id.

@@ -60,7 +60,7 @@ impl Entry {
     }
 }
 
-/// The outcome of [`Handle::append_if`].
+/// The outcome of [`crate::Session::append_if`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AppendOutcome {
     /// The entry was appended; its id.
@@ -72,7 +72,7 @@ pub enum AppendOutcome {
     },
 }
 
-/// Per-call options of [`Handle::append_with`].
+/// Per-call options of [`crate::Session::append_with`].
 #[derive(Debug, Clone, Default)]
 pub struct AppendOptions {
     /// Use this id instead of a generated one (it must be new to the session).
@@ -83,7 +83,7 @@ pub struct AppendOptions {
     pub durability: Option<Durability>,
 }
 
-/// Per-call options of [`Handle::append_exact_with`].
+/// Per-call options of [`crate::Session::append_exact_with`].
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ExactOptions {
     /// Override the store's durability for this call.

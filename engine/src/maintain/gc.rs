@@ -14,7 +14,7 @@ use crate::core::payloads::payload_range;
 use crate::core::shared::Inner;
 use crate::kv::{Durability, WriteBatch};
 
-/// What [`Store::gc`] did.
+/// What [`crate::Store::gc`] did.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct GcReport {
     /// Payloads stored before the collection.

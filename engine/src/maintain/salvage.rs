@@ -23,7 +23,7 @@
 //!    line matches its content hash and every source node is the fold of its parent — the log
 //!    as long as the head says, the same leaf, entry count and name position, and the copy
 //!    must verify.
-//! 4. [`Handle::verify`] runs on the source too. When it finds nothing, the copy's labels and
+//! 4. [`crate::maintain::verify::verify`] runs on the source too. When it finds nothing, the copy's labels and
 //!    name must also equal the source's. When it finds problems (or cannot finish), they can
 //!    only be in what the copy rebuilt from the log — the indexes, views, packs' filters —
 //!    and the session is recovered with them noted ([`Recovered::index_damage`]).

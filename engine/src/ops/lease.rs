@@ -1,4 +1,4 @@
-//! The busy rule (spec §7.2): a session is held either by an agent turn ([`TurnGuard`]) or
+//! The busy rule (spec §7.2): a session is held either by an agent turn ([`crate::TurnGuard`]) or
 //! by a navigation (an operation lease). While it is held, navigation and leaf moves without
 //! the lease are refused with `Busy`; reads and appends are never blocked.
 //!
@@ -6,7 +6,7 @@
 //! expires (a turn taken for a time; a lease whose holder stopped renewing it is free again).
 //! A store one process holds keeps them in memory ([`Leases`]). A store whose backend other
 //! processes share keeps each session's in its row `lease(sid)`, changed only with a
-//! conditional batch on the value read ([`Inner::commit_fenced`]), so that every process sees
+//! conditional batch on the value read ([`crate::core::shared::Inner::commit_fenced`]), so that every process sees
 //! one holder (docs/scale-out.md, "Turn leases in the database"). Expiry is wall-clock time as
 //! the writing process reads it.
 //!
@@ -26,8 +26,8 @@ use crate::core::util;
 use crate::kv::WriteBatch;
 use crate::log::handle::Handle;
 
-/// How long a turn taken with [`Handle::begin_turn`] lasts in a store processes share, unless
-/// renewed ([`TurnGuard::renew`]); in a store one process holds it lasts until it ends.
+/// How long a turn taken with `crate::ops::lease::begin_turn` lasts in a store processes share, unless
+/// renewed ([`crate::TurnGuard::renew`]); in a store one process holds it lasts until it ends.
 pub const DEFAULT_TURN_TTL: Duration = Duration::from_secs(60);
 
 /// How long a navigation's lease lasts in a store processes share: long enough for a
@@ -184,14 +184,14 @@ fn take_lease(
 /// Starts an agent turn: until the guard is dropped, `navigate` and `move_to` on this
 /// session fail with `Busy`, from every handle of the store — and, in a store whose backend
 /// processes share, from every process; there the turn expires after
-/// [`DEFAULT_TURN_TTL`] unless renewed ([`TurnGuard::renew`]).
+/// [`DEFAULT_TURN_TTL`] unless renewed ([`crate::TurnGuard::renew`]).
 pub(crate) fn begin_turn(s: &Handle, leases: &Leases) -> Result<String> {
     let ttl = s.inner.shared.then_some(DEFAULT_TURN_TTL);
     begin_turn_with(s, leases, ttl)
 }
 
-/// [`Handle::begin_turn`] for `ttl`: the turn ends when its guard is dropped, or when
-/// `ttl` passes without a renewal ([`Handle::renew_turn`]), whichever comes first.
+/// [`crate::ops::lease::begin_turn`] for `ttl`: the turn ends when its guard is dropped, or when
+/// `ttl` passes without a renewal ([`crate::ops::lease::renew_turn`]), whichever comes first.
 pub(crate) fn begin_turn_for(s: &Handle, leases: &Leases, ttl: Duration) -> Result<String> {
     if ttl.is_zero() {
         return Err(GroveError::InvalidArgument(
@@ -316,7 +316,7 @@ pub(crate) fn is_busy(s: &Handle, leases: &Leases) -> bool {
 }
 
 /// Refuses a move while the session is held, in a store one process holds; in a shared
-/// store the move's commit checks the lease row ([`Handle::idle_lease`]).
+/// store the move's commit checks the lease row ([`crate::ops::lease::idle_lease`]).
 pub(crate) fn check_idle(s: &Handle, leases: &Leases) -> Result<()> {
     if s.inner.shared {
         return Ok(());

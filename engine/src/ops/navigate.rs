@@ -20,7 +20,7 @@ use crate::ops::summary::{
 /// `details` of a summary without file lists.
 const EMPTY_DETAILS: &str = r#"{"readFiles":[],"modifiedFiles":[]}"#;
 
-/// Options of [`Handle::navigate`].
+/// Options of `crate::ops::navigate::navigate`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NavigateOptions {
     /// Summarize the branch being left.

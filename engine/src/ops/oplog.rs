@@ -279,7 +279,7 @@ pub(crate) fn context_as_of(
 }
 
 /// The branch as the session stood at `at` (leaf to root, or to the compaction
-/// boundary, like [`Handle::branch`]).
+/// boundary, like [`crate::tree::paths::branch`]).
 pub(crate) fn branch_as_of(s: &Handle, at: &PointInTime) -> Result<Vec<crate::log::handle::Entry>> {
     match at.leaf_seq {
         None => Ok(Vec::new()),

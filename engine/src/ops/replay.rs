@@ -30,7 +30,7 @@ use crate::ops::oplog::leaf_after;
 /// Records read from the log at a time.
 const CHUNK: u64 = 1024;
 
-/// What [`Handle::replay`] replays.
+/// What `crate::ops::replay::replay` replays.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct ReplayOptions {
     /// Start at this operation (`None`: the first). The operation count itself is allowed:
@@ -221,7 +221,7 @@ pub enum Poll {
     End,
 }
 
-/// A replay of a session ([`Handle::replay`]): an iterator of events that, when following,
+/// A replay of a session (`crate::ops::replay::replay`): an iterator of events that, when following,
 /// blocks until the session's next write. [`Replay::poll`] waits a bounded time instead.
 pub struct Replay {
     session: Handle,

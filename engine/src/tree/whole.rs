@@ -33,7 +33,7 @@ pub struct TreeNode {
     pub is_leaf: bool,
     /// Label, session_info, custom and settings entries (hidden by default in UIs).
     pub bookkeeping: bool,
-    /// The entry's position in the session log: [`Handle::entry_at`] reads its line. (The
+    /// The entry's position in the session log: [`crate::Session::entry_at`] reads its line. (The
     /// tree holds no lines, so a tree of a million entries stays small.)
     pub seq: u64,
 }
