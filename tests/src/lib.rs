@@ -4,6 +4,7 @@
 
 pub mod campaign;
 pub mod crash;
+pub mod kv;
 pub mod pg_cluster;
 pub mod rows;
 pub mod tmpfs;

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use grove::kv::{Kv, KvError, MemoryKv, Scan, WriteBatch};
+use grove::kv::{Kv, KvError, MemoryKv, WriteBatch};
 
 /// A memory backend with switches for failures (see the module doc).
 #[derive(Clone, Default)]
@@ -35,15 +35,7 @@ impl Faulty {
 }
 
 impl Kv for Faulty {
-    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, KvError> {
-        self.kv.get(key)
-    }
-    fn scan(&self, start: &[u8], end: &[u8]) -> Scan<'_> {
-        self.kv.scan(start, end)
-    }
-    fn scan_rev(&self, start: &[u8], end: &[u8]) -> Scan<'_> {
-        self.kv.scan_rev(start, end)
-    }
+    grove_tests::forward_reads!(kv);
     fn apply(&self, batch: WriteBatch) -> Result<(), KvError> {
         if self.fail_apply.load(Ordering::SeqCst) {
             return Err(KvError::Buffer("injected failure".into()));

@@ -6,7 +6,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use grove::kv::{Guard, Kv, KvError, MemoryKv, Scan, WriteBatch};
+use grove::kv::{Guard, Kv, KvError, MemoryKv, WriteBatch};
 use grove::{AppendOutcome, CreateSession, Durability, GroveError, Store};
 
 use super::{texts, user};
@@ -240,15 +240,7 @@ struct Outrun {
 }
 
 impl Kv for Outrun {
-    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, KvError> {
-        self.kv.get(key)
-    }
-    fn scan(&self, start: &[u8], end: &[u8]) -> Scan<'_> {
-        self.kv.scan(start, end)
-    }
-    fn scan_rev(&self, start: &[u8], end: &[u8]) -> Scan<'_> {
-        self.kv.scan_rev(start, end)
-    }
+    grove_tests::forward_reads!(kv);
     fn apply(&self, batch: WriteBatch) -> Result<(), KvError> {
         self.kv.apply(batch)
     }

@@ -70,15 +70,7 @@ impl Kv for Disk {
 }
 
 impl Kv for Torn {
-    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, KvError> {
-        self.disk.get(key)
-    }
-    fn scan(&self, start: &[u8], end: &[u8]) -> Scan<'_> {
-        self.disk.scan(start, end)
-    }
-    fn scan_rev(&self, start: &[u8], end: &[u8]) -> Scan<'_> {
-        self.disk.scan_rev(start, end)
-    }
+    grove_tests::forward_reads!(disk);
     fn apply(&self, batch: WriteBatch) -> Result<(), KvError> {
         // Atomic batches survive whole or not at all.
         if !self.take() {

@@ -361,15 +361,7 @@ impl Counted {
 }
 
 impl Kv for Counted {
-    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, KvError> {
-        self.kv.get(key)
-    }
-    fn scan(&self, start: &[u8], end: &[u8]) -> Scan<'_> {
-        self.kv.scan(start, end)
-    }
-    fn scan_rev(&self, start: &[u8], end: &[u8]) -> Scan<'_> {
-        self.kv.scan_rev(start, end)
-    }
+    grove_tests::forward_reads!(kv);
     fn apply(&self, batch: WriteBatch) -> Result<(), KvError> {
         self.writes
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
