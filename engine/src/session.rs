@@ -399,7 +399,7 @@ impl Session {
 
     /// The children of `parent` (`None`: the roots), in log order.
     pub fn children(&self, parent: Option<&str>) -> Result<Vec<Entry>> {
-        self.h.children(parent)
+        crate::tree::children::children(&self.h, parent)
     }
 
     /// The active leaf's id (`None`: the root position).

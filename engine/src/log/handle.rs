@@ -334,48 +334,6 @@ impl Handle {
             .filter(|e| !matches!(e, Ok(e) if e.is_leaf_record()))
     }
 
-    /// The children of `parent` (`None`: the roots), in log order.
-    pub(crate) fn children(&self, parent: Option<&str>) -> Result<Vec<Entry>> {
-        let pseq = match parent {
-            None => keys::ROOT,
-            Some(id) => self.require_seq(id)?.0,
-        };
-        self.children_seqs(pseq)?
-            .into_iter()
-            .map(|s| self.entry_at(s))
-            .collect()
-    }
-
-    pub(crate) fn children_seqs(&self, pseq: u64) -> Result<Vec<u64>> {
-        let mut out = Vec::new();
-        // The implicit first child: the next record, when it continues this entry's run.
-        if pseq != keys::ROOT {
-            if let Some(next) = self.node_if_present(pseq + 1)? {
-                if next.kind != EntryKind::Leaf.tag()
-                    && keys::child_row(&next, pseq + 1).is_none()
-                    && next.parent == grove_codec::record::Parent::Seq(pseq)
-                {
-                    out.push(pseq + 1);
-                }
-            }
-        }
-        // Rows of an import (packs), then of appends (keys): appended seqs are the larger.
-        out.extend(index_packs::packed_children(
-            self.inner.kv.as_ref(),
-            self.sid,
-            pseq,
-        )?);
-        let start = keys::children_of(self.sid, pseq);
-        let end = keys::prefix_end(&start);
-        for pair in self.inner.kv.scan(&start, &end) {
-            let (k, _) = pair?;
-            out.push(keys::last_u64(&k).ok_or_else(|| GroveError::Corrupt("child key".into()))?);
-        }
-        out.sort_unstable();
-        out.dedup();
-        Ok(out)
-    }
-
     /// The active leaf's id (`None`: the root position).
     pub(crate) fn leaf(&self) -> Result<Option<String>> {
         Ok(match self.head()?.leaf {
