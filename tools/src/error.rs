@@ -12,10 +12,7 @@ use std::path::PathBuf;
 
 use grove::GroveError;
 
-/// Exit code of a user error.
-pub const EXIT_USER: u8 = 1;
-/// Exit code of a storage or corruption error.
-pub const EXIT_STORAGE: u8 = 3;
+use crate::exit::{EXIT_STORAGE, EXIT_USER};
 
 /// Every error a subcommand returns.
 #[derive(Debug, thiserror::Error)]

@@ -7,6 +7,7 @@
 mod commands;
 mod error;
 mod escape;
+mod exit;
 mod graph;
 mod html;
 mod output;

@@ -6,7 +6,8 @@
 //! stores kept fresh from etcd (`router.rs`, used by `grove serve --etcd`), and moving one
 //! session between clusters (`mover.rs`, used by `grove shard move`). It calls the engine's
 //! public API (`grove::Store`, `grove::Session`) on stores a caller opens for it (an
-//! [`router::Opener`]), ureq for HTTP and nothing else of the tool.
+//! [`router::Opener`]), ureq for HTTP, and of the tool only the exit codes (`exit.rs`) that a
+//! failed move maps to.
 
 pub mod etcd;
 pub mod map;

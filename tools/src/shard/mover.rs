@@ -346,9 +346,9 @@ impl MoveError {
     pub fn exit_code(&self) -> u8 {
         match self {
             MoveError::Etcd(_) | MoveError::Store { .. } | MoveError::CopyDiffers { .. } => {
-                crate::error::EXIT_STORAGE
+                crate::exit::EXIT_STORAGE
             }
-            _ => crate::error::EXIT_USER,
+            _ => crate::exit::EXIT_USER,
         }
     }
 
