@@ -5,8 +5,10 @@
 #![forbid(unsafe_code)]
 
 mod commands;
+mod env;
 mod error;
 mod escape;
+mod etcd_args;
 mod exit;
 mod graph;
 mod html;
@@ -16,6 +18,7 @@ mod remote;
 mod serve;
 mod shard;
 mod storage_hint;
+mod summarizer_args;
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -23,7 +26,8 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, FromArgMatches, Parser};
 
-use crate::commands::{BackendArg, Command, DurabilityArg, Env};
+use crate::commands::Command;
+use crate::env::{BackendArg, DurabilityArg, Env};
 use crate::error::{CmdResult, CommandError, Report};
 use crate::escape::{EscapeArg, Escaping};
 

@@ -6,7 +6,7 @@ use grove::codec::reader::DEFAULT_MAX_LINE_BYTES;
 use grove::{AppendOptions, NewEntry};
 use serde_json::Value;
 
-use super::Env;
+use crate::env::Env;
 use crate::error::{CmdResult, CommandError};
 
 /// Append one entry at the active leaf; it becomes the new leaf. Prints its id.

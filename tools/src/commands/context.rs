@@ -6,7 +6,7 @@ use clap::ValueEnum;
 use grove::{Context, ContextOptions};
 use serde_json::Value;
 
-use super::Env;
+use crate::env::Env;
 use crate::error::CmdResult;
 use crate::output::{message_preview, role_of};
 
@@ -30,7 +30,7 @@ pub struct Args {
     #[arg(long, value_name = "ID")]
     from: Option<String>,
     #[command(flatten)]
-    at: super::AtArgs,
+    at: super::at::AtArgs,
     /// Print the context as JSON.
     #[arg(long)]
     json: bool,
@@ -51,7 +51,7 @@ pub fn run(args: Args, env: &mut Env<'_>) -> CmdResult {
         Preset::Harness => ContextOptions::pi_harness(),
         Preset::Cli => ContextOptions::pi_cli(),
     };
-    let leaf = super::resolve_from_at(&session, args.from.as_deref(), &args.at)?;
+    let leaf = super::at::resolve_from_at(&session, args.from.as_deref(), &args.at)?;
     if leaf.is_none() {
         let ctx = empty_context();
         return match args.json {

@@ -4,7 +4,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use grove::{CreateSession, NewEntry};
 
-use super::Env;
+use crate::env::Env;
 use crate::error::{CmdResult, CommandError};
 
 /// Create a demo session: a conversation that branched, then print its tree and context.

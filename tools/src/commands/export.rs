@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use clap::ValueEnum;
 use grove::{ExportReport, Flavor, Session};
 
-use super::Env;
+use crate::env::Env;
 use crate::error::{CmdResult, CommandError};
 use crate::output_file::write_output;
 

@@ -7,7 +7,7 @@ use grove::{ForkMode, ForkOptions, ForkPosition, SessionSummary};
 use serde_json::json;
 
 use super::ls::lineage;
-use super::Env;
+use crate::env::Env;
 use crate::error::{CmdResult, CommandError};
 
 /// Fork a session into a new one, whose parent session is the source.

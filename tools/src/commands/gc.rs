@@ -1,6 +1,6 @@
 //! `grove gc`: removes the payloads no session references, and says which.
 
-use super::Env;
+use crate::env::Env;
 use crate::error::CmdResult;
 
 /// Remove the payloads no session references any more (the large string values stored once by

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use grove_benches::{generate_to, GenSpec, Payload};
 
-use super::Env;
+use crate::env::Env;
 use crate::error::{CmdResult, CommandError};
 
 /// Generate a synthetic pi session: linear, or bushy with branch points; small or realistic

@@ -1,6 +1,6 @@
 //! `grove goto`: move the active leaf.
 
-use super::Env;
+use crate::env::Env;
 use crate::error::CmdResult;
 use crate::output::{describe_line, ShortIds};
 

@@ -5,10 +5,10 @@ use std::path::{Path, PathBuf};
 
 use clap::ValueEnum;
 use grove::codec::reader::{Diagnostic, DEFAULT_MAX_LINE_BYTES};
-use grove::{ImportOptions, ImportReport, LeafRule, Strictness};
+use grove::{GroveError, ImportOptions, ImportReport, LeafRule, Strictness};
 
-use super::Env;
-use crate::error::CmdResult;
+use crate::env::Env;
+use crate::error::{CmdResult, CommandError};
 
 /// Import pi session JSONL files; each file becomes a new session.
 ///
@@ -64,7 +64,7 @@ pub fn run(args: Args, env: &mut Env<'_>) -> CmdResult {
     for file in &args.files {
         let report = store
             .import_file(file, options.clone())
-            .map_err(|e| super::in_file(e, file))?;
+            .map_err(|e| in_file(e, file))?;
         report_diagnostics(file, &report)?;
         if args.json {
             let session = serde_json::Value::String(report.session.clone());
@@ -128,4 +128,19 @@ fn report_diagnostics(file: &Path, report: &ImportReport) -> CmdResult {
         writeln!(err, "{name}: warning: {w}")?;
     }
     Ok(())
+}
+
+/// Names `path` (an input file of the user's) in an engine error that does not name it
+/// already; an I/O error on it is a user error, not a storage error.
+fn in_file(e: GroveError, path: &Path) -> CommandError {
+    match e {
+        GroveError::Io { path: p, source } if p == path => CommandError::File { path: p, source },
+        e @ (GroveError::InvalidEntry { file: Some(_), .. }
+        | GroveError::InvalidSession { file: Some(_), .. }
+        | GroveError::LineTooLong { file: Some(_), .. }) => CommandError::Grove(e),
+        other => CommandError::InFile {
+            path: path.to_owned(),
+            source: Box::new(CommandError::Grove(other)),
+        },
+    }
 }

@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use super::Env;
+use crate::env::Env;
 use crate::error::{CmdResult, CommandError};
 use crate::output::{describe_entry, ordered_object, ShortIds};
 

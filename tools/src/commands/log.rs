@@ -1,6 +1,6 @@
 //! `grove log`: a session's operation log, newest first (like `jj op log`).
 
-use super::Env;
+use crate::env::Env;
 use crate::error::CmdResult;
 use crate::output::{operation_value, ShortIds};
 

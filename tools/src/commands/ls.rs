@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 use grove::SessionSummary;
 use serde_json::{json, Value};
 
-use super::Env;
+use crate::env::Env;
 use crate::error::CmdResult;
 
 /// List the sessions of the store, ordered by id.

@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use super::Env;
+use crate::env::Env;
 use crate::error::CmdResult;
 use crate::output::ordered_object;
 

@@ -9,10 +9,10 @@ use grove::{
 };
 use serde_json::{json, Value};
 
-use super::summarizer_args::SummarizerArgs;
-use super::Env;
+use crate::env::Env;
 use crate::error::{CmdResult, CommandError};
 use crate::output::{describe_entry, ordered_object, ShortIds};
+use crate::summarizer_args::SummarizerArgs;
 
 /// Navigate to an entry as pi's tree view does, all or nothing.
 ///

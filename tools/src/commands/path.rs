@@ -1,6 +1,7 @@
 //! `grove path`: the full path from the root to an entry.
 
-use super::{print_walk, Env, Walk};
+use super::print::{print_walk, Walk};
+use crate::env::Env;
 use crate::error::CmdResult;
 
 /// Show the full path from the root to an entry, root first (never cut at a compaction).
@@ -16,7 +17,7 @@ pub struct Args {
     #[arg(long, value_name = "ID")]
     from: Option<String>,
     #[command(flatten)]
-    at: super::AtArgs,
+    at: super::at::AtArgs,
     /// Print the entries as a JSON array.
     #[arg(long)]
     json: bool,
@@ -24,6 +25,6 @@ pub struct Args {
 
 pub fn run(args: Args, env: &mut Env<'_>) -> CmdResult {
     let (_store, session) = env.read_session(&args.session)?;
-    let from = super::resolve_from_at(&session, args.from.as_deref(), &args.at)?;
+    let from = super::at::resolve_from_at(&session, args.from.as_deref(), &args.at)?;
     print_walk(env.out, &session, args.json, Walk::Path, from.as_deref())
 }

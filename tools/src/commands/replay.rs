@@ -1,6 +1,6 @@
 //! `grove replay`: a session's history in order, each record with its change to the context.
 
-use super::Env;
+use crate::env::Env;
 use crate::error::{CmdResult, CommandError};
 use crate::remote::{segment, Server};
 

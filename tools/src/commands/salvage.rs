@@ -8,7 +8,7 @@ use grove::store::SledRescue;
 use grove::{Backend, Store, StoreConfig};
 use serde_json::json;
 
-use super::{BackendArg, Env};
+use crate::env::{BackendArg, Env};
 use crate::error::{CmdResult, CommandError};
 
 /// Copy every session of a damaged store that still reads and verifies into a new store, and

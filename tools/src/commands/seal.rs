@@ -1,6 +1,6 @@
 //! `grove seal`: the digest that `grove verify --seal` checks a session against later.
 
-use super::Env;
+use crate::env::Env;
 use crate::error::CmdResult;
 use crate::output::seal_value;
 

@@ -5,10 +5,11 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use super::Env;
+use crate::env::Env;
 use crate::error::{CmdResult, CommandError};
-use crate::shard::etcd::{Compare, Etcd, Op};
-use crate::shard::map::{check_slots, even_ranges, Cluster, Keys, DEFAULT_PREFIX};
+use crate::etcd_args::{connect, EtcdArgs};
+use crate::shard::etcd::{Compare, Op};
+use crate::shard::map::{check_slots, even_ranges, Cluster};
 use crate::shard::mover::{move_session, MoveError};
 
 /// Sessions sharded over PostgreSQL clusters, with the shard map in etcd: write the map, show
@@ -17,18 +18,6 @@ use crate::shard::mover::{move_session, MoveError};
 pub struct Args {
     #[command(subcommand)]
     command: Sub,
-}
-
-/// Where the shard map is.
-#[derive(Debug, Clone, clap::Args)]
-pub struct EtcdArgs {
-    /// The etcd cluster holding the shard map: its members' client URLs, comma-separated
-    /// (http://HOST:PORT,...); each is tried in turn.
-    #[arg(long, value_name = "URL[,URL...]", env = "GROVE_ETCD")]
-    pub etcd: String,
-    /// The prefix of the map's keys in etcd.
-    #[arg(long, value_name = "PREFIX", default_value = DEFAULT_PREFIX, env = "GROVE_ETCD_PREFIX")]
-    pub etcd_prefix: String,
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -92,17 +81,6 @@ pub fn run(args: Args, env: &mut Env<'_>) -> CmdResult {
         Sub::Where(a) => where_is(a, env),
         Sub::Move(a) => move_one(a, env),
     }
-}
-
-/// The etcd client and key names of `args`.
-pub fn connect(args: &EtcdArgs) -> CmdResult<(Etcd, Keys)> {
-    let etcd = Etcd::new(&args.etcd).map_err(|e| {
-        CommandError::invalid(
-            e.to_string(),
-            "give --etcd http://HOST:PORT[,http://HOST:PORT...]",
-        )
-    })?;
-    Ok((etcd, Keys::new(&args.etcd_prefix)))
 }
 
 fn init(args: InitArgs, env: &mut Env<'_>) -> CmdResult {

@@ -2,7 +2,7 @@
 
 use grove::codec::digest::hex;
 
-use super::Env;
+use crate::env::Env;
 use crate::error::{CmdResult, CommandError};
 use crate::output::{describe_line, proof_json, ShortIds};
 

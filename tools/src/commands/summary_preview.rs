@@ -5,8 +5,10 @@ use grove::summary::prompt::build_prompt;
 use grove::summary::{prepare_branch_entries, DEFAULT_BUDGET};
 use serde_json::{json, Value};
 
+use super::at::resolve_from;
 use super::navigate::Preset;
-use super::{print_entries, resolve_from, Env};
+use super::print::print_entries;
+use crate::env::Env;
 use crate::error::{CmdResult, CommandError};
 use crate::output::{ordered_object, ShortIds};
 

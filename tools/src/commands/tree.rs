@@ -6,7 +6,7 @@ use std::io::{BufWriter, Write};
 use grove::Tree;
 use serde_json::Value;
 
-use super::Env;
+use crate::env::Env;
 use crate::error::CmdResult;
 use crate::graph::{self, GraphOptions};
 
@@ -37,7 +37,7 @@ pub struct Args {
     #[arg(long)]
     json: bool,
     #[command(flatten)]
-    at: super::AtArgs,
+    at: super::at::AtArgs,
 }
 
 pub fn run(args: Args, env: &mut Env<'_>) -> CmdResult {

@@ -1,6 +1,6 @@
 //! `grove undo`: put the leaf back where it was before an operation.
 
-use super::Env;
+use crate::env::Env;
 use crate::error::CmdResult;
 use crate::output::{describe_entry, operation_value, ShortIds};
 

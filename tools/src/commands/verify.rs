@@ -1,6 +1,6 @@
 //! `grove verify`: recompute digest chains and indexes and report every problem.
 
-use super::Env;
+use crate::env::Env;
 use crate::error::{CmdResult, CommandError};
 
 /// Verify the store, or one session: recompute every entry's digest chain from the stored

@@ -30,7 +30,7 @@ use grove::GroveError;
 use super::api::ApiError;
 use super::routes::State;
 use super::stores::Stores;
-use crate::commands::StoreOpener;
+use crate::env::StoreOpener;
 
 /// The open for writing the disk refused at start.
 #[derive(Debug, Clone)]

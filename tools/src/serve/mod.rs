@@ -5,9 +5,9 @@
 //! header timeouts and graceful shutdown), the routes (`routes.rs`; appends to many sessions in one
 //! request in `batch.rs`), the error body (`api.rs`) and streamed results (`stream.rs`). It
 //! calls the engine's public API only (`grove::Store`, `grove::Session`), each call on tokio's
-//! blocking pool, and nothing else in the tool but `commands::Env` to open the store as every
-//! command does, `commands::summarizer_args` to build the summarizer as `grove navigate`
-//! does, `output` to write proofs, operations, seals and tree nodes as the CLI's `--json`
+//! blocking pool, and nothing else in the tool but `env::Env` to open the store as every
+//! command does, `summarizer_args` to build the summarizer as `grove navigate` does,
+//! `etcd_args` and `shard` to serve sessions sharded by the map in etcd, `output` to write proofs, operations, seals and tree nodes as the CLI's `--json`
 //! does, and `html` for the page of `GET /view` (`view.rs`, served without the token). The
 //! operation log's routes and the point in time of a read are in `oplog.rs`; a request's
 //! `Grove-Client` header names the actor its operations are stamped with (`server` without
@@ -39,10 +39,10 @@ use hyper_util::service::TowerToHyperService;
 use tokio::sync::watch;
 use tower::ServiceExt;
 
-use crate::commands::summarizer_args::SummarizerArgs;
-use crate::commands::Env;
+use crate::env::Env;
 use crate::error::{CmdResult, CommandError};
 use crate::shard::router::Shards;
+use crate::summarizer_args::SummarizerArgs;
 use grove::GroveError;
 use stores::Stores;
 
@@ -182,11 +182,10 @@ pub fn run(env: &mut Env<'_>, args: &Args) -> CmdResult<()> {
             Err(e) => return Err(e),
         },
         Some(etcd) => {
-            let (etcd, keys) =
-                crate::commands::shard::connect(&crate::commands::shard::EtcdArgs {
-                    etcd: etcd.clone(),
-                    etcd_prefix: args.etcd_prefix.clone(),
-                })?;
+            let (etcd, keys) = crate::etcd_args::connect(&crate::etcd_args::EtcdArgs {
+                etcd: etcd.clone(),
+                etcd_prefix: args.etcd_prefix.clone(),
+            })?;
             let shards = Shards::open(etcd, keys, env.cluster_opener("server"))?;
             let every = Duration::try_from_secs_f64(args.map_refresh).map_err(|_| {
                 CommandError::invalid(
