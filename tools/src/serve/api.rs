@@ -2,11 +2,12 @@
 //! with a stable code (docs/api.md, "Errors"), pi's where pi has one; a body over the limit is
 //! 413, one nested deeper than the depth limit or not the JSON a route takes is 400, and
 //! none reaches the store. A request's `Grove-Client` header names who its operations are
-//! stamped with ([`client_name`]); the handlers' [`State`] is the server's state as that
-//! client sees it.
+//! stamped with ([`client_name`]); a field naming one of a few choices is read with
+//! [`choice`]. How a request becomes the handlers' state and reads its body within the
+//! server's limits is `state/extract.rs`. It calls the engine's error type and `depth`.
 
 use axum::extract::rejection::{BytesRejection, QueryRejection};
-use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -14,7 +15,6 @@ use grove::GroveError;
 use serde::de::DeserializeOwned;
 
 use super::depth::{self, MAX_JSON_DEPTH};
-use super::routes::State;
 
 /// An error answer.
 #[derive(Debug, Clone)]
@@ -100,7 +100,7 @@ pub struct Body<T>(pub T);
 pub struct Raw(pub axum::body::Bytes);
 
 /// `invalid_argument` naming where a body nests too deep, and the limit.
-fn too_deep(e: depth::TooDeep) -> ApiError {
+pub(super) fn too_deep(e: depth::TooDeep) -> ApiError {
     let at = match e.path.as_str() {
         "" => "the body".to_owned(),
         path => format!("the field {path}"),
@@ -111,7 +111,7 @@ fn too_deep(e: depth::TooDeep) -> ApiError {
     ))
 }
 
-fn bytes_rejection(r: BytesRejection) -> ApiError {
+pub(super) fn bytes_rejection(r: BytesRejection) -> ApiError {
     if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
         ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
@@ -123,36 +123,6 @@ fn bytes_rejection(r: BytesRejection) -> ApiError {
             "reading the request body failed: {}",
             r.body_text()
         ))
-    }
-}
-
-impl FromRequest<State> for Raw {
-    type Rejection = ApiError;
-
-    /// The whole body must arrive within `--body-timeout`: a client that trickles it gets
-    /// `408 timeout`, and the connection is closed (the rest of the body is never read). A
-    /// body nested deeper than [`MAX_JSON_DEPTH`] is refused before it is parsed.
-    async fn from_request(req: Request, state: &State) -> ApiResult<Raw> {
-        let timeout = state.limits().body_timeout;
-        let bytes = match tokio::time::timeout(timeout, axum::body::Bytes::from_request(req, state))
-            .await
-        {
-            Ok(read) => read.map_err(bytes_rejection)?,
-            Err(_) => return Err(super::limits::body_timed_out(timeout)),
-        };
-        depth::check(&bytes, MAX_JSON_DEPTH).map_err(too_deep)?;
-        Ok(Raw(bytes))
-    }
-}
-
-impl<T: DeserializeOwned> FromRequest<State> for Body<T> {
-    type Rejection = ApiError;
-
-    async fn from_request(req: Request, state: &State) -> ApiResult<Body<T>> {
-        let Raw(bytes) = Raw::from_request(req, state).await?;
-        serde_json::from_slice(&bytes).map(Body).map_err(|e| {
-            ApiError::invalid_request(format!("the body is not the JSON this route takes: {e}"))
-        })
     }
 }
 
@@ -216,28 +186,22 @@ pub fn client_name(headers: &axum::http::HeaderMap) -> ApiResult<Option<&str>> {
         .map_err(|_| ApiError::invalid_argument("Grove-Client is not ASCII"))
 }
 
-impl FromRequestParts<State> for State {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &State) -> ApiResult<State> {
-        // Sharded, the session of the path chooses the store.
-        let sid = match state.is_sharded() {
-            false => None,
-            true => axum::extract::RawPathParams::from_request_parts(parts, state)
-                .await
-                .ok()
-                .and_then(|p| {
-                    p.iter()
-                        .find(|(k, _)| *k == "sid")
-                        .map(|(_, v)| v.to_owned())
-                }),
-        };
-        let write = !matches!(
-            parts.method,
-            axum::http::Method::GET | axum::http::Method::HEAD
-        );
-        state
-            .for_request(client_name(&parts.headers)?, sid.as_deref(), write)
-            .await
-    }
+/// `value` as one of `choices` (name, meaning), or `invalid_argument` naming `field`.
+pub fn choice<T: Copy>(
+    field: &str,
+    value: Option<&str>,
+    choices: &[(&str, T)],
+) -> ApiResult<Option<T>> {
+    let Some(value) = value else { return Ok(None) };
+    choices
+        .iter()
+        .find(|(name, _)| *name == value)
+        .map(|(_, v)| Some(*v))
+        .ok_or_else(|| {
+            let names: Vec<&str> = choices.iter().map(|(n, _)| *n).collect();
+            ApiError::invalid_argument(format!(
+                "{field} {value:?} is not one of {}",
+                names.join(", ")
+            ))
+        })
 }

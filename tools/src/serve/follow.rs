@@ -21,7 +21,7 @@ use grove::{Poll, Replay, ReplayOptions, Store};
 use tokio::sync::{mpsc, Notify};
 
 use super::api::{ApiError, ApiResult};
-use super::routes::{blocking, State};
+use super::state::{blocking, State};
 
 /// How often a follower on a shared backend reads the log though it was not notified.
 const SHARED_CHECK: Duration = Duration::from_millis(250);

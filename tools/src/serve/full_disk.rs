@@ -17,7 +17,6 @@
 //! open for writing fails (the disk filled again), the store is opened to read again and
 //! served, and the next look is after [`CHECK`].
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -25,39 +24,11 @@ use axum::extract::Request;
 use axum::http::Method;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use grove::GroveError;
 
 use super::api::ApiError;
-use super::routes::State;
+use super::state::{FullDisk, State};
 use super::stores::Stores;
 use crate::env::StoreOpener;
-
-/// The open for writing the disk refused at start.
-#[derive(Debug, Clone)]
-pub struct FullDisk {
-    /// The store directory.
-    pub dir: PathBuf,
-    /// The free space a writer needs there (the reserve).
-    pub reserve: u64,
-}
-
-impl FullDisk {
-    /// The error a write gets, with the free space now.
-    pub fn error(&self) -> GroveError {
-        GroveError::DiskFull {
-            dir: self.dir.clone(),
-            needed: 0,
-            required: self.reserve,
-            available: fs2::available_space(&self.dir).unwrap_or(0),
-        }
-    }
-
-    /// Whether the disk has the reserve free now (`false` when the file system does not say),
-    /// as the engine's open for writing asks.
-    fn has_room(&self) -> bool {
-        fs2::available_space(&self.dir).is_ok_and(|free| free >= self.reserve)
-    }
-}
 
 /// The routes that are posted to but write nothing.
 fn reads(path: &str) -> bool {

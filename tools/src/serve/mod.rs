@@ -2,30 +2,33 @@
 //! JSON bodies (docs/api.md is the contract). This room owns the server: its listeners (a
 //! unix socket, and TCP behind a bearer token), who may send a request (`guard.rs`: the
 //! `Host` and `Origin` of a TCP request, every body's type), the connection loop (hyper, with
-//! header timeouts and graceful shutdown), the routes (`routes.rs`; appends to many sessions in one
-//! request in `batch.rs`), the error body (`api.rs`) and streamed results (`stream.rs`). It
-//! calls the engine's public API only (`grove::Store`, `grove::Session`), each call on tokio's
-//! blocking pool, and nothing else in the tool but `env::Env` to open the store as every
-//! command does, `summarizer_args` to build the summarizer as `grove navigate` does,
-//! `etcd_args` and `shard` to serve sessions sharded by the map in etcd, `output` to write proofs, operations, seals and tree nodes as the CLI's `--json`
-//! does, and `html` for the page of `GET /view` (`view.rs`, served without the token). The
-//! operation log's routes and the point in time of a read are in `oplog.rs`; a request's
+//! header timeouts and graceful shutdown) and the server's life (a store opened to read on a
+//! full disk, reopened for writing once there is room: `full_disk.rs`).
+//!
+//! Its modules, from the bottom up: the error body and request extractors (`api.rs`, with the
+//! nesting limit `depth.rs`), the limits (`limits.rs`), the stores served (`stores.rs`); the
+//! state every route shares and the blocking pool its engine calls run on (`state/`);
+//! streamed results (`stream.rs`) and followed replays (`follow.rs`); then the routes
+//! (`routes/`: one table, one file per group of docs/api.md). None imports a module above it.
+//! It calls the engine's public API only (`grove::Store`, `grove::Session`), each call on
+//! tokio's blocking pool, and nothing else in the tool but `env::Env` to open the store as
+//! every command does, `summarizer_args` to build the summarizer as `grove navigate` does,
+//! `etcd_args` and `shard` to serve sessions sharded by the map in etcd, `output` to write
+//! proofs, operations, seals and tree nodes as the CLI's `--json` does, and `html` for the
+//! HTML page of `GET /view` (`routes/view.rs`, served without the token). A request's
 //! `Grove-Client` header names the actor its operations are stamped with (`server` without
 //! one).
 
 mod api;
-mod batch;
 mod depth;
 mod follow;
 mod full_disk;
 mod guard;
-mod health;
 mod limits;
-mod oplog;
 mod routes;
+mod state;
 mod stores;
 mod stream;
-mod view;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -168,7 +171,7 @@ pub fn run(env: &mut Env<'_>, args: &Args) -> CmdResult<()> {
                     dir.display()
                 );
                 full_disk = Some((
-                    full_disk::FullDisk {
+                    state::FullDisk {
                         dir,
                         reserve: required,
                     },
@@ -225,7 +228,7 @@ pub fn run(env: &mut Env<'_>, args: &Args) -> CmdResult<()> {
     );
     // The state holds the only handle to the stores: a store opened to read on a full disk
     // is closed and reopened for writing once there is room (full_disk.rs).
-    let state = routes::State::new(
+    let state = state::State::new(
         stores,
         limits,
         full_disk.as_ref().map(|(full, _)| full.clone()),

@@ -17,7 +17,7 @@ use axum::response::{IntoResponse, Response};
 use tokio::sync::{mpsc, oneshot};
 
 use super::api::{ApiError, ApiResult};
-use super::routes::State;
+use super::state::State;
 
 /// Bytes gathered before a chunk is handed over.
 const CHUNK: usize = 64 << 10;
@@ -70,6 +70,29 @@ impl Sink {
         if self.tx.blocking_send(Ok(chunk)).is_err() {
             self.gone = true;
         }
+    }
+}
+
+/// `std::io::Write` over a [`Sink`], for the engine's export and streamed contexts: a client
+/// that went away is a broken pipe.
+pub struct SinkWriter<'a> {
+    pub sink: &'a mut Sink,
+}
+
+impl std::io::Write for SinkWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.sink.bytes(buf) {
+            Ok(buf.len())
+        } else {
+            Err(std::io::Error::new(
+                std::io::ErrorKind::BrokenPipe,
+                "the client went away",
+            ))
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 

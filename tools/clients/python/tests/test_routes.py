@@ -1,5 +1,5 @@
-"""The client has a call for every route the server serves (tools/src/serve/routes.rs, ROUTES,
-which a Rust test checks against docs/api.md)."""
+"""The client has a call for every route the server serves (tools/src/serve/routes/mod.rs,
+ROUTES, which a Rust test checks against docs/api.md)."""
 
 from __future__ import annotations
 
@@ -14,9 +14,10 @@ NAMES = {"sid": "SID", "eid": "EID", "lease": "LEASE"}
 
 
 def served() -> set[tuple[str, str]]:
-    text = (ROOT / "tools" / "src" / "serve" / "routes.rs").read_text()
-    block = text[text.index("ROUTES") : text.index("];", text.index("ROUTES"))]
-    return set(re.findall(r'\("([A-Z]+)", "([^"]+)"\)', block))
+    text = (ROOT / "tools" / "src" / "serve" / "routes" / "mod.rs").read_text()
+    start = text.index("pub const ROUTES")
+    block = text[start : text.index("};", start)]
+    return {(m.upper(), p) for m, p in re.findall(r'^\s*(Get|Post|Put|Delete) "([^"]+)"', block, re.M)}
 
 
 def called() -> set[tuple[str, str]]:

@@ -1,68 +1,19 @@
-//! The operation log over HTTP (docs/api.md, "Operations"): a session's operations newest
-//! first, undo, the seal and its check, the replay stream (followed as long as the client
-//! stays and the server runs), and the point in time (`atOp=N` or `atTime=TIME`) the reads
-//! of context, branch, path and tree may ask for. This room owns those routes and the
-//! parsing of a point in time; the reads themselves stay in `routes`, which call [`At`].
-//! Operations and seals are written as the CLI's `--json` writes them
-//! (`output::operation_value`, `seal_value`, `seal_check_value`).
+//! The routes of docs/api.md's "Operations": a session's operations newest first, undo, the
+//! seal and its check, and the replay stream (followed as long as the client stays and the
+//! server runs: `serve/follow.rs`). This room owns those routes. Operations and seals are
+//! written as the CLI's `--json` writes them (`output::operation_value`, `seal_value`,
+//! `seal_check_value`). It calls the engine's public API, the state (the blocking pool, JSON
+//! answers), `api`, `stream`, `follow` and `output`.
 
 use axum::http::StatusCode;
 use axum::response::Response;
-use grove::{PointInTime, Session};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::api::{ApiError, ApiResult, Body, Path, Query};
-use super::routes::{blocking, json_answer, State};
-use super::stream::ndjson;
 use crate::output::{operation_value, seal_check_value, seal_value};
-
-/// A point in time a read asks for.
-#[derive(Debug, Clone)]
-pub(super) enum At {
-    /// After operation N.
-    Op(u64),
-    /// After the last operation committed at or before this RFC 3339 time.
-    Time(String),
-}
-
-impl At {
-    /// The point in time of a read's query (`atOp`, `atTime`; neither: now). `start` names
-    /// the read's own start field (`leaf`, `from`) when the query gives it: a start names a
-    /// position now, so it is refused with a point in time.
-    pub(super) fn from_query(
-        at_op: Option<u64>,
-        at_time: Option<String>,
-        start: Option<&str>,
-    ) -> ApiResult<Option<At>> {
-        let at = match (at_op, at_time) {
-            (None, None) => return Ok(None),
-            (Some(op), None) => At::Op(op),
-            (None, Some(time)) => At::Time(time),
-            (Some(_), Some(_)) => {
-                return Err(ApiError::invalid_argument(
-                    "atOp and atTime name two points in time; give one",
-                ))
-            }
-        };
-        if let Some(field) = start {
-            return Err(ApiError::invalid_argument(format!(
-                "{field} cannot be given with atOp or atTime: the read starts at the leaf \
-                 the session had then"
-            )));
-        }
-        Ok(Some(at))
-    }
-
-    /// The session as it stood then (`not_found` for an operation it does not have, or a
-    /// time before its first operation).
-    pub(super) fn resolve(&self, session: &Session) -> grove::Result<PointInTime> {
-        match self {
-            At::Op(op) => session.at_op(*op),
-            At::Time(time) => session.at_time(time),
-        }
-    }
-}
+use crate::serve::api::{ApiError, ApiResult, Body, Path, Query};
+use crate::serve::state::{blocking, json_answer, State};
+use crate::serve::stream::ndjson;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -155,7 +106,7 @@ pub(super) async fn replay(
         ..grove::ReplayOptions::default()
     };
     if options.follow {
-        return super::follow::follow(state, store, sid, options).await;
+        return crate::serve::follow::follow(state, store, sid, options).await;
     }
     ndjson(&state, move |sink| {
         for event in store.session(&sid)?.replay(options)? {

@@ -1,6 +1,8 @@
-//! `GET /v1/health` (docs/api.md, "Server"): whether the server can do its work now, which a
-//! load balancer or an operator may trust. This room owns the checks and the bookkeeping
-//! they need: `ok` is false, and the answer `503`, when a store refuses writes (`poisoned`,
+//! The routes of docs/api.md's "Server": `POST /v1/verify` and `POST /v1/gc` (over every
+//! store served, as `grove verify` and `grove gc --json` report), and `GET /v1/health`:
+//! whether the server can do its work now, which a load balancer or an operator may trust.
+//! This room owns the checks and the middleware that counts the write requests in flight
+//! (the count itself is `state::Writes`): `ok` is false, and the answer `503`, when a store refuses writes (`poisoned`,
 //! code `storage`), when the database server could not be reached at its last round trip
 //! (`unavailable`), or when writes are stuck (`stuck`, code `unavailable`): the blocking pool
 //! every engine call runs on did not run a task within `--health-timeout`, or a write request
@@ -8,60 +10,17 @@
 //! what the stores last saw); `?deep=true` also makes one read of every store's backend, on
 //! the blocking pool, within `--health-timeout`.
 
-use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
-
 use axum::extract::Request;
 use axum::http::{header, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::Response;
 use grove::Store;
-use parking_lot::Mutex;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::api::Query;
-use super::routes::{json_answer, State};
-use super::stores::Stores;
-
-/// The write requests in flight: when each began.
-#[derive(Default)]
-pub struct Writes {
-    next: AtomicU64,
-    started: Mutex<BTreeMap<u64, Instant>>,
-}
-
-/// One write request in flight; it is over when this is dropped.
-struct InFlight<'a> {
-    writes: &'a Writes,
-    ticket: u64,
-}
-
-impl Writes {
-    fn begin(&self) -> InFlight<'_> {
-        let ticket = self.next.fetch_add(1, Ordering::Relaxed);
-        self.started.lock().insert(ticket, Instant::now());
-        InFlight {
-            writes: self,
-            ticket,
-        }
-    }
-
-    /// How long the oldest write in flight has been running.
-    fn oldest(&self) -> Option<Duration> {
-        self.started
-            .lock()
-            .first_key_value()
-            .map(|(_, at)| at.elapsed())
-    }
-}
-
-impl Drop for InFlight<'_> {
-    fn drop(&mut self) {
-        self.writes.started.lock().remove(&self.ticket);
-    }
-}
+use crate::serve::api::{ApiError, ApiResult, Query};
+use crate::serve::state::{blocking, json_answer, State};
+use crate::serve::stores::Stores;
 
 /// Counts the write requests in flight, for [`health`]. An import (whose time is its upload's)
 /// and a navigation (whose time is its summarizer's) are not counted.
@@ -161,4 +120,41 @@ pub(super) async fn health(state: State, Query(q): Query<HealthQuery>) -> Respon
         .headers_mut()
         .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
     response
+}
+
+/// `POST /v1/gc`: removes the payloads no session references, as `grove gc --json` reports.
+pub(super) async fn gc(state: State) -> ApiResult<Response> {
+    if state.is_sharded() {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "invalid_state",
+            "sessions are sharded over several clusters: run `grove gc` on each cluster's store",
+        ));
+    }
+    let store = state.store()?;
+    let report = blocking(move || store.gc()).await?;
+    Ok(json_answer(
+        StatusCode::OK,
+        crate::output::gc_value(&report),
+    ))
+}
+
+pub(super) async fn verify(state: State) -> ApiResult<Response> {
+    // Sharded: every cluster's store, the counts summed.
+    let stores = state.stores()?.all();
+    let reports: Vec<grove::VerifyReport> =
+        blocking(move || stores.iter().map(Store::verify).collect()).await?;
+    let problems: Vec<String> = reports
+        .iter()
+        .flat_map(|r| r.problems.iter().map(|p| p.to_string()))
+        .collect();
+    Ok(json_answer(
+        StatusCode::OK,
+        json!({
+            "sessions": reports.iter().map(|r| r.sessions).sum::<u64>(),
+            "records": reports.iter().map(|r| r.records).sum::<u64>(),
+            "ok": problems.is_empty(),
+            "problems": problems,
+        }),
+    ))
 }
