@@ -260,7 +260,7 @@ pub fn operation_value(op: &grove::Operation) -> Value {
     })
 }
 
-/// A tree node as JSON (the server's `.../tree` and the HTML view): `{"id", "parentId",
+/// A tree node as JSON (the server's `.../tree` and the HTML page): `{"id", "parentId",
 /// "type", "children": [index...], "label", "onActivePath"}`.
 pub fn tree_node_value(n: &grove::TreeNode) -> Value {
     serde_json::json!({

@@ -1,4 +1,4 @@
-//! `grove export`: a session as pi v3 JSONL, an audit file or an HTML page (`html/`), to
+//! `grove export`: a session as pi v3 JSONL, an audit file or an HTML page (`page/`), to
 //! stdout or to a file (`output_file.rs`).
 
 use std::path::{Path, PathBuf};
@@ -94,9 +94,9 @@ fn export_to_file(session: &Session, flavor: Flavor, path: &Path) -> CmdResult<E
 /// `--html`: the page, to stdout or to `-o FILE`.
 fn export_html(session: &Session, args: &Args, env: &mut Env<'_>) -> CmdResult {
     let report = match &args.output {
-        None => crate::html::write_session_page(session, &mut *env.out)?,
+        None => crate::page::write_session_page(session, &mut *env.out)?,
         Some(path) => write_output(path, |out| {
-            crate::html::write_session_page(session, out).map_err(|e| match e {
+            crate::page::write_session_page(session, out).map_err(|e| match e {
                 CommandError::Stdout(source) => CommandError::File {
                     path: path.to_owned(),
                     source,

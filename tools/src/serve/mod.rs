@@ -14,8 +14,8 @@
 //! tokio's blocking pool, and nothing else in the tool but `env::Env` to open the store as
 //! every command does, `summarizer_args` to build the summarizer as `grove navigate` does,
 //! `etcd_args` and `shard` to serve sessions sharded by the map in etcd, `output` to write
-//! proofs, operations, seals and tree nodes as the CLI's `--json` does, and `html` for the
-//! HTML page of `GET /view` (`routes/view.rs`, served without the token). A request's
+//! proofs, operations, seals and tree nodes as the CLI's `--json` does, and `page` for the
+//! HTML page of `GET /view` (`routes/page.rs`, served without the token). A request's
 //! `Grove-Client` header names the actor its operations are stamped with (`server` without
 //! one).
 

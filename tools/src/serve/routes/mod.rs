@@ -7,7 +7,7 @@
 //! The handlers are in one file per group of docs/api.md: `server.rs` (health, verify, gc),
 //! `sessions.rs`, `appends.rs` (one session's appends and `POST /v1/appends`), `reads.rs`,
 //! `leaf.rs` (the leaf, turns and navigation) and `operations.rs`; `at.rs` is the point in
-//! time the reads and operations share, `view.rs` the HTML page served without the token.
+//! time the reads and operations share, `page.rs` the HTML page served without the token.
 //! Each handler checks its input, then runs its engine calls on tokio's blocking pool or
 //! streams them (`state`, `stream`). This file calls those route modules and, below them,
 //! the state, `api`, `guard`, `limits` and `full_disk`; no route module imports it.
@@ -16,10 +16,10 @@ mod appends;
 mod at;
 mod leaf;
 mod operations;
+mod page;
 mod reads;
 mod server;
 mod sessions;
-mod view;
 
 #[cfg(test)]
 mod tests;
@@ -222,8 +222,8 @@ pub fn router(state: State, token: Option<Arc<str>>) -> Router {
             },
         )),
     };
-    // The HTML page holds no data: it is served without the token (`view.rs`).
-    app.merge(view::router())
+    // The HTML page holds no data: it is served without the token (`page.rs`).
+    app.merge(page::router())
 }
 
 async fn authorize(token: &str, req: Request, next: Next) -> Response {

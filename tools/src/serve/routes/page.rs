@@ -1,4 +1,4 @@
-//! `GET /view`: the HTML view of `crate::html`, read-only. The page holds no data, so it is
+//! `GET /view`: the HTML page of `crate::page`, read-only. The page holds no data, so it is
 //! served without the bearer token; its script reads the session list, a session's tree,
 //! entries, operations and contexts through the authenticated routes, sending the token it
 //! finds in the URL fragment (`/view#token=TOKEN`, docs/api.md), which browsers never send to
@@ -16,7 +16,7 @@ pub const PATH: &str = "/view";
 
 /// The page and its Content-Security-Policy, built once.
 static PAGE: LazyLock<(String, String)> =
-    LazyLock::new(|| (crate::html::server_page(), crate::html::server_policy()));
+    LazyLock::new(|| (crate::page::server_page(), crate::page::server_policy()));
 
 /// The router of the page alone (no token, no state).
 pub fn router() -> Router {

@@ -1,4 +1,4 @@
-// grove's HTML view (tools/src/html/, docs/design.md "Looking at it: the HTML view").
+// grove's HTML page (tools/src/page/, docs/design.md "Looking at it: the HTML view").
 //
 // One page, two sources of data. Export mode (`grove export --html`): the session is embedded
 // as JSON in the #grove-data element (the tree as the server's tree route gives it, and every

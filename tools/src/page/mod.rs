@@ -1,9 +1,9 @@
-//! The HTML view of a session (issue 18, "Looking at it"): one page, written by
+//! The HTML page of a session (issue 18, "Looking at it"): one page, written by
 //! `grove export --html` with the session embedded, and served by `grove serve` at `GET /view`
 //! without data (the page then reads the server's authenticated routes itself).
 //!
-//! This room owns the page: its markup, style and script (`body.html`, `view.css`,
-//! `view.js`, included as they are), the JSON the export embeds in it, and the escaping that
+//! This room owns the page: its markup, style and script (`body.html`, `page.css`,
+//! `page.js`, included as they are), the JSON the export embeds in it, and the escaping that
 //! keeps any entry content inside the `<script type="application/json">` element that holds
 //! it. It calls the engine's public API (`grove::Session`: the tree, the log, the leaf, the
 //! name) and `output` (a tree node as the server's tree route writes it), nothing else.
@@ -31,9 +31,9 @@ mod tests;
 /// The page's markup between `<body>` and the data.
 const BODY: &str = include_str!("body.html");
 /// The page's style.
-const STYLE: &str = include_str!("view.css");
+const STYLE: &str = include_str!("page.css");
 /// The page's script: the tree, the entry and the context panels, the operation timeline.
-const SCRIPT: &str = include_str!("view.js");
+const SCRIPT: &str = include_str!("page.js");
 
 /// The id of the element holding the embedded JSON.
 pub const DATA_ID: &str = "grove-data";
