@@ -23,8 +23,8 @@ use grove::{
     StoreConfig,
 };
 use grove_benches::compare::measure::{wait_for_release, Stats};
+use grove_benches::gen::Payload;
 use grove_benches::gen::{generate_to, GenSpec};
-use grove_benches::payload::Payload;
 use grove_codec::record::ViewRowsRecord;
 
 fn config(dir: &Path) -> StoreConfig {

@@ -1,7 +1,9 @@
 //! Workload generators and comparison harnesses for grove (see docs/benchmarks.md).
 //!
-//! - [`gen`]: a seeded generator of pi v3 JSONL sessions — linear or bushy, small or
-//!   realistic payloads, optional periodic compactions — deterministic for a seed.
+//! - [`gen`]: the seeded generator of pi v3 JSONL sessions — linear or bushy, small or
+//!   realistic payloads, optional periodic compactions — deterministic for a seed; it lives in
+//!   grove-codec (feature `gen`, which `grove gen` uses too) and is re-exported here, with the
+//!   append calls of a generated session.
 //! - [`load`]: loading a generated session into grove by import or through the API.
 //! - [`baseline`]: the two stores grove is compared with: SQLite with a recursive path
 //!   query, and a JSONL store that re-parses the whole file the way pi's session manager
@@ -10,7 +12,7 @@
 //!   compare`, which writes docs/benchmarks.md.
 //!
 //! The baselines and the harness need SQLite (bundled) and sit behind the default feature
-//! `baselines`; the `grove` tool uses the generator alone, without it.
+//! `baselines`.
 #![forbid(unsafe_code)]
 
 #[cfg(feature = "baselines")]
@@ -19,12 +21,9 @@ pub mod baseline;
 pub mod compare;
 pub mod gen;
 pub mod load;
-pub mod payload;
-pub mod spec;
 
-pub use gen::{generate, generate_to, GenSpec, GeneratedSession, Generator, Record};
+pub use gen::{generate, generate_to, GenSpec, GeneratedSession, Generator, Payload, Record};
 pub use load::{build_via_api, import, import_report};
-pub use payload::Payload;
 
 /// A boxed error for harness code.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;

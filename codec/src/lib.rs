@@ -11,6 +11,8 @@ pub mod digest;
 pub mod entry;
 pub mod error;
 pub mod fields;
+#[cfg(feature = "gen")]
+pub mod gen;
 pub mod header;
 pub mod ids;
 pub mod jsstr;

@@ -17,8 +17,8 @@ use super::report::{Table, Target};
 use super::{ops, progress, Ctx};
 use crate::baseline::jsonl::JsonlStore;
 use crate::baseline::sqlite::SqliteStore;
+use crate::gen::Payload;
 use crate::gen::{generate_to, GenSpec, GeneratedSession};
-use crate::payload::Payload;
 use crate::Result;
 
 /// One generated session in all three stores.

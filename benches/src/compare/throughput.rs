@@ -12,8 +12,8 @@ use super::report::{Table, Target};
 use super::{progress, Ctx};
 use crate::baseline::jsonl::JsonlStore;
 use crate::baseline::sqlite::SqliteStore;
+use crate::gen::Payload;
 use crate::gen::{AppendCalls, GenSpec, CWD};
-use crate::payload::Payload;
 use crate::Result;
 
 /// The records of a linear spec as API entries and as lines.

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use grove_benches::{generate_to, GenSpec, Payload};
+use grove_codec::gen::{generate_to, GenSpec, Payload};
 
 use crate::env::Env;
 use crate::error::{CmdResult, CommandError};

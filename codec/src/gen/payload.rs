@@ -30,20 +30,20 @@ impl std::str::FromStr for Payload {
 
 /// Byte ranges (inclusive low, exclusive high) of one kind of text.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Size {
+pub(super) struct Size {
     pub lo: usize,
     pub hi: usize,
 }
 
 impl Payload {
-    pub(crate) fn user(self) -> Size {
+    pub(super) fn user(self) -> Size {
         match self {
             Payload::Small => Size { lo: 40, hi: 200 },
             Payload::Realistic => Size { lo: 200, hi: 4_000 },
         }
     }
 
-    pub(crate) fn assistant(self) -> Size {
+    pub(super) fn assistant(self) -> Size {
         match self {
             Payload::Small => Size { lo: 40, hi: 300 },
             Payload::Realistic => Size {
@@ -53,7 +53,7 @@ impl Payload {
         }
     }
 
-    pub(crate) fn tool_result(self) -> Size {
+    pub(super) fn tool_result(self) -> Size {
         match self {
             Payload::Small => Size { lo: 40, hi: 400 },
             Payload::Realistic => Size {
@@ -63,7 +63,7 @@ impl Payload {
         }
     }
 
-    pub(crate) fn summary(self) -> Size {
+    pub(super) fn summary(self) -> Size {
         match self {
             Payload::Small => Size { lo: 100, hi: 300 },
             Payload::Realistic => Size {
@@ -74,7 +74,7 @@ impl Payload {
     }
 
     /// Probability that a user message or tool result carries an image.
-    pub(crate) fn image_odds(self) -> f64 {
+    pub(super) fn image_odds(self) -> f64 {
         match self {
             Payload::Small => 0.0,
             Payload::Realistic => 0.015,
@@ -96,12 +96,12 @@ const VOCAB: &str = concat!(
 );
 
 /// The vocabulary as words.
-pub(crate) fn words() -> Vec<&'static str> {
+pub(super) fn words() -> Vec<&'static str> {
     VOCAB.split(' ').collect()
 }
 
 /// Log-uniform size in `[lo, hi)`.
-pub(crate) fn size(rng: &mut ChaCha8Rng, s: Size) -> usize {
+pub(super) fn size(rng: &mut ChaCha8Rng, s: Size) -> usize {
     if s.hi <= s.lo + 1 {
         return s.lo;
     }
@@ -111,7 +111,7 @@ pub(crate) fn size(rng: &mut ChaCha8Rng, s: Size) -> usize {
 }
 
 /// Text of about `len` bytes (at least `len`, at most a word more).
-pub(crate) fn text(rng: &mut ChaCha8Rng, words: &[&str], len: usize) -> String {
+pub(super) fn text(rng: &mut ChaCha8Rng, words: &[&str], len: usize) -> String {
     let mut s = String::with_capacity(len + 16);
     while s.len() < len {
         let r: u32 = rng.random();
@@ -129,7 +129,7 @@ pub(crate) fn text(rng: &mut ChaCha8Rng, words: &[&str], len: usize) -> String {
 const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 /// Standard base64 (with padding) of `n` random bytes.
-pub(crate) fn base64_blob(rng: &mut ChaCha8Rng, n: usize) -> String {
+pub(super) fn base64_blob(rng: &mut ChaCha8Rng, n: usize) -> String {
     let mut bytes = vec![0u8; n];
     rng.fill(&mut bytes[..]);
     base64(&bytes)
@@ -158,36 +158,4 @@ fn base64(bytes: &[u8]) -> String {
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
-mod tests {
-    use super::*;
-    use rand::SeedableRng;
-
-    #[test]
-    fn base64_matches_known_vectors() {
-        assert_eq!(base64(b""), "");
-        assert_eq!(base64(b"M"), "TQ==");
-        assert_eq!(base64(b"Ma"), "TWE=");
-        assert_eq!(base64(b"Man"), "TWFu");
-        assert_eq!(base64(&[0xfb, 0xff]), "+/8=");
-        let mut rng = ChaCha8Rng::seed_from_u64(1);
-        assert_eq!(base64_blob(&mut rng, 10).len(), 16);
-    }
-
-    #[test]
-    fn payloads_parse_by_name() {
-        assert_eq!("small".parse::<Payload>(), Ok(Payload::Small));
-        assert_eq!("realistic".parse::<Payload>(), Ok(Payload::Realistic));
-        assert!("huge".parse::<Payload>().is_err());
-    }
-
-    #[test]
-    fn sizes_stay_in_range() {
-        let mut rng = ChaCha8Rng::seed_from_u64(7);
-        for _ in 0..1000 {
-            let n = size(&mut rng, Payload::Realistic.tool_result());
-            assert!((200..100_000).contains(&n));
-            let t = text(&mut rng, &words(), 50);
-            assert!(t.len() >= 50);
-        }
-    }
-}
+mod tests;

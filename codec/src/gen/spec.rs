@@ -1,10 +1,9 @@
 //! What to generate ([`GenSpec`]), what comes out line by line ([`Record`]) and what a
 //! generation reports besides the lines ([`GeneratedSession`]).
 
-use grove_codec::jsstr::quote;
-use grove_codec::writer::{leaf_line, NewEntry};
-
-use crate::payload::Payload;
+use super::payload::Payload;
+use crate::jsstr::quote;
+use crate::writer::{leaf_line, NewEntry};
 
 /// The working directory written in generated headers.
 pub const CWD: &str = "/home/dev/project";
