@@ -208,39 +208,48 @@ impl FromQuery {
     }
 }
 
+/// Which walk [`walk`] streams.
+#[derive(Clone, Copy)]
+enum Walk {
+    /// pi's branch (`getPathToRootOrCompaction`).
+    Branch,
+    /// The full path to the root.
+    Path,
+}
+
 pub(super) async fn branch(
     state: State,
     Path(sid): Path<String>,
-    Query(mut q): Query<FromQuery>,
+    Query(q): Query<FromQuery>,
 ) -> ApiResult<Response> {
-    let at = q.at()?;
-    let store = state.store()?;
-    ndjson(&state, move |sink| {
-        let session = store.session(&sid)?;
-        match at {
-            None => session.for_each_on_branch(q.from.as_deref(), &mut |e| send_one(sink, &e)),
-            Some(at) => {
-                let entries = session.branch_as_of(&at.resolve(&session)?)?;
-                send_all(sink, entries.into_iter().map(Ok), None, None)
-            }
-        }
-    })
-    .await
+    walk(state, sid, q, Walk::Branch).await
 }
 
 pub(super) async fn path(
     state: State,
     Path(sid): Path<String>,
-    Query(mut q): Query<FromQuery>,
+    Query(q): Query<FromQuery>,
 ) -> ApiResult<Response> {
+    walk(state, sid, q, Walk::Path).await
+}
+
+/// Streams the entries of `walk` from `q.from` (or the leaf), now or at `q`'s point in time.
+async fn walk(state: State, sid: String, mut q: FromQuery, walk: Walk) -> ApiResult<Response> {
     let at = q.at()?;
     let store = state.store()?;
     ndjson(&state, move |sink| {
         let session = store.session(&sid)?;
-        match at {
-            None => session.for_each_on_path(q.from.as_deref(), &mut |e| send_one(sink, &e)),
-            Some(at) => {
-                let entries = session.path_as_of(&at.resolve(&session)?)?;
+        let from = q.from.as_deref();
+        let mut each = |e: Entry| send_one(sink, &e);
+        match (at, walk) {
+            (None, Walk::Branch) => session.for_each_on_branch(from, &mut each),
+            (None, Walk::Path) => session.for_each_on_path(from, &mut each),
+            (Some(at), walk) => {
+                let point = at.resolve(&session)?;
+                let entries = match walk {
+                    Walk::Branch => session.branch_as_of(&point)?,
+                    Walk::Path => session.path_as_of(&point)?,
+                };
                 send_all(sink, entries.into_iter().map(Ok), None, None)
             }
         }
