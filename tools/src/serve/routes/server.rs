@@ -1,14 +1,15 @@
-//! The routes of docs/api.md's "Server": `POST /v1/verify` and `POST /v1/gc` (over every
-//! store served, as `grove verify` and `grove gc --json` report), and `GET /v1/health`:
-//! whether the server can do its work now, which a load balancer or an operator may trust.
-//! This room owns the checks and the middleware that counts the write requests in flight
-//! (the count itself is `state::Writes`): `ok` is false, and the answer `503`, when a store refuses writes (`poisoned`,
+//! The routes of docs/api.md's "Server": `POST /v1/verify` and `POST /v1/gc` (over every store
+//! served, as `grove verify` and `grove gc --json` report), and `GET /v1/health`: whether the
+//! server can do its work now, which a load balancer or an operator may trust. This room owns the
+//! checks and the middleware that counts the write requests in flight (the count itself is
+//! `state::Writes`): `ok` is false, and the answer `503`, when a store refuses writes (`poisoned`,
 //! code `storage`), when the database server could not be reached at its last round trip
-//! (`unavailable`), or when writes are stuck (`stuck`, code `unavailable`): the blocking pool
-//! every engine call runs on did not run a task within `--health-timeout`, or a write request
-//! has been in flight for longer. A plain check costs no round trip to the database (it says
-//! what the stores last saw); `?deep=true` also makes one read of every store's backend, on
-//! the blocking pool, within `--health-timeout`.
+//! (`unavailable`), or when writes are stuck (`stuck`, code `unavailable`): the blocking pool every
+//! engine call runs on did not run a task within `--health-timeout`, or a write request has been in
+//! flight for longer. A plain check costs no round trip to the database (it says what the stores
+//! last saw); `?deep=true` also makes one read of every store's backend, on the blocking pool,
+//! within `--health-timeout`. It calls the engine's public API, the state (the blocking pool, JSON
+//! answers, the writes in flight), `api`, `stores` and `output`.
 
 use axum::extract::Request;
 use axum::http::{header, HeaderValue, Method, StatusCode};

@@ -5,8 +5,8 @@
 //! full disk is reopened for writing), the limits, the write requests in flight
 //! ([`Writes`]), what the server remembers of a refused open ([`FullDisk`]), and how a
 //! request becomes a `State` and reads its body (`extract.rs`). It calls the engine's public
-//! API, and of the server only what lies below it: `api` (errors and extractor types), `depth`
-//! (through `api`), `limits` and `stores`; no route module.
+//! API, and of the server only what lies below it: `api` (errors and extractor types), `depth`,
+//! `limits` and `stores`; no route module.
 
 mod disk;
 mod extract;
