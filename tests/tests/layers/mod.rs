@@ -54,7 +54,6 @@ fn engine_has_no_import_circles_and_its_layers_point_down() {
 }
 
 #[test]
-#[ignore = "on once the tools half of issue 29 (serve/routes.rs split, commands <-> serve, error <-> shard/mover) lands"]
 fn tools_have_no_import_circles() {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
     let workspace = manifest.parent().unwrap_or(manifest);
