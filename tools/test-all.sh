@@ -62,6 +62,9 @@ if [ -z "${GROVE_TEST_ETCD:-}" ]; then
   fi
 fi
 export GROVE_TEST_PG2="${GROVE_TEST_PG2:-}" GROVE_TEST_ETCD="${GROVE_TEST_ETCD:-}"
+echo "== Rust, the engine alone (grove-engine --no-default-features)"
+{ cargo build -p grove-engine --no-default-features \
+  && cargo clippy -p grove-engine --no-default-features -- -D warnings; } || status=1
 echo "== Rust (cargo test --workspace)"
 cargo test --workspace || status=1
 

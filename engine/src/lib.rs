@@ -39,10 +39,11 @@ pub use crate::context::build::{
 pub use crate::core::commits::CommitListener;
 pub use crate::core::error::{GroveError, LostWrites, Result};
 pub use crate::core::payloads::{PayloadStats, DEFAULT_PAYLOAD_THRESHOLD};
-pub use crate::exchange::audit::{verify_audit, AuditKey, AuditReport};
+pub use crate::exchange::audit::{verify_audit, AuditReport};
 pub use crate::exchange::export::{ExportReport, Flavor};
 pub use crate::exchange::fork::{ForkMode, ForkOptions, ForkPosition};
 pub use crate::exchange::import::{ImportOptions, ImportReport, LeafRule};
+pub use crate::exchange::signing::AuditKey;
 pub use crate::log::coalesce::LogCoalesce;
 pub use crate::log::labels::Label;
 pub use crate::maintain::gc::GcReport;

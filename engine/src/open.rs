@@ -19,9 +19,10 @@ use crate::core::keys;
 use crate::core::shared::{GroupCommit, Inner};
 use crate::core::space::Space;
 use crate::core::util;
+#[cfg(feature = "postgres")]
+use crate::kv::PostgresKv;
 use crate::kv::{
-    self, Bounded, BufferedKv, Durability, Guarded, Kv, MemoryKv, PostgresKv, RedbKv, SledKv,
-    WriteBatch,
+    self, Bounded, BufferedKv, Durability, Guarded, Kv, MemoryKv, RedbKv, SledKv, WriteBatch,
 };
 use crate::log::coalesce::LogCoalesce;
 use crate::log::shared::Logs;
@@ -198,6 +199,7 @@ pub(crate) fn open_configured(config: StoreConfig) -> Result<Parts> {
         Backend::Redb(path) => (Some(path.clone()), "redb"),
         Backend::SledTemporary => (None, "sled"),
         Backend::Memory => (None, "memory"),
+        #[cfg(feature = "postgres")]
         Backend::Postgres { .. } => (None, "postgres"),
     };
     if config.compress && name != "sled" {
@@ -287,6 +289,7 @@ pub(crate) fn open_configured(config: StoreConfig) -> Result<Parts> {
             }
             Backend::SledTemporary => Ok(Box::new(Guarded::new(SledKv::temporary()?))),
             Backend::Memory => Ok(Box::new(MemoryKv::new())),
+            #[cfg(feature = "postgres")]
             Backend::Postgres { url, table } => Ok(Box::new(PostgresKv::open(url, table)?)),
         }
     })?;

@@ -19,7 +19,8 @@ pub enum Backend {
     Memory,
     /// A table in a PostgreSQL database (docs/design.md, "Backends"): `url` as libpq takes
     /// it (`postgres://user@host:port/db`), `table` a plain lowercase identifier
-    /// ([`kv::DEFAULT_TABLE`] by default), made when missing.
+    /// ([`kv::DEFAULT_TABLE`] by default), made when missing. Feature `postgres`.
+    #[cfg(feature = "postgres")]
     Postgres {
         /// The database's URL.
         url: String,

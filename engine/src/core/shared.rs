@@ -216,7 +216,9 @@ impl Inner {
     /// the store is poisoned.
     fn write_failed(&self, e: kv::KvError) -> GroveError {
         match e {
-            kv::KvError::Postgres(_) | kv::KvError::Unavailable(_) => GroveError::Storage(e),
+            #[cfg(feature = "postgres")]
+            kv::KvError::Postgres(_) => GroveError::Storage(e),
+            kv::KvError::Unavailable(_) => GroveError::Storage(e),
             e => self.poison(format!("write failed: {e}")),
         }
     }

@@ -6,6 +6,23 @@ use crate::core::error::{GroveError, Result};
 
 pub use crate::kv::hex;
 
+/// The `N` bytes written as `2 * N` lowercase hex digits; `None` for any other text.
+pub(crate) fn unhex<const N: usize>(text: &str) -> Option<[u8; N]> {
+    let digit = |b: u8| match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        _ => None,
+    };
+    if text.len() != 2 * N {
+        return None;
+    }
+    let mut out = [0u8; N];
+    for (o, pair) in out.iter_mut().zip(text.as_bytes().chunks_exact(2)) {
+        *o = (digit(pair[0])? << 4) | digit(pair[1])?;
+    }
+    Some(out)
+}
+
 /// Now, in milliseconds since the Unix epoch.
 pub fn now_ms() -> u64 {
     SystemTime::now()

@@ -1,6 +1,6 @@
 //! Audit files (`grove export --audit`, `grove verify --file`): one self-contained file with a
 //! session's records, its operation log and the digests that bind them, optionally signed
-//! with an ed25519 key, checked later without a store.
+//! with an ed25519 key ([`signing`], the `audit-sign` feature), checked later without a store.
 //!
 //! The file is JSON lines in one canonical form (docs/format.md, "Audit file"): a header line,
 //! one line per record (its sequence number, chain digest, content digest, operation stamp
@@ -17,13 +17,14 @@
 use std::collections::HashMap;
 use std::io::Write;
 
-use ed25519_dalek::{Signer, Verifier};
 use grove_codec::digest::{self, Digest};
 use grove_codec::op::{OpKind, OpStamp};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::core::error::{GroveError, Result};
+use crate::core::util;
+use crate::exchange::signing::{self, AuditKey};
 use crate::log::handle::Handle;
 use crate::ops::oplog;
 use crate::ops::oplog::{seal_next, seal_start, seal_step};
@@ -33,39 +34,6 @@ pub const AUDIT_VERSION: u64 = 1;
 
 /// What the signature signs: this context, the file digest and the seal.
 const SIGN_CONTEXT: &[u8] = b"grove audit v1\0";
-
-/// An ed25519 signing key, read from a key file: 64 hex digits (the 32-byte secret seed).
-pub struct AuditKey(ed25519_dalek::SigningKey);
-
-impl AuditKey {
-    /// A new random key.
-    pub fn generate() -> Result<AuditKey> {
-        let mut seed = [0u8; 32];
-        getrandom::fill(&mut seed)
-            .map_err(|e| GroveError::InvalidState(format!("no randomness for a key: {e}")))?;
-        Ok(AuditKey(ed25519_dalek::SigningKey::from_bytes(&seed)))
-    }
-
-    /// Parses a key file's text (64 hex digits, surrounding whitespace ignored).
-    pub fn parse(text: &str) -> Result<AuditKey> {
-        let seed = hex32(text.trim()).ok_or_else(|| {
-            GroveError::InvalidArgument(
-                "a signing key file holds 64 hex digits (the ed25519 secret seed)".into(),
-            )
-        })?;
-        Ok(AuditKey(ed25519_dalek::SigningKey::from_bytes(&seed)))
-    }
-
-    /// The key file's text.
-    pub fn to_hex(&self) -> String {
-        digest::hex(&self.0.to_bytes())
-    }
-
-    /// The public key, as 64 hex digits.
-    pub fn public_hex(&self) -> String {
-        digest::hex(self.0.verifying_key().as_bytes())
-    }
-}
 
 /// What an audit file holds, once verified.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,28 +48,6 @@ pub struct AuditReport {
     pub seal: String,
     /// The public key that signed the file (hex), when it is signed.
     pub signed_by: Option<String>,
-}
-
-fn hex32(s: &str) -> Option<[u8; 32]> {
-    if s.len() != 64 || !s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
-        return None;
-    }
-    let mut out = [0u8; 32];
-    for (i, o) in out.iter_mut().enumerate() {
-        *o = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).ok()?;
-    }
-    Some(out)
-}
-
-fn hex64(s: &str) -> Option<[u8; 64]> {
-    if s.len() != 128 {
-        return None;
-    }
-    let (a, b) = (hex32(&s[..64])?, hex32(&s[64..])?);
-    let mut out = [0u8; 64];
-    out[..32].copy_from_slice(&a);
-    out[32..].copy_from_slice(&b);
-    Some(out)
 }
 
 fn json_str(s: &str) -> String {
@@ -227,8 +173,8 @@ pub(crate) fn export_audit(
     })?;
     let file_digest = *w.hasher.finalize().as_bytes();
     let signature = key.map(|k| {
-        let sig = k.0.sign(&signed_message(&file_digest, &seal));
-        (k.public_hex(), crate::core::util::hex(&sig.to_bytes()))
+        let signature = k.sign_hex(&signed_message(&file_digest, &seal));
+        (k.public_hex(), signature)
     });
     let seal_hex = digest::hex(&seal);
     let trailer = trailer_line(
@@ -368,13 +314,13 @@ pub fn verify_audit(bytes: &[u8], public_key: Option<&str>) -> Result<AuditRepor
         }
         let line = rec.line.get();
         let content = digest::content_hash(line.as_bytes());
-        if hex32(&rec.content) != Some(content) {
+        if util::unhex::<32>(&rec.content) != Some(content) {
             return Err(bad(
                 n,
                 "the entry's bytes do not hash to its content digest".into(),
             ));
         }
-        let chain = hex32(&rec.digest)
+        let chain = util::unhex::<32>(&rec.digest)
             .ok_or_else(|| bad(n, "the chain digest is not 64 lowercase hex digits".into()))?;
         let stamp = match &rec.op {
             None => None,
@@ -461,13 +407,13 @@ pub fn verify_audit(bytes: &[u8], public_key: Option<&str>) -> Result<AuditRepor
         last,
         &trailer_line(&trailer.seal, &trailer.file_digest, signature),
     )?;
-    if hex32(&trailer.file_digest) != Some(file_digest) {
+    if util::unhex::<32>(&trailer.file_digest) != Some(file_digest) {
         return Err(bad(
             n,
             "the file digest does not match the file's bytes".into(),
         ));
     }
-    if hex32(&trailer.seal) != Some(seal) {
+    if util::unhex::<32>(&trailer.seal) != Some(seal) {
         return Err(bad(n, "the seal does not match the records".into()));
     }
     let signed_by = match signature {
@@ -483,17 +429,12 @@ pub fn verify_audit(bytes: &[u8], public_key: Option<&str>) -> Result<AuditRepor
                     return Err(bad(n, "the file is signed by another key".into()));
                 }
             }
-            let key_bytes = hex32(public)
-                .ok_or_else(|| bad(n, "the public key is not 64 hex digits".into()))?;
-            let key = ed25519_dalek::VerifyingKey::from_bytes(&key_bytes)
-                .map_err(|e| bad(n, format!("the public key is not an ed25519 key: {e}")))?;
-            let sig =
-                hex64(sig).ok_or_else(|| bad(n, "the signature is not 128 hex digits".into()))?;
-            key.verify(
+            signing::verify(
+                public,
+                sig,
                 &signed_message(&file_digest, &seal),
-                &ed25519_dalek::Signature::from_bytes(&sig),
-            )
-            .map_err(|_| bad(n, "the signature does not verify".into()))?;
+                |reason| bad(n, reason),
+            )?;
             Some(public.to_owned())
         }
     };

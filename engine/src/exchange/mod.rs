@@ -1,5 +1,6 @@
 //! Sessions in and out of a store: pi JSONL import ([`import`]) and export ([`export`]),
-//! forks into new sessions ([`fork`]) and audit files ([`audit`]).
+//! forks into new sessions ([`fork`]) and audit files ([`audit`]), signed with an ed25519 key
+//! ([`signing`], the `audit-sign` feature).
 //!
 //! May call: [`crate::ops`], [`crate::context`], [`crate::tree`], [`crate::log`],
 //! [`crate::core`], [`crate::kv`].
@@ -8,3 +9,4 @@ pub mod audit;
 pub mod export;
 pub mod fork;
 pub mod import;
+pub mod signing;

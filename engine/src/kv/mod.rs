@@ -15,6 +15,7 @@ pub(crate) mod files;
 mod forward;
 mod guarded;
 mod memory;
+#[cfg(feature = "postgres")]
 mod postgres_kv;
 mod redb_kv;
 mod sled_kv;
@@ -28,6 +29,7 @@ pub use forward::Forward;
 pub(crate) use guarded::guarded;
 pub use guarded::{quiet_backend_panics, Guarded};
 pub use memory::MemoryKv;
+#[cfg(feature = "postgres")]
 pub use postgres_kv::{valid_table, PostgresKv, DEFAULT_TABLE, PAGE_ROWS};
 pub use redb_kv::{RedbKv, REDB_FILE};
 pub use sled_kv::{stored_compression, SledKv};
@@ -64,6 +66,7 @@ pub enum KvError {
     },
     /// PostgreSQL refused a statement (a missing database, a permission, a bad value): the
     /// same call would fail again.
+    #[cfg(feature = "postgres")]
     #[error("postgres: {0}")]
     Postgres(String),
     /// PostgreSQL could not be reached or gave up a statement that may succeed when tried
@@ -103,44 +106,6 @@ pub enum KvError {
         #[source]
         source: std::io::Error,
     },
-}
-
-impl From<postgres::Error> for KvError {
-    fn from(e: postgres::Error) -> KvError {
-        let text = postgres_text(&e);
-        if postgres_transient(&e) {
-            KvError::Unavailable(text)
-        } else {
-            KvError::Postgres(text)
-        }
-    }
-}
-
-/// A PostgreSQL error as text: the top error says what failed ("db error", "error connecting
-/// to server"), its source why.
-fn postgres_text(e: &postgres::Error) -> String {
-    match std::error::Error::source(e) {
-        Some(source) => format!("{e}: {source}"),
-        None => e.to_string(),
-    }
-}
-
-/// Whether a PostgreSQL error may go away when the call is tried again: an error with no
-/// SQLSTATE is the client's own (the connection could not be made, or broke), and of the
-/// server's codes those of a lost connection (class 08), an operator's or a crash's shutdown
-/// and a server still starting (57P01–57P03), too many connections (53300), a conflict that
-/// cancelled the transaction (40001, 40P01) and a read-only server (25006: a standby not yet
-/// promoted, reached through a URL of several hosts).
-fn postgres_transient(e: &postgres::Error) -> bool {
-    let Some(state) = e.code() else {
-        return true;
-    };
-    let code = state.code();
-    code.starts_with("08")
-        || matches!(
-            code,
-            "57P01" | "57P02" | "57P03" | "53300" | "40001" | "40P01" | "25006"
-        )
 }
 
 /// A guard of a conditional batch ([`Kv::apply_if_all`]): a key and the value it must hold

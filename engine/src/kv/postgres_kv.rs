@@ -248,8 +248,8 @@ impl PostgresKv {
         self.statements.fetch_add(1, Ordering::Relaxed);
         let result = work(&mut conn);
         match &result {
-            Err(e) if super::postgres_transient(e) => {
-                *self.unreachable.lock() = Some(super::postgres_text(e));
+            Err(e) if postgres_transient(e) => {
+                *self.unreachable.lock() = Some(postgres_text(e));
             }
             // Any answer of the server, an error of the statement included, says it is there.
             _ => {
@@ -510,4 +510,42 @@ fn resolve(batch: WriteBatch) -> Arrays {
         }
     }
     arrays
+}
+
+impl From<postgres::Error> for KvError {
+    fn from(e: postgres::Error) -> KvError {
+        let text = postgres_text(&e);
+        if postgres_transient(&e) {
+            KvError::Unavailable(text)
+        } else {
+            KvError::Postgres(text)
+        }
+    }
+}
+
+/// A PostgreSQL error as text: the top error says what failed ("db error", "error connecting
+/// to server"), its source why.
+fn postgres_text(e: &postgres::Error) -> String {
+    match std::error::Error::source(e) {
+        Some(source) => format!("{e}: {source}"),
+        None => e.to_string(),
+    }
+}
+
+/// Whether a PostgreSQL error may go away when the call is tried again: an error with no
+/// SQLSTATE is the client's own (the connection could not be made, or broke), and of the
+/// server's codes those of a lost connection (class 08), an operator's or a crash's shutdown
+/// and a server still starting (57P01–57P03), too many connections (53300), a conflict that
+/// cancelled the transaction (40001, 40P01) and a read-only server (25006: a standby not yet
+/// promoted, reached through a URL of several hosts).
+fn postgres_transient(e: &postgres::Error) -> bool {
+    let Some(state) = e.code() else {
+        return true;
+    };
+    let code = state.code();
+    code.starts_with("08")
+        || matches!(
+            code,
+            "57P01" | "57P02" | "57P03" | "53300" | "40001" | "40P01" | "25006"
+        )
 }

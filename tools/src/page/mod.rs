@@ -13,7 +13,7 @@
 //! page's own script, by its hash, may run); every `<` and every U+2028/U+2029 in the embedded
 //! JSON is written as a `\u` escape, so no content can end the script element or open a
 //! comment in it; the script walks the tree without recursion and draws only the rows in
-//! view (docs/design.md, "Looking at it: the HTML view").
+//! view (docs/design.md, "Looking at it: the HTML page").
 
 use std::io::Write;
 

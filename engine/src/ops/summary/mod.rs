@@ -10,9 +10,10 @@ pub use prepare::{
     estimate_tokens, prepare_branch_entries, PathMode, PreparedBranch, SummaryMessage,
     DEFAULT_BUDGET,
 };
+#[cfg(feature = "summarizer-http")]
+pub use summarizer::OpenAiSummarizer;
 pub use summarizer::{
-    AbortSignal, CommandSummarizer, OpenAiSummarizer, SummarizeError, Summarizer, SummaryRequest,
-    SummaryResponse,
+    AbortSignal, CommandSummarizer, SummarizeError, Summarizer, SummaryRequest, SummaryResponse,
 };
 
 /// A content value's text: a string as is, an array's text blocks joined with "".

@@ -1,6 +1,7 @@
 //! Summarizers: what turns a branch-summary prompt into text. Two real implementations: a
 //! command (prompt on stdin, summary on stdout) and an OpenAI-compatible chat-completions
-//! client over HTTP.
+//! client over HTTP (feature `summarizer-http`, on by default; without it the trait and the
+//! command summarizer remain).
 
 use std::io::{Read, Write};
 use std::process::{Command, Stdio};
@@ -155,7 +156,8 @@ impl Summarizer for CommandSummarizer {
     }
 }
 
-/// An OpenAI-compatible `POST {base_url}/chat/completions` client.
+/// An OpenAI-compatible `POST {base_url}/chat/completions` client (feature `summarizer-http`).
+#[cfg(feature = "summarizer-http")]
 #[derive(Debug, Clone)]
 pub struct OpenAiSummarizer {
     /// Base URL, e.g. `https://api.openai.com/v1`.
@@ -168,6 +170,7 @@ pub struct OpenAiSummarizer {
     pub timeout: Duration,
 }
 
+#[cfg(feature = "summarizer-http")]
 impl OpenAiSummarizer {
     /// A client with a 120 s timeout.
     pub fn new(base_url: &str, model: &str, api_key_env: &str) -> OpenAiSummarizer {
@@ -180,6 +183,7 @@ impl OpenAiSummarizer {
     }
 }
 
+#[cfg(feature = "summarizer-http")]
 impl Summarizer for OpenAiSummarizer {
     fn summarize(
         &self,
