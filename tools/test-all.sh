@@ -63,8 +63,8 @@ if [ -z "${GROVE_TEST_ETCD:-}" ]; then
 fi
 export GROVE_TEST_PG2="${GROVE_TEST_PG2:-}" GROVE_TEST_ETCD="${GROVE_TEST_ETCD:-}"
 echo "== Rust, the engine alone (grove-engine --no-default-features)"
-{ cargo build -p grove-engine --no-default-features \
-  && cargo clippy -p grove-engine --no-default-features -- -D warnings; } || status=1
+{ cargo clippy -p grove-engine --all-targets --no-default-features -- -D warnings \
+  && cargo test -p grove-engine --no-default-features --lib; } || status=1
 echo "== Rust (cargo test --workspace)"
 cargo test --workspace || status=1
 

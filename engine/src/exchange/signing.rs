@@ -123,3 +123,54 @@ fn no_ed25519(what: &str) -> GroveError {
         "{what} needs ed25519, and this grove was built without the audit-sign feature"
     ))
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// With ed25519, a key survives its key file and signs what `verify` accepts, and nothing
+    /// else: another message, another key, a malformed key or signature.
+    #[cfg(feature = "audit-sign")]
+    #[test]
+    fn a_key_signs_what_verify_accepts_and_nothing_else() {
+        let key = AuditKey::generate().unwrap();
+        let again = AuditKey::parse(&format!("  {}\n", key.to_hex())).unwrap();
+        assert_eq!(again.public_hex(), key.public_hex());
+        let signature = key.sign_hex(b"message");
+        let bad = |reason: String| GroveError::InvalidArgument(reason);
+        verify(&key.public_hex(), &signature, b"message", bad).unwrap();
+        let other = AuditKey::generate().unwrap();
+        for (public, signature, message) in [
+            (key.public_hex(), signature.clone(), &b"massage"[..]),
+            (other.public_hex(), signature.clone(), &b"message"[..]),
+            (
+                key.public_hex().to_uppercase(),
+                signature.clone(),
+                &b"message"[..],
+            ),
+            (
+                key.public_hex(),
+                signature[..126].to_owned(),
+                &b"message"[..],
+            ),
+        ] {
+            assert!(verify(&public, &signature, message, bad).is_err());
+        }
+        assert!(AuditKey::parse("00").is_err());
+    }
+
+    /// Without ed25519, making a key and checking a signature are refused by name.
+    #[cfg(not(feature = "audit-sign"))]
+    #[test]
+    fn without_ed25519_keys_and_signatures_are_refused_by_name() {
+        let refused = |r: Result<()>| match r {
+            Err(GroveError::InvalidArgument(m)) => assert!(m.contains("audit-sign"), "{m}"),
+            other => panic!("not refused: {other:?}"),
+        };
+        refused(AuditKey::generate().map(|_| ()));
+        refused(AuditKey::parse(&"0".repeat(64)).map(|_| ()));
+        let bad = |reason: String| GroveError::InvalidArgument(reason);
+        refused(verify(&"0".repeat(64), &"0".repeat(128), b"m", bad));
+    }
+}
