@@ -62,9 +62,9 @@ if [ -z "${GROVE_TEST_ETCD:-}" ]; then
   fi
 fi
 export GROVE_TEST_PG2="${GROVE_TEST_PG2:-}" GROVE_TEST_ETCD="${GROVE_TEST_ETCD:-}"
-echo "== Rust, the engine alone (grove-engine --no-default-features)"
-{ cargo clippy -p grove-engine --all-targets --no-default-features -- -D warnings \
-  && cargo test -p grove-engine --no-default-features --lib; } || status=1
+echo "== Rust, the embedded core alone (grove-engine and grove-tools --no-default-features)"
+{ cargo clippy -p grove-engine -p grove-tools --all-targets --no-default-features -- -D warnings \
+  && cargo test -p grove-engine -p grove-tools --no-default-features --lib --bins; } || status=1
 echo "== Rust (cargo test --workspace)"
 cargo test --workspace || status=1
 

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use clap::ValueEnum;
 use grove::{Backend, Durability, GroveError, Session, Store, StoreConfig};
 
-use crate::error::{CmdResult, CommandError};
+use crate::error::CmdResult;
 
 /// The backend page cache of a command that only reads the store.
 pub const READ_CACHE_BYTES: u64 = 16 << 20;
@@ -24,7 +24,8 @@ pub enum BackendArg {
     /// redb (the database file `grove.redb` in the store directory).
     Redb,
     /// A table in a PostgreSQL database (`--pg URL`, `--pg-table NAME`); `--store` is not
-    /// used.
+    /// used. (Feature `postgres`.)
+    #[cfg(feature = "postgres")]
     Postgres,
 }
 
@@ -76,8 +77,10 @@ pub struct Env<'a> {
     /// The backend the store is opened with.
     pub backend: BackendArg,
     /// `--pg`: the PostgreSQL database of the postgres backend.
+    #[cfg(feature = "postgres")]
     pub pg: Option<String>,
     /// `--pg-table`: the table holding the store in that database.
+    #[cfg(feature = "postgres")]
     pub pg_table: String,
     /// The durability of every write.
     pub durability: DurabilityArg,
@@ -153,9 +156,10 @@ impl Env<'_> {
         let backend = match self.backend {
             BackendArg::Sled => Backend::Sled(dir),
             BackendArg::Redb => Backend::Redb(dir),
+            #[cfg(feature = "postgres")]
             BackendArg::Postgres => Backend::Postgres {
                 url: self.pg.clone().ok_or_else(|| {
-                    CommandError::invalid(
+                    crate::error::CommandError::invalid(
                         "--backend postgres needs the database's URL",
                         "give --pg postgres://USER@HOST:PORT/DB (or set GROVE_PG)",
                     )
@@ -188,6 +192,7 @@ impl Env<'_> {
     /// PostgreSQL table, with the global options' durability, cache and limits, and no write
     /// buffer, so that every commit reaches the database when it is made (other nodes read the
     /// same table). Operations are stamped with `actor`.
+    #[cfg(feature = "postgres")]
     pub fn cluster_opener(&self, actor: &str) -> Box<crate::shard::router::Opener> {
         let mut base = StoreConfig::new(&self.store_dir)
             .durability(self.durability.durability())

@@ -76,6 +76,7 @@ pub enum CommandError {
     },
     /// The shard map in etcd could not be read or written, or a move between clusters
     /// failed (`grove shard`, `grove serve --etcd`).
+    #[cfg(feature = "postgres")]
     #[error(transparent)]
     Shard(#[from] crate::shard::mover::MoveError),
     /// The default store location is unknown on this platform.
@@ -107,18 +108,21 @@ fn damaged_tables(damage: usize) -> String {
     }
 }
 
+#[cfg(feature = "postgres")]
 impl From<crate::shard::etcd::EtcdError> for CommandError {
     fn from(e: crate::shard::etcd::EtcdError) -> CommandError {
         CommandError::Shard(e.into())
     }
 }
 
+#[cfg(feature = "postgres")]
 impl From<crate::shard::map::MapError> for CommandError {
     fn from(e: crate::shard::map::MapError) -> CommandError {
         CommandError::Shard(e.into())
     }
 }
 
+#[cfg(feature = "postgres")]
 impl From<crate::shard::router::ShardError> for CommandError {
     fn from(e: crate::shard::router::ShardError) -> CommandError {
         use crate::shard::mover::MoveError;
@@ -168,6 +172,7 @@ impl CommandError {
             CommandError::File { .. } | CommandError::System { .. } => "Io",
             CommandError::NoDataDir => "NoDataDir",
             CommandError::Server { .. } => "ServerError",
+            #[cfg(feature = "postgres")]
             CommandError::Shard(_) => "ShardError",
             CommandError::Stdout(_) => "Io",
             CommandError::VerifyFailed(_) => "VerifyFailed",
@@ -190,6 +195,7 @@ impl CommandError {
             CommandError::VerifyFailed(_) | CommandError::SalvageIncomplete { .. } => EXIT_STORAGE,
             CommandError::Server { status, .. } if *status >= 500 => EXIT_STORAGE,
             CommandError::Server { .. } => EXIT_USER,
+            #[cfg(feature = "postgres")]
             CommandError::Shard(e) => e.exit_code(),
         }
     }
@@ -229,6 +235,7 @@ impl CommandError {
                 "give the server's token with --token or GROVE_TOKEN"
             }
             CommandError::Server { .. } => return None,
+            #[cfg(feature = "postgres")]
             CommandError::Shard(e) => return e.hint().map(str::to_owned),
             CommandError::Grove(e) => match e {
                 GroveError::SessionNotFound(_) => "run `grove ls` to list the sessions",

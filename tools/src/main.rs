@@ -8,6 +8,7 @@ mod commands;
 mod env;
 mod error;
 mod escape;
+#[cfg(feature = "postgres")]
 mod etcd_args;
 mod exit;
 mod graph;
@@ -16,6 +17,7 @@ mod output_file;
 mod page;
 mod remote;
 mod serve;
+#[cfg(feature = "postgres")]
 mod shard;
 mod storage_hint;
 mod summarizer_args;
@@ -56,11 +58,13 @@ struct Cli {
 
     /// The PostgreSQL database of `--backend postgres`: a URL as libpq takes it
     /// (`postgres://USER@HOST:PORT/DB`). Each grove process keeps a few connections.
+    #[cfg(feature = "postgres")]
     #[arg(long, global = true, value_name = "URL", env = "GROVE_PG")]
     pg: Option<String>,
 
     /// The table holding the store in that database (made when missing): a plain lowercase
     /// SQL identifier, so several stores can share one database.
+    #[cfg(feature = "postgres")]
     #[arg(
         long,
         global = true,
@@ -174,7 +178,9 @@ fn run(cli: Cli, json: bool) -> CmdResult {
     let mut env = Env {
         store_dir,
         backend: cli.backend,
+        #[cfg(feature = "postgres")]
         pg: cli.pg,
+        #[cfg(feature = "postgres")]
         pg_table: cli.pg_table,
         durability: cli.durability,
         compress: cli.compress,
@@ -222,5 +228,18 @@ fn main() -> ExitCode {
             }
             ExitCode::from(e.exit_code())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// clap's own check of every command's arguments (names a `conflicts_with` or `requires`
+    /// points at, groups, defaults): run in each build of the features, since an option a
+    /// feature leaves out must not be named by one that stays.
+    #[test]
+    fn arguments_are_consistent() {
+        super::Cli::command().debug_assert();
     }
 }

@@ -31,6 +31,7 @@ pub mod print;
 pub mod replay;
 pub mod salvage;
 pub mod seal;
+#[cfg(feature = "postgres")]
 pub mod shard;
 pub mod show;
 pub mod summary_preview;
@@ -65,6 +66,7 @@ pub enum Command {
     Verify(verify::Args),
     Salvage(salvage::Args),
     Serve(crate::serve::Args),
+    #[cfg(feature = "postgres")]
     Shard(shard::Args),
     Gen(gen::Args),
     Demo(demo::Args),
@@ -97,6 +99,7 @@ pub fn run(command: Command, env: &mut Env<'_>) -> CmdResult {
         Command::Verify(a) => verify::run(a, env),
         Command::Salvage(a) => salvage::run(a, env),
         Command::Serve(a) => crate::serve::run(env, &a),
+        #[cfg(feature = "postgres")]
         Command::Shard(a) => shard::run(a, env),
         Command::Gen(a) => gen::run(a, env),
         Command::Demo(a) => demo::run(a, env),

@@ -49,7 +49,7 @@ pub struct Args {
     summarizer: SummarizerArgs,
     /// The summary text itself, supplied as a navigation hook would (no summarizer runs;
     /// written even without --summarize; an empty text writes none).
-    #[arg(long, value_name = "TEXT", conflicts_with_all = ["summarizer_cmd", "openai_url"])]
+    #[arg(long, value_name = "TEXT", conflicts_with = "summarizer")]
     summary: Option<String>,
     /// Which walks collect the entries to summarize: `grove` (full paths) or `harness` (paths
     /// cut at compactions, as pi's harness).

@@ -45,6 +45,7 @@ fn backend(arg: BackendArg, dir: &Path) -> CmdResult<Backend> {
     match arg {
         BackendArg::Sled => Ok(Backend::Sled(dir.to_owned())),
         BackendArg::Redb => Ok(Backend::Redb(dir.to_owned())),
+        #[cfg(feature = "postgres")]
         BackendArg::Postgres => Err(CommandError::invalid(
             "salvage copies store directories (sled, redb); a PostgreSQL store is not one",
             "salvage a damaged sled or redb store into a new sled or redb store; \

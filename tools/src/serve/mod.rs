@@ -44,10 +44,15 @@ use tower::ServiceExt;
 
 use crate::env::Env;
 use crate::error::{CmdResult, CommandError};
-use crate::shard::router::Shards;
+#[cfg(feature = "postgres")]
+use crate::shard::router::{Refresher, Shards};
 use crate::summarizer_args::SummarizerArgs;
 use grove::GroveError;
 use stores::Stores;
+
+/// What keeps a sharded server's map fresh; a build without sharding has none.
+#[cfg(not(feature = "postgres"))]
+type Refresher = ();
 
 /// Serve the store to many clients at once over HTTP/1.1 (docs/api.md): on a unix socket
 /// (mode 0600, no token) and, with --listen, on TCP behind a bearer token; TCP answers only
@@ -112,14 +117,17 @@ pub struct Args {
     drain_timeout: u64,
     /// Serve sessions sharded over several PostgreSQL clusters, by the shard map held in this
     /// etcd cluster (its members' client URLs, comma-separated; docs/scale-out.md). The
-    /// global --backend, --pg and --store are not used then.
+    /// global --backend, --pg and --store are not used then. (Feature `postgres`.)
+    #[cfg(feature = "postgres")]
     #[arg(long, value_name = "URL[,URL...]", env = "GROVE_ETCD")]
     etcd: Option<String>,
     /// The prefix of the shard map's keys in etcd.
+    #[cfg(feature = "postgres")]
     #[arg(long, value_name = "PREFIX", default_value = crate::shard::map::DEFAULT_PREFIX, env = "GROVE_ETCD_PREFIX")]
     etcd_prefix: String,
     /// How often the shard map is read again from etcd, in seconds (a move's --grace must
     /// exceed it).
+    #[cfg(feature = "postgres")]
     #[arg(long, value_name = "SECONDS", default_value_t = 0.2)]
     map_refresh: f64,
     #[command(flatten)]
@@ -154,7 +162,11 @@ pub fn run(env: &mut Env<'_>, args: &Args) -> CmdResult<()> {
         .collect::<CmdResult<Vec<_>>>()?;
     // Sharded (--etcd): one store per cluster of the shard map, which a thread keeps fresh.
     let mut full_disk = None;
-    let (stores, refresher) = match &args.etcd {
+    #[cfg(feature = "postgres")]
+    let etcd = args.etcd.as_ref();
+    #[cfg(not(feature = "postgres"))]
+    let etcd: Option<std::convert::Infallible> = None;
+    let (stores, refresher): (Stores, Option<Refresher>) = match etcd {
         None => match env.open_store() {
             Ok(store) => (Stores::One(store), None),
             // The disk has less than the reserve free: serve reads; writes answer DiskFull.
@@ -184,6 +196,9 @@ pub fn run(env: &mut Env<'_>, args: &Args) -> CmdResult<()> {
             }
             Err(e) => return Err(e),
         },
+        #[cfg(not(feature = "postgres"))]
+        Some(never) => match never {},
+        #[cfg(feature = "postgres")]
         Some(etcd) => {
             let (etcd, keys) = crate::etcd_args::connect(&crate::etcd_args::EtcdArgs {
                 etcd: etcd.clone(),
@@ -297,7 +312,10 @@ pub fn run(env: &mut Env<'_>, args: &Args) -> CmdResult<()> {
     })?;
     // Every request is finished (or abandoned after the drain timeout): flush and close.
     drop(runtime);
+    #[cfg(feature = "postgres")]
     drop(refresher);
+    #[cfg(not(feature = "postgres"))]
+    let _: Option<Refresher> = refresher;
     let stores = served.current_stores();
     drop(served);
     // (A store opened only to read, on a full disk, has nothing to flush.)

@@ -7,12 +7,17 @@
 //! before it is made), and the fan-out of the routes that read every session. A write to a
 //! session a move is copying is refused with `busy`.
 
+#[cfg(feature = "postgres")]
 use std::sync::Arc;
 
+#[cfg(feature = "postgres")]
 use axum::http::StatusCode;
 use grove::{SessionSummary, Store};
 
-use super::api::{ApiError, ApiResult};
+#[cfg(feature = "postgres")]
+use super::api::ApiError;
+use super::api::ApiResult;
+#[cfg(feature = "postgres")]
 use crate::shard::router::Shards;
 
 /// The stores of a server.
@@ -20,25 +25,32 @@ use crate::shard::router::Shards;
 pub enum Stores {
     /// One store holds every session.
     One(Store),
-    /// Sessions are sharded over clusters, routed by the shard map.
+    /// Sessions are sharded over clusters, routed by the shard map (feature `postgres`).
+    #[cfg(feature = "postgres")]
     Sharded(Arc<Shards>),
 }
 
 /// The tries at generating a session id that routes to a given cluster (a fork's new
 /// session must be on its source's cluster); with two clusters, 64 tries all miss with
 /// probability 2^-64.
+#[cfg(feature = "postgres")]
 const ROUTED_ID_TRIES: usize = 64;
 
 impl Stores {
     /// Whether sessions are sharded.
     pub fn is_sharded(&self) -> bool {
-        matches!(self, Stores::Sharded(_))
+        #[cfg(feature = "postgres")]
+        return matches!(self, Stores::Sharded(_));
+        #[cfg(not(feature = "postgres"))]
+        false
     }
 
     /// The store of session `sid`, for a request that writes (`write`) or only reads.
+    #[cfg_attr(not(feature = "postgres"), allow(unused_variables))]
     pub fn for_session(&self, sid: &str, write: bool) -> ApiResult<Store> {
         match self {
             Stores::One(store) => Ok(store.clone()),
+            #[cfg(feature = "postgres")]
             Stores::Sharded(shards) => {
                 let routed = shards.route(sid).map_err(unrouted)?;
                 if routed.frozen && write {
@@ -62,6 +74,7 @@ impl Stores {
     pub fn for_new_session(&self, id: Option<String>) -> ApiResult<(Store, Option<String>)> {
         match self {
             Stores::One(store) => Ok((store.clone(), id)),
+            #[cfg(feature = "postgres")]
             Stores::Sharded(_) => {
                 let id = id.unwrap_or_else(new_session_id);
                 Ok((self.for_session(&id, true)?, Some(id)))
@@ -71,30 +84,12 @@ impl Stores {
 
     /// The id of a session forked from `source`: sharded, it must route to the source's
     /// cluster (the fork is made there). A given id that routes elsewhere is refused.
+    #[cfg_attr(not(feature = "postgres"), allow(unused_variables))]
     pub fn fork_id(&self, source: &str, id: Option<String>) -> ApiResult<Option<String>> {
-        let Stores::Sharded(shards) = self else {
-            return Ok(id);
-        };
-        let map = shards.map();
-        let cluster = |sid: &str| map.route(sid).map(|r| r.cluster.to_owned());
-        let home = cluster(source);
-        match id {
-            Some(id) if cluster(&id) == home => Ok(Some(id)),
-            Some(id) => Err(ApiError::invalid_argument(format!(
-                "session {id} would be on another cluster than {source}, which a fork is made \
-                 on; leave out \"id\" to get one that is"
-            ))),
-            None => (0..ROUTED_ID_TRIES)
-                .map(|_| new_session_id())
-                .find(|id| cluster(id) == home)
-                .map(Some)
-                .ok_or_else(|| {
-                    ApiError::new(
-                        StatusCode::INTERNAL_SERVER_ERROR,
-                        "storage",
-                        "no session id routing to the source's cluster was found",
-                    )
-                }),
+        match self {
+            Stores::One(_) => Ok(id),
+            #[cfg(feature = "postgres")]
+            Stores::Sharded(shards) => routed_fork_id(shards, source, id),
         }
     }
 
@@ -102,6 +97,7 @@ impl Stores {
     pub fn all(&self) -> Vec<Store> {
         match self {
             Stores::One(store) => vec![store.clone()],
+            #[cfg(feature = "postgres")]
             Stores::Sharded(shards) => shards.stores().into_iter().map(|(_, s)| s).collect(),
         }
     }
@@ -115,16 +111,46 @@ impl Stores {
                 all.sort_by(|a, b| a.id.cmp(&b.id));
                 Ok(all)
             }
+            #[cfg(feature = "postgres")]
             Stores::Sharded(shards) => shards.sessions(),
         }
     }
 }
 
-/// A session id as the engine makes them (a UUID v7).
+/// A session id as the engine makes them (a UUID v7), made here so that it can be routed
+/// before the session is.
+#[cfg(feature = "postgres")]
 fn new_session_id() -> String {
     uuid::Uuid::now_v7().hyphenated().to_string()
 }
 
+#[cfg(feature = "postgres")]
 fn unrouted(e: crate::shard::router::ShardError) -> ApiError {
     ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "storage", e.to_string())
+}
+
+/// [`Stores::fork_id`] of a sharded server.
+#[cfg(feature = "postgres")]
+fn routed_fork_id(shards: &Shards, source: &str, id: Option<String>) -> ApiResult<Option<String>> {
+    let map = shards.map();
+    let cluster = |sid: &str| map.route(sid).map(|r| r.cluster.to_owned());
+    let home = cluster(source);
+    match id {
+        Some(id) if cluster(&id) == home => Ok(Some(id)),
+        Some(id) => Err(ApiError::invalid_argument(format!(
+            "session {id} would be on another cluster than {source}, which a fork is made \
+             on; leave out \"id\" to get one that is"
+        ))),
+        None => (0..ROUTED_ID_TRIES)
+            .map(|_| new_session_id())
+            .find(|id| cluster(id) == home)
+            .map(Some)
+            .ok_or_else(|| {
+                ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "storage",
+                    "no session id routing to the source's cluster was found",
+                )
+            }),
+    }
 }

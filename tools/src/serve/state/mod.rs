@@ -198,6 +198,7 @@ impl State {
     /// `sid` (if its path names one) sees it; `write` says whether the request writes. While
     /// the stores are being reopened it waits for them, at most [`REOPEN_WAIT`] (then
     /// `503 busy`).
+    #[cfg_attr(not(feature = "postgres"), allow(unused_variables))]
     pub(in crate::serve) async fn for_request(
         &self,
         name: Option<&str>,
@@ -216,7 +217,9 @@ impl State {
         let name = name.unwrap_or(DEFAULT_CLIENT);
         let store = match (&stores, sid) {
             (Stores::One(store), _) => Some(store.with_actor(name)),
+            #[cfg(feature = "postgres")]
             (Stores::Sharded(_), None) => None,
+            #[cfg(feature = "postgres")]
             (Stores::Sharded(_), Some(sid)) => {
                 Some(stores.for_session(sid, write)?.with_actor(name))
             }
