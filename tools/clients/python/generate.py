@@ -105,6 +105,7 @@ class GroveClient:
     def __init__(self, url: Optional[str] = None, token: Optional[str] = None, name: Optional[str] = None, timeout: Optional[float] = None) -> None:
         args = client_args(url, token, name, timeout)
         socket = args.pop("socket")
+        self._where: str = args.pop("where")
         transport = httpx.HTTPTransport(uds=socket) if socket else None
         self._http = httpx.Client(transport=transport, **args)
 
@@ -122,7 +123,7 @@ class GroveClient:
         try:
             response = self._http.request(call.method, call.path, **request_args(call))
         except httpx.HTTPError as e:
-            raise transport_error(call, e) from e
+            raise transport_error(call, e, self._where) from e
         if response.status_code >= 400:
             raise error_of(call, response.status_code, response.content)
         return decode(call, response.content)
@@ -136,7 +137,7 @@ class GroveClient:
                     if line.strip():
                         yield parse_line(call, line)
         except httpx.HTTPError as e:
-            raise transport_error(call, e) from e
+            raise transport_error(call, e, self._where) from e
 
 '''
 
@@ -149,6 +150,7 @@ class AsyncGroveClient:
     def __init__(self, url: Optional[str] = None, token: Optional[str] = None, name: Optional[str] = None, timeout: Optional[float] = None) -> None:
         args = client_args(url, token, name, timeout)
         socket = args.pop("socket")
+        self._where: str = args.pop("where")
         transport = httpx.AsyncHTTPTransport(uds=socket) if socket else None
         self._http = httpx.AsyncClient(transport=transport, **args)
 
@@ -166,7 +168,7 @@ class AsyncGroveClient:
         try:
             response = await self._http.request(call.method, call.path, **request_args(call))
         except httpx.HTTPError as e:
-            raise transport_error(call, e) from e
+            raise transport_error(call, e, self._where) from e
         if response.status_code >= 400:
             raise error_of(call, response.status_code, response.content)
         return decode(call, response.content)
@@ -180,7 +182,7 @@ class AsyncGroveClient:
                     if line.strip():
                         yield parse_line(call, line)
         except httpx.HTTPError as e:
-            raise transport_error(call, e) from e
+            raise transport_error(call, e, self._where) from e
 
 '''
 

@@ -74,8 +74,10 @@ def error_of(call: Call, status: int, body: bytes) -> GroveError:
         return GroveError("invalid_response", status, f"{call.method} {call.path}: {text}")
 
 
-def transport_error(call: Call, error: Exception) -> GroveError:
-    return GroveError("transport", 0, f"{call.method} {call.path}: {error}")
+def transport_error(call: Call, error: Exception, where: str) -> GroveError:
+    """A failure to reach the server at `where` (`unix:/path` or the base URL) or to read its
+    answer: the message names the address, the call and the cause."""
+    return GroveError("transport", 0, f"{call.method} {call.path} at {where}: {error}")
 
 
 def parse_line(call: Call, line: str) -> Any:
@@ -102,6 +104,7 @@ def decode(call: Call, body: bytes) -> Any:
 def client_args(url: Optional[str], token: Optional[str], name: Optional[str], timeout: Optional[float]) -> dict[str, Any]:
     base, socket = endpoint(url)
     return {
+        "where": f"unix:{socket}" if socket else base,
         "base_url": base,
         "headers": headers(token, name),
         "timeout": httpx.Timeout(timeout),

@@ -27,6 +27,7 @@ class GroveClient:
     def __init__(self, url: Optional[str] = None, token: Optional[str] = None, name: Optional[str] = None, timeout: Optional[float] = None) -> None:
         args = client_args(url, token, name, timeout)
         socket = args.pop("socket")
+        self._where: str = args.pop("where")
         transport = httpx.HTTPTransport(uds=socket) if socket else None
         self._http = httpx.Client(transport=transport, **args)
 
@@ -44,7 +45,7 @@ class GroveClient:
         try:
             response = self._http.request(call.method, call.path, **request_args(call))
         except httpx.HTTPError as e:
-            raise transport_error(call, e) from e
+            raise transport_error(call, e, self._where) from e
         if response.status_code >= 400:
             raise error_of(call, response.status_code, response.content)
         return decode(call, response.content)
@@ -58,7 +59,7 @@ class GroveClient:
                     if line.strip():
                         yield parse_line(call, line)
         except httpx.HTTPError as e:
-            raise transport_error(call, e) from e
+            raise transport_error(call, e, self._where) from e
 
     def health(self) -> JsonObject:
         """The server's health: `ok`, `backend`, `durability`, `version`, `poisoned`."""

@@ -119,10 +119,22 @@ def test_tcp_needs_the_token_and_a_dead_server_is_a_transport_error(server: Serv
     with GroveClient("unix:/nonexistent/grove.sock") as g, pytest.raises(GroveError) as e:
         g.health()
     assert e.value.code == "transport" and e.value.retryable
+    # The error names where the client looked: the socket path, or the URL.
+    assert "GET /v1/health at unix:/nonexistent/grove.sock: " in e.value.message
+    with GroveClient("http://127.0.0.1:1") as g, pytest.raises(GroveError) as e:
+        g.health()
+    assert e.value.code == "transport" and "at http://127.0.0.1:1: " in e.value.message
     with pytest.raises(ValueError):
         GroveClient("ftp://x")
     with pytest.raises(ValueError):
         GroveClient(server.socket_url, name="café")
+
+
+async def test_the_asyncio_clients_transport_error_names_the_socket() -> None:
+    async with AsyncGroveClient("unix:/nonexistent/async.sock") as g:
+        with pytest.raises(GroveError) as e:
+            await g.health()
+    assert e.value.code == "transport" and "at unix:/nonexistent/async.sock: " in e.value.message
 
 
 async def test_the_asyncio_client_and_a_followed_replay(server: Server) -> None:

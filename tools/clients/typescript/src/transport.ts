@@ -78,6 +78,8 @@ export function buildPath(path: string, query?: Query): string {
 /** One request and its response, whose body is read by the caller. */
 export class Transport {
 	readonly endpoint: Endpoint;
+	/** Where the server is looked for, as a transport error names it: `unix:PATH` or `http://HOST:PORT`. */
+	readonly where: string;
 	private readonly token: string | undefined;
 	private readonly name: string | undefined;
 	private readonly timeoutMs: number;
@@ -96,6 +98,7 @@ export class Transport {
 			"socketPath" in options.endpoint
 				? "http://localhost"
 				: `http://${options.endpoint.host.includes(":") ? `[${options.endpoint.host}]` : options.endpoint.host}:${options.endpoint.port}`;
+		this.where = "socketPath" in options.endpoint ? `unix:${options.endpoint.socketPath}` : this.origin;
 	}
 
 	private dispatcher(): Dispatcher {
@@ -149,7 +152,9 @@ export class Transport {
 		} catch (error) {
 			const message = error instanceof Error ? error.message : String(error);
 			const cause = error instanceof Error && error.cause instanceof Error ? `: ${error.cause.message}` : "";
-			throw new GroveError("transport", 0, `${method} ${target}: ${message}${cause}`, { cause: error });
+			throw new GroveError("transport", 0, `${method} ${target} at ${this.where}: ${message}${cause}`, {
+				cause: error,
+			});
 		}
 		const answer: Answer = { statusCode: response.statusCode, body: response.body };
 		if (answer.statusCode >= 400) throw await errorFrom(method, target, answer);

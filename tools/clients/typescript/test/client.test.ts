@@ -453,7 +453,14 @@ describe("errors", () => {
 		const unreachable = await rejection(nowhere.health());
 		expect(unreachable).toMatchObject({ code: "transport", status: 0 });
 		expect(unreachable.retryable).toBe(true);
+		// The error names where the client looked: the socket path, or the URL.
+		expect(unreachable.message).toContain("GET /v1/health at unix:/nonexistent/grove.sock: ");
 		nowhere.close();
+		const closedPort = new GroveClient({ url: "http://127.0.0.1:1" });
+		const refused = await rejection(closedPort.health());
+		expect(refused).toMatchObject({ code: "transport", status: 0 });
+		expect(refused.message).toContain("GET /v1/health at http://127.0.0.1:1: ");
+		closedPort.close();
 	});
 });
 
