@@ -95,4 +95,6 @@ echo "== Python client (tools/clients/python)"
   .venv/bin/python -m mypy --strict grove_client && .venv/bin/python -m mypy tests examples
   .venv/bin/python -m pytest -q -p no:cacheprovider
 ) || status=1
+echo "== The clients' README install steps (tools/clients/readme-steps.sh)"
+bash tools/clients/readme-steps.sh || status=1
 exit "$status"
