@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Runs every test of the repository: the Rust workspace, then the TypeScript and the Python client
 # against the real `grove serve` (its npm dev dependencies, pi's packages among them, come from the npm
-# registry). Needs cargo, node 20 or later with npm, PostgreSQL (installed and started by
-# tools/pg-setup.sh when GROVE_TEST_PG is not set), and chromium for the HTML view's browser
-# tests (test/view.test.ts; `apt-get install chromium` on Debian).
+# registry). Needs cargo, node 22.19 or later with npm (pi's packages require it), PostgreSQL
+# (installed and started by tools/pg-setup.sh when GROVE_TEST_PG is not set), and chromium for
+# the HTML page's browser tests (test/view.test.ts; `apt-get install chromium` on Debian).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
