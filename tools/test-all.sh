@@ -80,9 +80,20 @@ export GROVE_BIN="$PWD/target/debug/grove"
 (
   cd tools/clients/typescript
   npm ci --no-audit --no-fund
+  # The native addon (napi-rs) in the dev profile: the tests' build.
+  GROVE_NATIVE_DEBUG=1 npm run build:native
   npx tsc --noEmit -p .
   NO_COLOR=1 CI=1 npx vitest run
+  # The transport-neutral tests again, on a store opened in each test process (openStore).
+  GROVE_TRANSPORT=in-process NO_COLOR=1 CI=1 npx vitest run test/client.test.ts \
+    test/differential.test.ts test/harness.test.ts test/langgraph.test.ts test/operations.test.ts \
+    test/pi.test.ts test/replay.test.ts
 ) || status=1
+# The bindings' own code has no unsafe: only what napi-rs's and PyO3's macros generate.
+if grep -rnw unsafe tools/clients/typescript/native/src tools/clients/python/native/src; then
+  echo "the native modules' code names unsafe"
+  status=1
+fi
 echo "== Python client (tools/clients/python)"
 (
   cd tools/clients/python
@@ -91,9 +102,13 @@ echo "== Python client (tools/clients/python)"
     apt-get update -qq && apt-get install -y -qq python3-venv >/dev/null
     python3 -m venv .venv
   fi
-  .venv/bin/pip install -q --disable-pip-version-check -e '.[test]'
+  # maturin builds the extension module (grove_client._native) with cargo: the dev profile,
+  # the tests' build.
+  MATURIN_PEP517_ARGS="--profile dev" .venv/bin/pip install -q --disable-pip-version-check -e '.[test]'
   .venv/bin/python -m mypy --strict grove_client && .venv/bin/python -m mypy tests examples
   .venv/bin/python -m pytest -q -p no:cacheprovider
+  # Again with the tests' unix-socket client on a store in the test process (in-process:DIR).
+  GROVE_TRANSPORT=in-process .venv/bin/python -m pytest -q -p no:cacheprovider
 ) || status=1
 echo "== The clients' README install steps (tools/clients/readme-steps.sh)"
 bash tools/clients/readme-steps.sh || status=1

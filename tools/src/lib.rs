@@ -1,7 +1,9 @@
-//! `grove`: the command-line tool of the grove session store.
+//! grove-tools: the `grove` command-line tool of the grove session store, as a library that
+//! its binary (`main.rs`) runs, and the server's routes served in the caller's process
+//! ([`embed`], for the native Node and Python packages).
 //!
-//! Parses the command line, finds the store, runs one subcommand and maps its error to an
-//! exit code (see `error.rs`). docs/cli.md describes every subcommand.
+//! [`main`] parses the command line, finds the store, runs one subcommand and maps its error
+//! to an exit code (see `error.rs`). docs/cli.md describes every subcommand.
 #![forbid(unsafe_code)]
 
 mod commands;
@@ -17,6 +19,7 @@ mod output_file;
 mod page;
 mod remote;
 mod serve;
+pub use serve::embed;
 #[cfg(feature = "postgres")]
 mod shard;
 mod storage_hint;
@@ -202,7 +205,9 @@ fn run(cli: Cli, json: bool) -> CmdResult {
     Ok(())
 }
 
-fn main() -> ExitCode {
+/// The `grove` command: parses the process's arguments, runs the subcommand, and returns its
+/// exit code.
+pub fn main() -> ExitCode {
     // A backend that panics on a damaged page returns an error the command reports.
     grove::kv::quiet_backend_panics();
     let matches = Cli::command().get_matches();

@@ -73,6 +73,7 @@ import httpx
 
 from . import _calls as c
 from ._calls import At, Call
+from ._native_transport import Embedded, LineSplitter, held_by_url, open_or_serving
 from ._transport import client_args, decode, error_of, parse_line, request_args, transport_error
 
 #: A JSON object as the server answers it.
@@ -95,22 +96,56 @@ def method(name: str, params: str, call: str, ret: str, kind: str, doc: str, aio
 
 SYNC_CORE = '''
 
+def open(path: str, *, name: Optional[str] = None, fallback: str = "server", **options: Any) -> GroveClient:
+    """A client of the store at `path` opened in this process (made when missing; see
+    `grove_client._native_transport` for a store another process holds). `options`:
+    `durability` ("sync", the default, or "none"), `backend` ("sled" or "redb"), `cache_bytes`,
+    `payload_threshold`, `lock_wait_seconds`, `read_only`."""
+    held = open_or_serving(path, options, name, fallback)
+    if isinstance(held, str):
+        return GroveClient(held, name=name)
+    return GroveClient._over(held)
+
+
 class GroveClient:
     """A synchronous client of `grove serve` (docs/api.md): `url` is `unix:/path/to/socket` or
-    `http://host:port` (default `GROVE_URL`), `token` the bearer token of a TCP listener (default
+    `http://host:port` (default `GROVE_URL`), or `in-process:/path/to/store` for the store opened
+    in this process (as `open(path)`); `token` the bearer token of a TCP listener (default
     `GROVE_TOKEN`), `name` the `Grove-Client` the server stamps operations with. `timeout` (s)
     bounds each wait for the server; None, the default, waits as long as it takes (a followed
     replay waits for writes)."""
 
+    _native: Optional[Embedded] = None
+
     def __init__(self, url: Optional[str] = None, token: Optional[str] = None, name: Optional[str] = None, timeout: Optional[float] = None) -> None:
+        self._native = held_by_url(url, name)
+        if self._native is not None:
+            self._where: str = self._native.where
+            return
         args = client_args(url, token, name, timeout)
         socket = args.pop("socket")
-        self._where: str = args.pop("where")
+        self._where = args.pop("where")
         transport = httpx.HTTPTransport(uds=socket) if socket else None
         self._http = httpx.Client(transport=transport, **args)
 
+    @classmethod
+    def _over(cls, native: Embedded) -> GroveClient:
+        client = cls.__new__(cls)
+        client._native = native
+        client._where = native.where
+        return client
+
+    @property
+    def where(self) -> str:
+        """Where calls go: `unix:PATH`, `http://HOST:PORT`, or `in-process:DIR`."""
+        return self._where
+
     def close(self) -> None:
-        """Closes the connections."""
+        """Closes the connections; a client of a store in this process lets go of it (the last
+        one flushes and closes it)."""
+        if self._native is not None:
+            self._native.close()
+            return
         self._http.close()
 
     def __enter__(self) -> GroveClient:
@@ -120,6 +155,8 @@ class GroveClient:
         self.close()
 
     def _run(self, call: Call) -> Any:
+        if self._native is not None:
+            return self._native.run(call)
         try:
             response = self._http.request(call.method, call.path, **request_args(call))
         except httpx.HTTPError as e:
@@ -129,6 +166,9 @@ class GroveClient:
         return decode(call, response.content)
 
     def _lines(self, call: Call) -> Iterator[Any]:
+        if self._native is not None:
+            yield from self._native.lines(call)
+            return
         try:
             with self._http.stream(call.method, call.path, **request_args(call)) as response:
                 if response.status_code >= 400:
@@ -143,19 +183,50 @@ class GroveClient:
 
 AIO_CORE = '''
 
+def open(path: str, *, name: Optional[str] = None, fallback: str = "server", **options: Any) -> AsyncGroveClient:
+    """An asyncio client of the store at `path` opened in this process, as `grove_client.open`
+    (its calls run on a worker thread, the extension releasing the GIL while it waits)."""
+    held = open_or_serving(path, options, name, fallback)
+    if isinstance(held, str):
+        return AsyncGroveClient(held, name=name)
+    return AsyncGroveClient._over(held)
+
+
 class AsyncGroveClient:
     """The asyncio client of `grove serve`: the methods of `GroveClient`, awaited (streams are
     async iterators). `url`, `token`, `name` and `timeout` as for `GroveClient`."""
 
+    _native: Optional[Embedded] = None
+
     def __init__(self, url: Optional[str] = None, token: Optional[str] = None, name: Optional[str] = None, timeout: Optional[float] = None) -> None:
+        self._native = held_by_url(url, name)
+        if self._native is not None:
+            self._where: str = self._native.where
+            return
         args = client_args(url, token, name, timeout)
         socket = args.pop("socket")
-        self._where: str = args.pop("where")
+        self._where = args.pop("where")
         transport = httpx.AsyncHTTPTransport(uds=socket) if socket else None
         self._http = httpx.AsyncClient(transport=transport, **args)
 
+    @classmethod
+    def _over(cls, native: Embedded) -> AsyncGroveClient:
+        client = cls.__new__(cls)
+        client._native = native
+        client._where = native.where
+        return client
+
+    @property
+    def where(self) -> str:
+        """Where calls go: `unix:PATH`, `http://HOST:PORT`, or `in-process:DIR`."""
+        return self._where
+
     async def close(self) -> None:
-        """Closes the connections."""
+        """Closes the connections; a client of a store in this process lets go of it (the last
+        one flushes and closes it)."""
+        if self._native is not None:
+            await asyncio.to_thread(self._native.close)
+            return
         await self._http.aclose()
 
     async def __aenter__(self) -> AsyncGroveClient:
@@ -165,6 +236,8 @@ class AsyncGroveClient:
         await self.close()
 
     async def _run(self, call: Call) -> Any:
+        if self._native is not None:
+            return await asyncio.to_thread(self._native.run, call)
         try:
             response = await self._http.request(call.method, call.path, **request_args(call))
         except httpx.HTTPError as e:
@@ -174,6 +247,19 @@ class AsyncGroveClient:
         return decode(call, response.content)
 
     async def _lines(self, call: Call) -> AsyncIterator[Any]:
+        native = self._native
+        if native is not None:
+            reply = await asyncio.to_thread(native.open_stream, call)
+            splitter = LineSplitter(call)
+            try:
+                while piece := await asyncio.to_thread(native.read_piece, call, reply):
+                    for value in splitter.feed(piece):
+                        yield value
+                for value in splitter.end():
+                    yield value
+            finally:
+                reply.close()
+            return
         try:
             async with self._http.stream(call.method, call.path, **request_args(call)) as response:
                 if response.status_code >= 400:
@@ -189,7 +275,7 @@ class AsyncGroveClient:
 
 def render(aio: bool) -> str:
     doc = "The asyncio client of `grove serve`." if aio else "The synchronous client of `grove serve`."
-    imports = "from collections.abc import AsyncIterator" if aio else "from collections.abc import Iterator"
+    imports = "import asyncio\nfrom collections.abc import AsyncIterator" if aio else "from collections.abc import Iterator"
     out = HEADER.format(doc=doc, imports=imports)
     out += AIO_CORE if aio else SYNC_CORE
     out += "\n".join(method(*m, aio=aio) for m in METHODS)

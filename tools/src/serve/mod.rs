@@ -21,6 +21,7 @@
 
 mod api;
 mod depth;
+pub mod embed;
 mod follow;
 mod full_disk;
 mod guard;
@@ -261,6 +262,7 @@ pub fn run(env: &mut Env<'_>, args: &Args) -> CmdResult<()> {
         drain: Duration::from_secs(args.drain_timeout),
         open: Arc::new(tokio::sync::Semaphore::new(args.max_connections)),
     };
+    let announce_in = (etcd.is_none() && env.store_dir.is_dir()).then(|| env.store_dir.clone());
     let out = &mut *env.out;
     let served = state.clone();
     runtime.block_on(async move {
@@ -273,6 +275,10 @@ pub fn run(env: &mut Env<'_>, args: &Args) -> CmdResult<()> {
         writeln!(out, "listening on unix:{}", socket.display())
             .and_then(|()| out.flush())
             .map_err(|e| CommandError::io("writing to stdout", e))?;
+        // Where this server listens, for a program that finds the store held (the native
+        // packages' `openStore` connects here instead): only a store of this process's own
+        // directory (not a sharded one).
+        let announced = announce_in.and_then(|dir| announce(&dir, &socket));
         let router = guard::unix(routes::router(state.clone(), None));
         servers.push(tokio::spawn(serve_unix(
             unix,
@@ -308,6 +314,9 @@ pub fn run(env: &mut Env<'_>, args: &Args) -> CmdResult<()> {
             let _ = server.await;
         }
         let _ = std::fs::remove_file(&socket);
+        if let Some(file) = announced {
+            let _ = std::fs::remove_file(file);
+        }
         Ok::<(), CommandError>(())
     })?;
     // Every request is finished (or abandoned after the drain timeout): flush and close.
@@ -376,6 +385,24 @@ fn read_token(path: &Path) -> CmdResult<String> {
 
 /// Binds the unix socket with mode 0600 (a stale socket file of a server that is gone is
 /// replaced; a live one is an error).
+/// The file in the store directory that says a server holds the store, and where it listens
+/// (docs/format.md, "Files").
+const SERVE_FILE: &str = "serve.json";
+
+/// Writes [`SERVE_FILE`] (`{"pid":…,"socket":…}`, atomically); best effort: a store whose
+/// directory cannot take it is served all the same, and openers are refused with `Locked`.
+fn announce(dir: &Path, socket: &Path) -> Option<PathBuf> {
+    let socket = std::path::absolute(socket).ok()?;
+    let text = serde_json::json!({ "pid": std::process::id(), "socket": socket }).to_string();
+    let file = dir.join(SERVE_FILE);
+    let temp = dir.join(format!("{SERVE_FILE}.{}", std::process::id()));
+    std::fs::write(&temp, text)
+        .and_then(|()| std::fs::rename(&temp, &file))
+        .map_err(|_| std::fs::remove_file(&temp))
+        .ok()?;
+    Some(file)
+}
+
 fn bind_unix(path: &Path) -> CmdResult<tokio::net::UnixListener> {
     use std::os::unix::fs::PermissionsExt;
     if path.exists() {

@@ -1,8 +1,10 @@
-"""The client of `grove serve`: `GroveClient` (synchronous) and `AsyncGroveClient` (asyncio)
-for every route of docs/api.md, over a unix socket or TCP with a token, and `GroveError`."""
+"""The client of grove: `GroveClient` (synchronous) and `AsyncGroveClient` (asyncio) for every
+route of docs/api.md, over a unix socket or TCP with a token to `grove serve`, or on a store
+opened in this process (`open(path)`, `aio.open(path)`: the extension module `_native`), and
+`GroveError`."""
 
 from .aio import AsyncGroveClient
-from .client import GroveClient, JsonObject
+from .client import GroveClient, JsonObject, open
 from .errors import GroveError
 
-__all__ = ["AsyncGroveClient", "GroveClient", "GroveError", "JsonObject"]
+__all__ = ["AsyncGroveClient", "GroveClient", "GroveError", "JsonObject", "open"]

@@ -11,28 +11,63 @@ import httpx
 
 from . import _calls as c
 from ._calls import At, Call
+from ._native_transport import Embedded, LineSplitter, held_by_url, open_or_serving
 from ._transport import client_args, decode, error_of, parse_line, request_args, transport_error
 
 #: A JSON object as the server answers it.
 JsonObject = dict[str, Any]
 
 
+def open(path: str, *, name: Optional[str] = None, fallback: str = "server", **options: Any) -> GroveClient:
+    """A client of the store at `path` opened in this process (made when missing; see
+    `grove_client._native_transport` for a store another process holds). `options`:
+    `durability` ("sync", the default, or "none"), `backend` ("sled" or "redb"), `cache_bytes`,
+    `payload_threshold`, `lock_wait_seconds`, `read_only`."""
+    held = open_or_serving(path, options, name, fallback)
+    if isinstance(held, str):
+        return GroveClient(held, name=name)
+    return GroveClient._over(held)
+
+
 class GroveClient:
     """A synchronous client of `grove serve` (docs/api.md): `url` is `unix:/path/to/socket` or
-    `http://host:port` (default `GROVE_URL`), `token` the bearer token of a TCP listener (default
+    `http://host:port` (default `GROVE_URL`), or `in-process:/path/to/store` for the store opened
+    in this process (as `open(path)`); `token` the bearer token of a TCP listener (default
     `GROVE_TOKEN`), `name` the `Grove-Client` the server stamps operations with. `timeout` (s)
     bounds each wait for the server; None, the default, waits as long as it takes (a followed
     replay waits for writes)."""
 
+    _native: Optional[Embedded] = None
+
     def __init__(self, url: Optional[str] = None, token: Optional[str] = None, name: Optional[str] = None, timeout: Optional[float] = None) -> None:
+        self._native = held_by_url(url, name)
+        if self._native is not None:
+            self._where: str = self._native.where
+            return
         args = client_args(url, token, name, timeout)
         socket = args.pop("socket")
-        self._where: str = args.pop("where")
+        self._where = args.pop("where")
         transport = httpx.HTTPTransport(uds=socket) if socket else None
         self._http = httpx.Client(transport=transport, **args)
 
+    @classmethod
+    def _over(cls, native: Embedded) -> GroveClient:
+        client = cls.__new__(cls)
+        client._native = native
+        client._where = native.where
+        return client
+
+    @property
+    def where(self) -> str:
+        """Where calls go: `unix:PATH`, `http://HOST:PORT`, or `in-process:DIR`."""
+        return self._where
+
     def close(self) -> None:
-        """Closes the connections."""
+        """Closes the connections; a client of a store in this process lets go of it (the last
+        one flushes and closes it)."""
+        if self._native is not None:
+            self._native.close()
+            return
         self._http.close()
 
     def __enter__(self) -> GroveClient:
@@ -42,6 +77,8 @@ class GroveClient:
         self.close()
 
     def _run(self, call: Call) -> Any:
+        if self._native is not None:
+            return self._native.run(call)
         try:
             response = self._http.request(call.method, call.path, **request_args(call))
         except httpx.HTTPError as e:
@@ -51,6 +88,9 @@ class GroveClient:
         return decode(call, response.content)
 
     def _lines(self, call: Call) -> Iterator[Any]:
+        if self._native is not None:
+            yield from self._native.lines(call)
+            return
         try:
             with self._http.stream(call.method, call.path, **request_args(call)) as response:
                 if response.status_code >= 400:

@@ -59,7 +59,15 @@ def serve(directory: pathlib.Path) -> Iterator[Server]:
         proc.wait(timeout=60)
 
 
+#: With GROVE_TRANSPORT=in-process, the tests' `socket_url` is a store opened in the test process
+#: itself (`in-process:DIR`, the extension module): every test of the unix socket runs on it
+#: (tools/test-all.sh runs the suite both ways); `tcp_url` stays the server's.
+IN_PROCESS = os.environ.get("GROVE_TRANSPORT") == "in-process"
+
+
 @pytest.fixture(scope="session")
 def server() -> Iterator[Server]:
     with tempfile.TemporaryDirectory() as tmp, serve(pathlib.Path(tmp)) as running:
+        if IN_PROCESS:
+            running.socket_url = f"in-process:{pathlib.Path(tmp) / 'embedded'}"
         yield running

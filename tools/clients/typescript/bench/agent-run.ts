@@ -13,6 +13,7 @@
 import { Pool } from "undici";
 import { AppendBatcher } from "../src/batcher.js";
 import { GroveClient } from "../src/client.js";
+import { openStore } from "../src/native.js";
 import { parseEndpoint } from "../src/transport.js";
 import { Rand } from "../test/random.js";
 import { quantile } from "./util.js";
@@ -171,8 +172,13 @@ export async function verify(client: GroveClient, prefix: string, seed: number, 
 	return problems;
 }
 
+const IN_PROCESS = "in-process:";
+
 export interface HarnessOptions {
-	/** The server, or several `grove serve` nodes over one database, comma-separated. */
+	/**
+	 * The server, or several `grove serve` nodes over one database, comma-separated; or
+	 * `in-process:DIR`, the store at DIR opened in this process.
+	 */
 	url: string;
 	/**
 	 * With several nodes: `session` sends every request of a session to one node (session i to
@@ -255,14 +261,18 @@ export async function runHarness(options: HarnessOptions): Promise<{ report: Har
 	const urls = options.url.split(",").filter((u) => u !== "");
 	if (urls.length === 0) throw new Error("no server url");
 	const spread = options.spread ?? "session";
+	// `in-process:DIR`: the store opened in this process (`openStore`), no server.
 	const pools = urls.map((url) => {
+		if (url.startsWith(IN_PROCESS)) return undefined;
 		const endpoint = parseEndpoint(url);
 		return "socketPath" in endpoint
 			? new Pool("http://localhost", { socketPath: endpoint.socketPath, connections: options.inFlight })
 			: new Pool(url, { connections: options.inFlight });
 	});
-	const clients = urls.map(
-		(url, i) => new GroveClient({ url, token: options.token, name: "typescript-harness", dispatcher: pools[i]! }),
+	const clients = urls.map((url, i) =>
+		url.startsWith(IN_PROCESS)
+			? openStore(url.slice(IN_PROCESS.length), { name: "typescript-harness" })
+			: new GroveClient({ url, token: options.token, name: "typescript-harness", dispatcher: pools[i]! }),
 	);
 	let turn = 0;
 	/** The node of a session's next request. */
@@ -342,6 +352,6 @@ export async function runHarness(options: HarnessOptions): Promise<{ report: Har
 		return { report, problems };
 	} finally {
 		for (const client of clients) client.close();
-		await Promise.all(pools.map((pool) => pool.close()));
+		await Promise.all(pools.map((pool) => pool?.close()));
 	}
 }

@@ -18,6 +18,7 @@ import {
 	readLines,
 	readText,
 	Transport,
+	type ClientTransport,
 } from "./transport.js";
 import type {
 	AppendIfResult,
@@ -107,6 +108,13 @@ function pathQuery(from: string | PathOptions | undefined): Query {
 /** The longest `Grove-Client` name the server takes. */
 const MAX_NAME = 64;
 
+/** Throws a `TypeError` for a client name the server would refuse. */
+export function checkName(name: string): void {
+	if (name.length === 0 || name.length > MAX_NAME || !/^[\x20-\x7e]*$/.test(name)) {
+		throw new TypeError(`client name ${JSON.stringify(name)}: 1 to ${MAX_NAME} printable ASCII characters expected`);
+	}
+}
+
 async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {
 	const out: T[] = [];
 	for await (const item of items) out.push(item);
@@ -114,13 +122,17 @@ async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {
 }
 
 export class GroveClient {
-	private readonly transport: Transport;
+	/** What carries this client's requests (HTTP to a server, or a store in this process). */
+	readonly transport: ClientTransport;
 
-	constructor(options: GroveClientOptions) {
-		const name = options.name;
-		if (name !== undefined && (name.length === 0 || name.length > MAX_NAME || !/^[\x20-\x7e]*$/.test(name))) {
-			throw new TypeError(`client name ${JSON.stringify(name)}: 1 to ${MAX_NAME} printable ASCII characters expected`);
+	/** A client of `grove serve` at `options.url`, or over the given transport (`openStore`). */
+	constructor(options: GroveClientOptions | { transport: ClientTransport }) {
+		if ("transport" in options) {
+			this.transport = options.transport;
+			return;
 		}
+		const name = options.name;
+		if (name !== undefined) checkName(name);
 		this.transport = new Transport({
 			endpoint: parseEndpoint(options.url),
 			token: options.token,
@@ -137,14 +149,32 @@ export class GroveClient {
 		return new GroveClient({ url, token: env.GROVE_TOKEN || undefined });
 	}
 
-	/** Where this client connects. */
-	get endpoint(): Endpoint {
-		return this.transport.endpoint;
+	/** Where this client's server listens (an in-process client has none: `undefined`). */
+	get endpoint(): Endpoint | undefined {
+		return this.transport instanceof Transport ? this.transport.endpoint : undefined;
 	}
 
-	/** Closes idle connections; requests after this open new ones. */
+	/** Where requests go: `unix:PATH`, `http://HOST:PORT`, or `in-process:DIR` for a store opened in this process. */
+	get where(): string {
+		return this.transport.where;
+	}
+
+	/**
+	 * Closes idle connections (requests after this open new ones); a client of a store opened in
+	 * this process (`openStore`) flushes and closes the store, and requests after this fail.
+	 */
 	close(): void {
 		this.transport.close();
+	}
+
+	/**
+	 * A client of the same server or in-process store whose requests name `name`
+	 * (`Grove-Client`: its operations are stamped with it; none: the default actor). Closing it
+	 * leaves the store open.
+	 */
+	withName(name: string | undefined): GroveClient {
+		if (name !== undefined) checkName(name);
+		return new GroveClient({ transport: this.transport.named(name) });
 	}
 
 	/** One request whose JSON answer is returned (`undefined` for an empty body, e.g. 204). */

@@ -1,10 +1,12 @@
 /**
- * The grove client: `GroveClient` for every route of `grove serve`, and `GroveError`.
+ * The grove client: `GroveClient` for every route of `grove serve`, `openStore` for a store in
+ * this process (the native addon) with the same client, and `GroveError`.
  * The pi adapter lives in `./pi.js` (it needs `@earendil-works/pi-agent-core`), the LangGraph
  * checkpointer in `./langgraph.js` (it needs `@langchain/langgraph-checkpoint`).
  */
 export { AppendBatcher, type AppendBatcherOptions } from "./batcher.js";
 export { applyContextChange, GroveClient, type GroveClientOptions } from "./client.js";
 export { GroveError, isGroveError } from "./errors.js";
-export { type Endpoint, parseEndpoint } from "./transport.js";
+export { InProcessTransport, openStore, type OpenStoreOptions } from "./native.js";
+export { type ClientTransport, type Endpoint, parseEndpoint } from "./transport.js";
 export type * from "./types.js";

@@ -75,8 +75,27 @@ export function buildPath(path: string, query?: Query): string {
 	return text ? `${path}?${text}` : path;
 }
 
+/**
+ * What carries a `GroveClient`'s requests: HTTP to `grove serve` ([`Transport`]) or the store
+ * opened in this process by the native addon (`InProcessTransport`, ./native.js). Both answer
+ * every route of docs/api.md alike.
+ */
+export interface ClientTransport {
+	/** Where requests go, as a transport error names it: `unix:PATH`, `http://HOST:PORT` or `in-process:DIR`. */
+	readonly where: string;
+	/**
+	 * Sends a request and resolves with the response once its head arrived. A status of 400
+	 * and above is read in full and thrown as a `GroveError`.
+	 */
+	send(method: string, path: string, options?: RequestOptions): Promise<Answer>;
+	/** Lets go of what the transport holds (connections, or the store). */
+	close(): void;
+	/** The same transport for a client of another name (`Grove-Client`), sharing what it can. */
+	named(name: string | undefined): ClientTransport;
+}
+
 /** One request and its response, whose body is read by the caller. */
-export class Transport {
+export class Transport implements ClientTransport {
 	readonly endpoint: Endpoint;
 	/** Where the server is looked for, as a transport error names it: `unix:PATH` or `http://HOST:PORT`. */
 	readonly where: string;
@@ -112,6 +131,10 @@ export class Transport {
 			});
 		}
 		return this.pool;
+	}
+
+	named(name: string | undefined): Transport {
+		return new Transport({ ...this.options, name });
 	}
 
 	/** Closes the connections of the transport's own pool; requests after this open new ones. */
@@ -272,7 +295,7 @@ function brokenStream(method: string, target: string, error: unknown): GroveErro
 	return new GroveError("transport", 0, `${method} ${target}: the answer broke off: ${message}`, { cause: error });
 }
 
-async function errorFrom(method: string, target: string, response: Answer): Promise<GroveError> {
+export async function errorFrom(method: string, target: string, response: Answer): Promise<GroveError> {
 	const status = response.statusCode;
 	const text = await readText(method, target, response);
 	try {

@@ -3,15 +3,16 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import * as http from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, describe, expect, inject, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { AppendBatcher } from "../src/batcher.js";
 import { GroveClient } from "../src/client.js";
 import { GroveError } from "../src/errors.js";
 import { rejection } from "./rejection.js";
 import { parseEndpoint } from "../src/transport.js";
 import { startServer } from "./server.js";
+import { inProcess, testClient } from "./clients.js";
 
-const client = new GroveClient({ url: inject("groveUrl") });
+const client = testClient();
 afterAll(() => client.close());
 
 let counter = 0;

@@ -5,16 +5,16 @@
  * `GROVE_DIFF_SEED` runs one seed.
  */
 import { randomUUID } from "node:crypto";
-import { afterAll, beforeAll, describe, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, it } from "vitest";
 import { InMemorySessionRepo as DropInRepo } from "../pi-compat/memory-repo.js";
 import { InMemorySessionStorage as DropInStorage } from "../pi-compat/memory-storage.js";
 import { GroveClient } from "../src/client.js";
 import { GroveSessionRepo, GroveSessionStorage } from "../src/pi.js";
+import { testClient, testUrl } from "./clients.js";
 import { type Backend, DifferentialRun } from "./differential.js";
 
-const url = inject("groveUrl");
-process.env.GROVE_URL = url;
-const client = new GroveClient({ url });
+process.env.GROVE_URL = testUrl();
+const client = testClient();
 
 const steps = Number(process.env.GROVE_DIFF_STEPS ?? 25);
 const only = process.env.GROVE_DIFF_SEED === undefined ? undefined : Number(process.env.GROVE_DIFF_SEED);

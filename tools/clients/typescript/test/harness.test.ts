@@ -4,13 +4,13 @@
  * self-check fails when a session holds something else than was written.
  */
 import { randomBytes } from "node:crypto";
-import { afterAll, describe, expect, inject, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { agentRun, runHarness, sessionId, verify } from "../bench/agent-run.js";
-import { GroveClient } from "../src/client.js";
+import { testClient, testUrl } from "./clients.js";
 import { Rand } from "./random.js";
 
-const url = inject("groveUrl");
-const client = new GroveClient({ url });
+const url = testUrl();
+const client = testClient();
 const ROLES = ["user", "assistant", "toolResult", "assistant"];
 
 afterAll(() => client.close());

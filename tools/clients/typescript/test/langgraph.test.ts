@@ -22,6 +22,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } 
 import { GroveClient } from "../src/client.js";
 import { GroveSaver, sessionIdOf, threadOfSessionId } from "../src/langgraph.js";
 import type { WireEntry } from "../src/types.js";
+import { inProcess, testClient } from "./clients.js";
 import { type RunningServer, startServer } from "./server.js";
 
 // The validation suite calls the test functions as globals (its CLI runs vitest with `globals`).
@@ -33,6 +34,11 @@ let admin: GroveClient | undefined;
 function url(): string {
 	if (server === undefined) throw new Error("the server has not started");
 	return server.urls[0]!;
+}
+
+/** A new client of this file's store: its server's, or the in-process one (GROVE_TRANSPORT=in-process). */
+function fresh(): GroveClient {
+	return inProcess ? testClient() : new GroveClient({ url: url() });
 }
 
 function grove(): GroveClient {
@@ -49,17 +55,17 @@ const initializer: CheckpointSaverTestInitializer<GroveSaver> = {
 	checkpointerName: "@grove/client GroveSaver",
 	beforeAllTimeout: 600_000,
 	async beforeAll() {
-		server = await startServer();
-		admin = new GroveClient({ url: url() });
+		if (!inProcess) server = await startServer();
+		admin = fresh();
 	},
 	async afterAll() {
 		admin?.close();
-		const code = await server?.stop();
+		const code = server ? await server.stop() : 0;
 		if (code !== 0) throw new Error(`grove serve exited with ${code} after SIGTERM`);
 	},
 	async createCheckpointer() {
 		await wipe();
-		return new GroveSaver({ url: url() });
+		return inProcess ? new GroveSaver({ client: fresh() }) : new GroveSaver({ url: url() });
 	},
 	async destroyCheckpointer(saver) {
 		saver.close();
@@ -246,7 +252,7 @@ describe("GroveSaver on grove", () => {
 
 	it("reads the latest checkpoint with a handful of requests, and puts a child without reading its parent", async () => {
 		const threadId = "cheap";
-		const client = new GroveClient({ url: url() });
+		const client = fresh();
 		const counted = new GroveSaver({ client });
 		// Step s changes channel c(s % 5) to version s + 1; `doc` is written once, at step 0.
 		const versions: Record<string, number> = { doc: 1 };
@@ -364,7 +370,7 @@ describe("GroveSaver on grove", () => {
 
 	it.each([
 		["", () => saver],
-		[" on a slow server", () => new GroveSaver({ client: new SlowClient({ url: url() }) })],
+		[" on a slow server", () => new GroveSaver({ client: new SlowClient({ transport: fresh().transport }) })],
 	])("runs a LangGraph graph%s, whose time travel is a branch of the session", async (_, make) => {
 		const saver = make();
 		const State = Annotation.Root({

@@ -5,16 +5,16 @@
  */
 import { AgentHarness, type MessageEntry, Session, SessionError, type SessionMetadata } from "@earendil-works/pi-agent-core";
 import { createModels, fauxAssistantMessage, fauxProvider } from "@earendil-works/pi-ai";
-import { afterAll, describe, expect, inject, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { InMemorySessionRepo } from "../pi-compat/memory-repo.js";
 import { InMemorySessionStorage } from "../pi-compat/memory-storage.js";
 import { GroveClient } from "../src/client.js";
 import { GroveSessionRepo, GroveSessionStorage } from "../src/pi.js";
+import { testClient, testUrl } from "./clients.js";
 import type { Repo } from "./differential.js";
 
-const url = inject("groveUrl");
-process.env.GROVE_URL = url;
-const client = new GroveClient({ url });
+process.env.GROVE_URL = testUrl();
+const client = testClient();
 afterAll(() => client.close());
 
 function userMessage(text: string) {

@@ -1,11 +1,11 @@
 /** The replay stream through GroveClient against the real server: history, context changes, follow. */
-import { afterAll, describe, expect, inject, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { applyContextChange, GroveClient } from "../src/client.js";
 import type { Context, ReplayEvent, ReplayRecord } from "../src/types.js";
+import { testClient } from "./clients.js";
 import { rejection } from "./rejection.js";
 
-const url = inject("groveUrl");
-const client = new GroveClient({ url, name: "replayer" });
+const client = testClient("replayer");
 afterAll(() => client.close());
 
 let counter = 0;

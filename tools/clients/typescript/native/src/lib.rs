@@ -1,0 +1,318 @@
+//! grove's store inside a Node.js process: the native addon of `@grove/client` (napi-rs).
+//!
+//! It owns the glue between node and [`grove_tools::embed`], which answers every route of
+//! docs/api.md in this process: `NativeStore.open` opens a store (refused with `Locked`,
+//! naming the holder, when another process or this one has it), `request` carries one
+//! request to the routes off the JS thread (napi-rs's tokio runtime awaits it; the engine's
+//! work runs on the embedded store's own pool) and resolves with its status and the first
+//! piece of its body, the rest of a streamed body coming by `NativeReply.read`. The
+//! TypeScript side (`src/native.ts`) makes of it the same transport the HTTP client has, so
+//! `GroveClient`, the pi and LangGraph adapters run unchanged on it.
+//!
+//! It calls `grove_tools::embed` and nothing else of grove. Errors cross to JS as an `Error`
+//! whose message begins with the error code of docs/api.md (`locked: …`, `closed: …`).
+
+use std::sync::Arc;
+
+use grove_tools::embed::{BodySender, EmbedError, Embedded, Options, Reply};
+use napi::bindgen_prelude::Buffer;
+use napi_derive::napi;
+
+/// How a store is opened (`openStore(path, options)` in TypeScript).
+#[napi(object)]
+#[derive(Default)]
+pub struct NativeOptions {
+    /// `"sync"` (the default: each write is on disk when acknowledged) or `"none"`.
+    pub durability: Option<String>,
+    /// `"sled"` (the default) or `"redb"`.
+    pub backend: Option<String>,
+    /// The backend's page cache, in bytes.
+    pub cache_bytes: Option<f64>,
+    /// Values of at least this many bytes are stored once as payloads; 0 stores lines whole.
+    pub payload_threshold: Option<f64>,
+    /// How long to wait for another process holding the store, in seconds (default 0).
+    pub lock_wait_seconds: Option<f64>,
+    /// Open to read only.
+    pub read_only: Option<bool>,
+}
+
+/// A store open in this process.
+#[napi]
+pub struct NativeStore {
+    inner: parking_lot::RwLock<Option<Arc<Embedded>>>,
+}
+
+/// An answer: its status, content type and the first piece of its body; the rest (of a
+/// streamed body) by `read`.
+#[napi]
+pub struct NativeReply {
+    status: u32,
+    content_type: Option<String>,
+    first: Option<Vec<u8>>,
+    rest: tokio::sync::Mutex<Option<Reply>>,
+    /// The embedded store's runtime, where the body is read (its timers and pool are there).
+    runtime: tokio::runtime::Handle,
+}
+
+/// A request being answered: its reply and the first piece of its body, when they come.
+type Answering = tokio::task::JoinHandle<Result<(Reply, Option<Vec<u8>>), EmbedError>>;
+
+/// A request whose body is sent piece by piece (`write`), answered by `finish`.
+#[napi]
+pub struct NativeUpload {
+    body: tokio::sync::Mutex<Option<BodySender>>,
+    answer: tokio::sync::Mutex<Option<Answering>>,
+    runtime: tokio::runtime::Handle,
+}
+
+fn error(code: &str, message: impl std::fmt::Display) -> napi::Error {
+    napi::Error::from_reason(format!("{code}: {message}"))
+}
+
+fn embed_error(e: EmbedError) -> napi::Error {
+    error(e.code(), &e)
+}
+
+fn count(name: &str, value: f64) -> napi::Result<u64> {
+    if value.is_finite() && value >= 0.0 && value.fract() == 0.0 && value <= 2f64.powi(53) {
+        Ok(value as u64)
+    } else {
+        Err(error(
+            "invalid_argument",
+            format!("{name} {value}: a whole number of bytes expected"),
+        ))
+    }
+}
+
+#[napi]
+impl NativeStore {
+    /// Opens (or makes) the store at `path` for this process.
+    #[napi(factory)]
+    pub fn open(path: String, options: Option<NativeOptions>) -> napi::Result<NativeStore> {
+        let given = options.unwrap_or_default();
+        let mut options = Options::new(&path);
+        options.durability = match given.durability.as_deref() {
+            None | Some("sync") => grove::Durability::Sync,
+            Some("none") => grove::Durability::None,
+            Some(other) => {
+                return Err(error(
+                    "invalid_argument",
+                    format!("durability {other:?}: \"sync\" or \"none\" expected"),
+                ))
+            }
+        };
+        options.redb = match given.backend.as_deref() {
+            None | Some("sled") => false,
+            Some("redb") => true,
+            Some(other) => {
+                return Err(error(
+                    "invalid_argument",
+                    format!("backend {other:?}: \"sled\" or \"redb\" expected"),
+                ))
+            }
+        };
+        if let Some(bytes) = given.cache_bytes {
+            options.cache_bytes = Some(count("cacheBytes", bytes)?);
+        }
+        if let Some(bytes) = given.payload_threshold {
+            let bytes = usize::try_from(count("payloadThreshold", bytes)?)
+                .map_err(|e| error("invalid_argument", e))?;
+            options.payload_threshold = Some(bytes);
+        }
+        if let Some(seconds) = given.lock_wait_seconds {
+            options.lock_wait = std::time::Duration::try_from_secs_f64(seconds).map_err(|_| {
+                error(
+                    "invalid_argument",
+                    format!("lockWaitSeconds {seconds}: a number of seconds expected"),
+                )
+            })?;
+        }
+        options.read_only = given.read_only.unwrap_or(false);
+        let store = Embedded::open(&options).map_err(embed_error)?;
+        Ok(NativeStore {
+            inner: parking_lot::RwLock::new(Some(Arc::new(store))),
+        })
+    }
+
+    fn store(&self) -> napi::Result<Arc<Embedded>> {
+        self.inner
+            .read()
+            .clone()
+            .ok_or_else(|| embed_error(EmbedError::Closed))
+    }
+
+    /// One request to the routes of docs/api.md; `headers` are name, value, name, value…
+    #[napi]
+    pub async fn request(
+        &self,
+        method: String,
+        target: String,
+        headers: Vec<String>,
+        body: Option<Buffer>,
+    ) -> napi::Result<NativeReply> {
+        let store = self.store()?;
+        let pairs = pairs(headers)?;
+        let body = body.map(|b| b.to_vec()).unwrap_or_default();
+        let future = store.request(&method, &target, &pairs, body);
+        let answered = store.runtime().spawn(async move {
+            let mut reply = future.await?;
+            let first = reply.chunk().await?;
+            Ok::<_, EmbedError>((reply, first))
+        });
+        let (reply, first) = answered
+            .await
+            .map_err(|e| error("transport", e))?
+            .map_err(embed_error)?;
+        Ok(NativeReply::new(
+            reply,
+            first,
+            store.runtime().handle().clone(),
+        ))
+    }
+
+    /// A request whose body follows by `NativeUpload.write` (an import read from a file).
+    #[napi]
+    pub fn upload(
+        &self,
+        method: String,
+        target: String,
+        headers: Vec<String>,
+    ) -> napi::Result<NativeUpload> {
+        let store = self.store()?;
+        let pairs = pairs(headers)?;
+        let (body, future) = store.request_streamed(&method, &target, &pairs);
+        let answer = store.runtime().spawn(async move {
+            let mut reply = future.await?;
+            let first = reply.chunk().await?;
+            Ok::<_, EmbedError>((reply, first))
+        });
+        Ok(NativeUpload {
+            body: tokio::sync::Mutex::new(Some(body)),
+            answer: tokio::sync::Mutex::new(Some(answer)),
+            runtime: store.runtime().handle().clone(),
+        })
+    }
+
+    /// Flushes and closes the store; requests after this fail with `closed`.
+    #[napi]
+    pub fn close(&self) -> napi::Result<()> {
+        let taken = self.inner.write().take();
+        let Some(store) = taken else { return Ok(()) };
+        match Arc::try_unwrap(store) {
+            Ok(store) => store.close().map_err(embed_error),
+            // A request in flight holds it: the last one to finish closes it.
+            Err(_) => Ok(()),
+        }
+    }
+}
+
+fn pairs(headers: Vec<String>) -> napi::Result<Vec<(String, String)>> {
+    headers
+        .chunks(2)
+        .map(|pair| match pair {
+            [name, value] => Ok((name.clone(), value.clone())),
+            _ => Err(error("invalid_request", "headers come in pairs")),
+        })
+        .collect()
+}
+
+impl NativeReply {
+    fn new(reply: Reply, first: Option<Vec<u8>>, runtime: tokio::runtime::Handle) -> NativeReply {
+        let done = first.is_none();
+        NativeReply {
+            status: u32::from(reply.status),
+            content_type: reply.content_type.clone(),
+            first,
+            rest: tokio::sync::Mutex::new((!done).then_some(reply)),
+            runtime,
+        }
+    }
+}
+
+#[napi]
+impl NativeUpload {
+    /// Sends the next piece of the body; false when the answer came already (stop sending
+    /// and `finish`).
+    #[napi]
+    pub async fn write(&self, piece: Buffer) -> napi::Result<bool> {
+        let body = self.body.lock().await;
+        let Some(sender) = body.as_ref() else {
+            return Ok(false);
+        };
+        Ok(sender.send(piece.to_vec()).await)
+    }
+
+    /// Ends the body as broken (`why`: the reading that failed); `finish` still answers.
+    #[napi]
+    pub async fn fail(&self, why: String) -> napi::Result<()> {
+        let taken = self.body.lock().await.take();
+        if let Some(sender) = taken {
+            sender.fail(why).await;
+        }
+        Ok(())
+    }
+
+    /// Ends the body and resolves with the answer.
+    #[napi]
+    pub async fn finish(&self) -> napi::Result<NativeReply> {
+        drop(self.body.lock().await.take());
+        let answer = self.answer.lock().await.take();
+        let Some(answer) = answer else {
+            return Err(error("invalid_request", "the upload was finished already"));
+        };
+        let (reply, first) = answer
+            .await
+            .map_err(|e| error("transport", e))?
+            .map_err(embed_error)?;
+        Ok(NativeReply::new(reply, first, self.runtime.clone()))
+    }
+}
+
+#[napi]
+impl NativeReply {
+    #[napi(getter)]
+    pub fn status(&self) -> u32 {
+        self.status
+    }
+
+    #[napi(getter)]
+    pub fn content_type(&self) -> Option<String> {
+        self.content_type.clone()
+    }
+
+    /// The first piece of the body (null for an empty one), once; then null.
+    #[napi]
+    pub fn take_first(&mut self) -> Option<Buffer> {
+        self.first.take().map(Buffer::from)
+    }
+
+    /// The next piece of the body, null at its end.
+    #[napi]
+    pub async fn read(&self) -> napi::Result<Option<Buffer>> {
+        let mut rest = self.rest.lock().await;
+        let Some(mut reply) = rest.take() else {
+            return Ok(None);
+        };
+        let (reply, chunk) = self
+            .runtime
+            .spawn(async move {
+                let chunk = reply.chunk().await;
+                (reply, chunk)
+            })
+            .await
+            .map_err(|e| error("transport", e))?;
+        let chunk = chunk.map_err(embed_error)?;
+        if chunk.is_some() {
+            *rest = Some(reply);
+        }
+        Ok(chunk.map(Buffer::from))
+    }
+
+    /// Stops reading: the rest of the body is dropped (a followed replay ends).
+    #[napi]
+    pub fn cancel(&self) {
+        if let Ok(mut rest) = self.rest.try_lock() {
+            *rest = None;
+        }
+    }
+}

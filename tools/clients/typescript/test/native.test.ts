@@ -1,0 +1,178 @@
+/**
+ * The in-process transport (`openStore`, the native addon) itself: a store opened in this
+ * process answers as the server does, keeps what it acknowledged across a close, streams, and
+ * refuses a second opener with `locked`.
+ */
+import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterEach, describe, expect, it } from "vitest";
+import { GroveError, openStore } from "../src/index.js";
+import { Rand } from "./random.js";
+import { startServer } from "./server.js";
+
+const dirs: string[] = [];
+function tempStore(): string {
+	const dir = mkdtempSync(join(tmpdir(), "grove-native-"));
+	dirs.push(dir);
+	return join(dir, "store");
+}
+afterEach(() => {
+	for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+describe("openStore", () => {
+	it("answers every route as the server does and keeps what it acknowledged", async () => {
+		const dir = tempStore();
+		const client = openStore(dir);
+		expect(client.where).toBe(`in-process:${dir}`);
+		const { id: sid } = await client.createSession();
+		const first = await client.append(sid, { role: "user", content: "hello" });
+		await client.append(sid, { role: "assistant", content: [{ type: "text", text: "hi" }] });
+		expect((await client.context(sid)).messages).toHaveLength(2);
+		expect((await client.entries(sid)).map((e) => e.parentId)).toEqual([null, first]);
+		const missing = await client.getEntry(sid, "nope").catch((e: unknown) => e);
+		expect(missing).toBeInstanceOf(GroveError);
+		expect((missing as GroveError).code).toBe("not_found");
+		expect((missing as GroveError).status).toBe(404);
+		client.close();
+		const closed = await client.leaf(sid).catch((e: unknown) => e);
+		expect((closed as GroveError).code).toBe("closed");
+		const again = openStore(dir);
+		expect((await again.context(sid)).messages.map((m) => (m as { role: string }).role)).toEqual(["user", "assistant"]);
+		again.close();
+	});
+
+	it("streams a large read and survives leaving it early", async () => {
+		const client = openStore(tempStore(), { durability: "none" });
+		const { id: sid } = await client.createSession();
+		await client.appendMany(sid, Array.from({ length: 3000 }, (_, i) => ({ role: "user", content: `message ${i} ${"x".repeat(200)}` })));
+		let seen = 0;
+		for await (const _entry of client.iterEntries(sid)) {
+			if (++seen === 10) break;
+		}
+		expect(seen).toBe(10);
+		expect(await client.entries(sid)).toHaveLength(3000);
+		client.close();
+	});
+
+	it("shares a store between the clients of this process, closed by the last", async () => {
+		const dir = tempStore();
+		const first = openStore(dir);
+		const second = openStore(dir, { name: "second" });
+		const { id: sid } = await first.createSession();
+		await second.append(sid, { role: "user", content: "from the second" });
+		first.close();
+		expect((await second.operations(sid)).map((op) => op.actor)).toContain("second");
+		second.close();
+		const closed = await second.leaf(sid).catch((e: unknown) => e);
+		expect((closed as GroveError).code).toBe("closed");
+		const reopened = openStore(dir);
+		expect(await reopened.entries(sid)).toHaveLength(1);
+		reopened.close();
+	});
+
+	it("refuses a store another process holds with locked, naming it, and falls back to its server", async () => {
+		const dir = tempStore();
+		const seed = openStore(dir);
+		const { id: sid } = await seed.createSession();
+		seed.close();
+		const child = spawn(process.execPath, [join(workers, "embedded.mjs"), dir, sid], { stdio: ["ignore", "pipe", "pipe"] });
+		try {
+			await firstLine(child);
+			for (const fallback of ["error", "server"] as const) {
+				// No server holds it: the fallback has nowhere to go.
+				const refused = (() => {
+					try {
+						return openStore(dir, { fallback });
+					} catch (error) {
+						return error;
+					}
+				})();
+				expect(refused).toBeInstanceOf(GroveError);
+				expect((refused as GroveError).code).toBe("locked");
+				expect((refused as GroveError).message).toContain(`process ${child.pid}`);
+			}
+		} finally {
+			child.kill("SIGKILL");
+			await new Promise((done) => child.once("close", done));
+		}
+		const server = await startServer();
+		try {
+			const refused = (() => {
+				try {
+					return openStore(server.store, { fallback: "error" });
+				} catch (error) {
+					return error;
+				}
+			})();
+			expect((refused as GroveError).code).toBe("locked");
+			const client = openStore(server.store);
+			expect(client.where).toBe(server.urls[0]);
+			const { id } = await client.createSession();
+			expect(await client.append(id, { role: "user", content: "through the server" })).toBeTypeOf("string");
+			client.close();
+		} finally {
+			await server.stop();
+		}
+	});
+
+	it("keeps every append a SIGKILLed embedding process acknowledged, once (20 kills)", async () => {
+		const dir = tempStore();
+		const seed = openStore(dir);
+		const { id: sid } = await seed.createSession();
+		seed.close();
+		const acked: string[] = [];
+		const random = new Rand(30);
+		for (let cycle = 0; cycle < 20; cycle++) {
+			const child = spawn(process.execPath, [join(workers, "embedded.mjs"), dir, sid], { stdio: ["ignore", "pipe", "pipe"] });
+			let out = "";
+			child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+				out += chunk;
+			});
+			let err = "";
+			child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
+				err += chunk;
+			});
+			const closed = new Promise((done) => child.once("close", done));
+			while (!out.includes("open\n")) {
+				if (child.exitCode !== null) throw new Error(`the embedding process exited: ${err}`);
+				await new Promise((done) => setTimeout(done, 5));
+			}
+			await new Promise((done) => setTimeout(done, 20 + random.int(200)));
+			child.kill("SIGKILL");
+			await closed;
+			expect(err).toBe("");
+			// A line cut off by the kill was not acknowledged.
+			for (const line of out.split("\n").slice(1, -1)) acked.push((JSON.parse(line) as { id: string }).id);
+		}
+		const client = openStore(dir);
+		const ids = (await client.entries(sid)).map((entry) => entry.id);
+		expect(new Set(ids).size).toBe(ids.length);
+		const stored = new Set(ids);
+		for (const id of acked) expect(stored.has(id), `acknowledged ${id} is missing`).toBe(true);
+		expect(acked.length).toBeGreaterThan(20);
+		expect((await client.verify()).ok).toBe(true);
+		client.close();
+	});
+});
+
+const workers = fileURLToPath(new URL("./workers/", import.meta.url));
+
+/** Resolves when the child printed its first line (`open`). */
+function firstLine(child: ChildProcessWithoutNullStreams | ReturnType<typeof spawn>): Promise<void> {
+	return new Promise((done, fail) => {
+		let out = "";
+		let err = "";
+		child.stderr?.setEncoding("utf8").on("data", (chunk: string) => {
+			err += chunk;
+		});
+		child.stdout?.setEncoding("utf8").on("data", (chunk: string) => {
+			out += chunk;
+			if (out.includes("\n")) done();
+		});
+		child.once("exit", (code) => fail(new Error(`exited with ${code}: ${err}`)));
+	});
+}

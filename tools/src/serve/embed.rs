@@ -1,0 +1,442 @@
+//! The server's routes in the caller's process: what the native Node and Python packages
+//! (`tools/clients/typescript/native`, `tools/clients/python/native`) open when a program
+//! embeds a store instead of talking to `grove serve`.
+//!
+//! An [`Embedded`] store answers the same requests as the server, by the same route table
+//! (`routes::router`, behind the unix socket's body check), so that every client method, its
+//! validation, its errors and its JSON are those of docs/api.md, whichever transport carries
+//! them; only the socket and HTTP's framing are gone. A request goes in as a method, a target
+//! (path and query), its headers and its body; the answer comes back as a status, a content
+//! type and a body read chunk by chunk ([`Reply::chunk`]), so streamed reads stay streamed
+//! and a followed replay follows. The bindings call the engine directly (`store`) for the
+//! few small reads where a route's own cost would be most of the call.
+//!
+//! It owns a tokio runtime of its own (the server's: a few workers, the blocking pool the
+//! engine calls run on), so callers may be on any thread and any runtime. It calls only what
+//! `serve` itself is built from (its state, limits, stores and routes) and the engine.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{HeaderName, HeaderValue, Method, Request};
+use axum::Router;
+use grove::{Backend, Durability, GroveError, Store, StoreConfig};
+use tokio_stream::StreamExt;
+use tower::ServiceExt;
+
+use super::guard;
+use super::limits::{self, Limits};
+use super::routes;
+use super::state::State;
+use super::stores::Stores;
+
+/// How an embedded store is opened: the options of `grove serve` that make sense in one
+/// process (no listener, no token, no connection limits).
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The store directory (made when missing).
+    pub dir: PathBuf,
+    /// `redb` instead of the default `sled`.
+    pub redb: bool,
+    /// How durable a write is when it is acknowledged (default `sync`, as the server).
+    pub durability: Durability,
+    /// The backend's page cache, in bytes (default the server's).
+    pub cache_bytes: Option<u64>,
+    /// Values of at least this many bytes are stored once as payloads; 0 stores lines whole.
+    pub payload_threshold: Option<usize>,
+    /// How long to wait for another process holding the store before failing with `Locked`.
+    pub lock_wait: Duration,
+    /// Open to read only.
+    pub read_only: bool,
+    /// The largest request body taken, as the server's `--max-body`.
+    pub max_body: usize,
+}
+
+impl Options {
+    pub fn new(dir: impl Into<PathBuf>) -> Options {
+        Options {
+            dir: dir.into(),
+            redb: false,
+            durability: Durability::Sync,
+            cache_bytes: None,
+            payload_threshold: None,
+            lock_wait: Duration::ZERO,
+            read_only: false,
+            max_body: 1 << 30,
+        }
+    }
+}
+
+/// A store served to its own process.
+pub struct Embedded {
+    runtime: tokio::runtime::Runtime,
+    router: Router,
+    state: State,
+    store: Store,
+    /// The store's place in this process's registry, left when it is dropped (last).
+    registered: Registered,
+}
+
+/// A directory in [`OPEN`], removed when this is dropped.
+struct Registered(PathBuf);
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        OPEN.lock().remove(&self.0);
+    }
+}
+
+/// The directories of the stores this process has open ([`Embedded::open`]).
+static OPEN: parking_lot::Mutex<std::collections::BTreeSet<PathBuf>> =
+    parking_lot::Mutex::new(std::collections::BTreeSet::new());
+
+/// An answer whose head is known; its body is read by [`Reply::chunk`].
+pub struct Reply {
+    /// The HTTP status the server would send.
+    pub status: u16,
+    /// Its `content-type`, when it has one.
+    pub content_type: Option<String>,
+    body: axum::body::BodyDataStream,
+}
+
+/// Why an embedded request could not be made (an answer with an error status is a [`Reply`]).
+#[derive(Debug, thiserror::Error)]
+pub enum EmbedError {
+    /// The store did not open.
+    #[error(transparent)]
+    Grove(#[from] GroveError),
+    /// The runtime could not start.
+    #[error("starting the embedded store's runtime: {0}")]
+    Runtime(std::io::Error),
+    /// A request's method, target or header is not one HTTP can carry.
+    #[error("request {what}: {message}")]
+    Request { what: String, message: String },
+    /// The store was closed.
+    #[error("the embedded store is closed")]
+    Closed,
+    /// Reading an answer's body failed.
+    #[error("reading the answer: {0}")]
+    Body(String),
+}
+
+impl EmbedError {
+    /// The error code of docs/api.md this failure has (`locked` for a store another holds,
+    /// `closed`, `invalid_request`, `transport`, or the engine error's own code).
+    pub fn code(&self) -> &'static str {
+        match self {
+            EmbedError::Grove(GroveError::Locked { .. }) => "locked",
+            EmbedError::Grove(e) => e.code(),
+            EmbedError::Closed => "closed",
+            EmbedError::Request { .. } => "invalid_request",
+            EmbedError::Runtime(_) | EmbedError::Body(_) => "transport",
+        }
+    }
+}
+
+impl Embedded {
+    /// Opens the store at `options.dir` for this process; `Locked` when another holds it.
+    pub fn open(options: &Options) -> Result<Embedded, EmbedError> {
+        // A store this process has open already is refused at once (the engine would wait
+        // for it as for a closed store's last handle, then refuse it).
+        let dir = std::fs::canonicalize(&options.dir).unwrap_or_else(|_| options.dir.clone());
+        if !OPEN.lock().insert(dir.clone()) {
+            return Err(EmbedError::Grove(GroveError::Locked {
+                dir,
+                holder: "this process (it has the store open already)".to_owned(),
+            }));
+        }
+        let registered = Registered(dir);
+        let backend = match options.redb {
+            true => Backend::Redb(options.dir.clone()),
+            false => Backend::Sled(options.dir.clone()),
+        };
+        let mut config = StoreConfig::new(&options.dir)
+            .backend(backend)
+            .durability(options.durability)
+            .read_only(options.read_only)
+            .cache_bytes(
+                options
+                    .cache_bytes
+                    .unwrap_or(grove::store::DEFAULT_CACHE_BYTES),
+            )
+            .lock_wait(options.lock_wait);
+        if let Some(bytes) = options.payload_threshold {
+            config = config.payload_threshold((bytes > 0).then_some(bytes));
+        }
+        let store = Store::open_with(config)?.with_actor("embedded");
+        let limits = Limits::new(
+            options.max_body,
+            usize::MAX,
+            Duration::from_secs(3600),
+            Duration::from_secs(5),
+            Duration::from_secs(10),
+            limits::BLOCKING_THREADS / 2,
+            limits::BLOCKING_THREADS / 2,
+        );
+        let state = State::new(
+            Stores::One(store.clone()),
+            limits,
+            None,
+            options.durability,
+            None,
+        );
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .max_blocking_threads(limits::BLOCKING_THREADS)
+            .thread_name("grove-embedded")
+            .build()
+            .map_err(EmbedError::Runtime)?;
+        let router = guard::unix(routes::router(state.clone(), None));
+        Ok(Embedded {
+            registered,
+            runtime,
+            router,
+            state,
+            store,
+        })
+    }
+
+    /// The store itself, for direct engine calls.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// The runtime requests run on (a binding spawns a request's future here).
+    pub fn runtime(&self) -> &tokio::runtime::Runtime {
+        &self.runtime
+    }
+
+    /// A request's answer, once its head is known: the future runs on any runtime (the routes'
+    /// blocking work goes to this store's pool through `State`).
+    pub fn request(
+        &self,
+        method: &str,
+        target: &str,
+        headers: &[(String, String)],
+        body: Vec<u8>,
+    ) -> impl std::future::Future<Output = Result<Reply, EmbedError>> + Send + 'static {
+        self.request_with(method, target, headers, Body::from(body))
+    }
+
+    /// A request whose body is sent piece by piece through the returned [`BodySender`] (an
+    /// import, read from a file as it is sent): the future answers once the routes have
+    /// answered, which may be before the whole body was sent (a refusal).
+    pub fn request_streamed(
+        &self,
+        method: &str,
+        target: &str,
+        headers: &[(String, String)],
+    ) -> (
+        BodySender,
+        impl std::future::Future<Output = Result<Reply, EmbedError>> + Send + 'static,
+    ) {
+        let (sender, receiver) = tokio::sync::mpsc::channel(4);
+        let body = Body::from_stream(tokio_stream::wrappers::ReceiverStream::new(receiver));
+        (
+            BodySender(sender),
+            self.request_with(method, target, headers, body),
+        )
+    }
+
+    fn request_with(
+        &self,
+        method: &str,
+        target: &str,
+        headers: &[(String, String)],
+        body: Body,
+    ) -> impl std::future::Future<Output = Result<Reply, EmbedError>> + Send + 'static {
+        let router = self.router.clone();
+        let built = build(method, target, headers, body);
+        async move {
+            let response = match router.oneshot(built?).await {
+                Ok(response) => response,
+                Err(never) => match never {},
+            };
+            let (parts, body) = response.into_parts();
+            Ok(Reply {
+                status: parts.status.as_u16(),
+                content_type: parts
+                    .headers
+                    .get(axum::http::header::CONTENT_TYPE)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned),
+                body: body.into_data_stream(),
+            })
+        }
+    }
+
+    /// [`Embedded::request`] from a thread outside any runtime, waiting for the head.
+    pub fn request_blocking(
+        &self,
+        method: &str,
+        target: &str,
+        headers: &[(String, String)],
+        body: Vec<u8>,
+    ) -> Result<Reply, EmbedError> {
+        let future = self.request(method, target, headers, body);
+        self.runtime.block_on(future)
+    }
+
+    /// Stops followed replays, flushes the store and closes it.
+    pub fn close(self) -> Result<(), EmbedError> {
+        self.state.stop();
+        let Embedded {
+            registered,
+            runtime,
+            router,
+            state,
+            store,
+        } = self;
+        drop(router);
+        drop(state);
+        runtime.shutdown_timeout(Duration::from_secs(30));
+        let flushed = match store.is_read_only() {
+            true => Ok(()),
+            false => store.flush(),
+        };
+        drop(store);
+        drop(registered);
+        Ok(flushed?)
+    }
+}
+
+/// The sending end of a streamed request body ([`Embedded::request_streamed`]); dropping it
+/// ends the body.
+pub struct BodySender(tokio::sync::mpsc::Sender<Result<axum::body::Bytes, std::io::Error>>);
+
+impl BodySender {
+    /// Sends the next piece; `false` when the routes stopped reading (they answered already).
+    pub async fn send(&self, piece: Vec<u8>) -> bool {
+        self.0.send(Ok(piece.into())).await.is_ok()
+    }
+
+    /// Ends the body as broken (the routes see a failed read, as of a client gone mid-body).
+    pub async fn fail(self, why: String) {
+        let _ = self.0.send(Err(std::io::Error::other(why))).await;
+    }
+}
+
+impl Reply {
+    /// The next piece of the body, `None` at its end.
+    pub async fn chunk(&mut self) -> Result<Option<Vec<u8>>, EmbedError> {
+        loop {
+            match self.body.next().await {
+                None => return Ok(None),
+                Some(Err(e)) => return Err(EmbedError::Body(e.to_string())),
+                Some(Ok(data)) if data.is_empty() => continue,
+                Some(Ok(data)) => return Ok(Some(data.to_vec())),
+            }
+        }
+    }
+
+    /// The whole body.
+    pub async fn all(mut self) -> Result<Vec<u8>, EmbedError> {
+        let mut out = Vec::new();
+        while let Some(chunk) = self.chunk().await? {
+            out.extend_from_slice(&chunk);
+        }
+        Ok(out)
+    }
+}
+
+fn build(
+    method: &str,
+    target: &str,
+    headers: &[(String, String)],
+    body: Body,
+) -> Result<Request<Body>, EmbedError> {
+    let invalid = |what: &str, message: String| EmbedError::Request {
+        what: what.to_owned(),
+        message,
+    };
+    let method = Method::from_bytes(method.as_bytes())
+        .map_err(|e| invalid(&format!("method {method:?}"), e.to_string()))?;
+    let mut request = Request::builder()
+        .method(method)
+        .uri(target)
+        .header(axum::http::header::HOST, "localhost");
+    for (name, value) in headers {
+        let name = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|e| invalid(&format!("header {name:?}"), e.to_string()))?;
+        let value = HeaderValue::from_str(value)
+            .map_err(|e| invalid(&format!("header {name}"), e.to_string()))?;
+        request = request.header(name, value);
+    }
+    request
+        .body(body)
+        .map_err(|e| invalid(&format!("target {target:?}"), e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(store: &Embedded, method: &str, target: &str, body: &str) -> (u16, String) {
+        let headers = [("content-type".to_owned(), "application/json".to_owned())];
+        let reply = store
+            .request_blocking(method, target, &headers, body.as_bytes().to_vec())
+            .unwrap_or_else(|e| panic!("{method} {target}: {e}"));
+        let status = reply.status;
+        let bytes = store
+            .runtime()
+            .block_on(reply.all())
+            .unwrap_or_else(|e| panic!("{method} {target}: {e}"));
+        (status, String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    fn json(text: &str) -> serde_json::Value {
+        serde_json::from_str(text).unwrap_or_else(|e| panic!("{text}: {e}"))
+    }
+
+    #[test]
+    fn answers_as_the_server_and_keeps_what_it_acknowledged() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let options = Options::new(dir.path().join("store"));
+        let store = Embedded::open(&options).unwrap_or_else(|e| panic!("{e}"));
+        let (status, created) = call(&store, "POST", "/v1/sessions", "{}");
+        assert_eq!(status, 201, "{created}");
+        let sid = json(&created)["id"].as_str().map(str::to_owned);
+        let sid = sid.unwrap_or_else(|| panic!("no id in {created}"));
+        let entry = r#"{"entry":{"role":"user","content":"hello"}}"#;
+        let (status, appended) = call(
+            &store,
+            "POST",
+            &format!("/v1/sessions/{sid}/entries"),
+            entry,
+        );
+        assert_eq!(status, 201, "{appended}");
+        // A bad request is answered as the server answers it, and the store goes on.
+        let (status, error) = call(&store, "POST", &format!("/v1/sessions/{sid}/entries"), "{");
+        assert_eq!(status, 400, "{error}");
+        assert_eq!(json(&error)["code"], "invalid_request", "{error}");
+        let (status, missing) = call(&store, "GET", "/v1/sessions/nope/context", "");
+        assert_eq!(
+            (status, json(&missing)["code"].clone()),
+            (404, "not_found".into())
+        );
+        // A second open in the same process (as another process would) is refused, naming
+        // the holder.
+        match Embedded::open(&options) {
+            Err(EmbedError::Grove(GroveError::Locked { holder, .. })) => {
+                assert!(holder.contains("this process"), "{holder}")
+            }
+            Err(e) => panic!("a second open: {e}"),
+            Ok(_) => panic!("a second open of a held store succeeded"),
+        }
+        store.close().unwrap_or_else(|e| panic!("{e}"));
+        let store = Embedded::open(&options).unwrap_or_else(|e| panic!("{e}"));
+        let (status, context) = call(&store, "GET", &format!("/v1/sessions/{sid}/context"), "");
+        assert_eq!(status, 200, "{context}");
+        assert_eq!(
+            json(&context)["messages"][0]["content"],
+            "hello",
+            "{context}"
+        );
+        // A streamed read comes in pieces and whole.
+        let (status, lines) = call(&store, "GET", &format!("/v1/sessions/{sid}/entries"), "");
+        assert_eq!((status, lines.lines().count()), (200, 1), "{lines}");
+        store.close().unwrap_or_else(|e| panic!("{e}"));
+    }
+}
