@@ -99,7 +99,7 @@ SYNC_CORE = '''
 def open(path: str, *, name: Optional[str] = None, fallback: str = "server", **options: Any) -> GroveClient:
     """A client of the store at `path` opened in this process (made when missing; see
     `grove_client._native_transport` for a store another process holds). `options`:
-    `durability` ("sync", the default, or "none"), `backend` ("sled" or "redb"), `cache_bytes`,
+    `durability` ("sync", the default, "group" or "none"), `backend` ("sled" or "redb"), `cache_bytes`,
     `payload_threshold`, `lock_wait_seconds`, `read_only`."""
     held = open_or_serving(path, options, name, fallback)
     if isinstance(held, str):

@@ -17,7 +17,7 @@ use axum::response::{IntoResponse, Response};
 use tokio::sync::{mpsc, oneshot};
 
 use super::api::{ApiError, ApiResult};
-use super::state::State;
+use super::state::{State, INLINE};
 
 /// Bytes gathered before a chunk is handed over.
 const CHUNK: usize = 64 << 10;
@@ -27,14 +27,18 @@ const DEPTH: usize = 8;
 /// Where a producer writes its lines.
 pub struct Sink {
     start: Option<oneshot::Sender<ApiResult<()>>>,
-    tx: mpsc::Sender<std::io::Result<Bytes>>,
+    /// Where chunks go; `None` for a request run inline, whose whole body is gathered in `buf`.
+    tx: Option<mpsc::Sender<std::io::Result<Bytes>>>,
     buf: Vec<u8>,
     gone: bool,
+    /// Whether the response started ([`Sink::ready`]).
+    started: bool,
 }
 
 impl Sink {
     /// The request is valid: the response starts (200, JSON lines).
     pub fn ready(&mut self) {
+        self.started = true;
         if let Some(start) = self.start.take() {
             let _ = start.send(Ok(()));
         }
@@ -45,7 +49,7 @@ impl Sink {
         self.ready();
         self.buf.extend_from_slice(text.as_bytes());
         self.buf.push(b'\n');
-        if self.buf.len() >= CHUNK {
+        if self.buf.len() >= CHUNK && self.tx.is_some() {
             self.flush();
         }
         !self.gone
@@ -56,18 +60,19 @@ impl Sink {
     pub fn bytes(&mut self, bytes: &[u8]) -> bool {
         self.ready();
         self.buf.extend_from_slice(bytes);
-        if self.buf.len() >= CHUNK {
+        if self.buf.len() >= CHUNK && self.tx.is_some() {
             self.flush();
         }
         !self.gone
     }
 
     fn flush(&mut self) {
+        let Some(tx) = &self.tx else { return };
         if self.buf.is_empty() || self.gone {
             return;
         }
         let chunk = Bytes::from(std::mem::take(&mut self.buf));
-        if self.tx.blocking_send(Ok(chunk)).is_err() {
+        if tx.blocking_send(Ok(chunk)).is_err() {
             self.gone = true;
         }
     }
@@ -118,6 +123,9 @@ async fn streamed<F>(state: &State, content_type: &'static str, produce: F) -> A
 where
     F: FnOnce(&mut Sink) -> grove::Result<()> + Send + 'static,
 {
+    if INLINE.try_with(|()| ()).is_ok() {
+        return Ok(gathered(content_type, produce));
+    }
     let permit = state.limits().stream()?;
     let (start_tx, start_rx) = oneshot::channel();
     let (tx, rx) = mpsc::channel(DEPTH);
@@ -126,9 +134,10 @@ where
         let _permit = permit;
         let mut sink = Sink {
             start: Some(start_tx),
-            tx,
+            tx: Some(tx),
             buf: Vec::with_capacity(CHUNK + 4096),
             gone: false,
+            started: false,
         };
         match produce(&mut sink) {
             Ok(()) => {
@@ -141,9 +150,9 @@ where
                 }
                 None => {
                     sink.flush();
-                    let _ = sink
-                        .tx
-                        .blocking_send(Err(std::io::Error::other(e.to_string())));
+                    if let Some(tx) = &sink.tx {
+                        let _ = tx.blocking_send(Err(std::io::Error::other(e.to_string())));
+                    }
                 }
             },
         }
@@ -161,6 +170,34 @@ where
     }
     let body = Body::from_stream(tokio_stream::wrappers::ReceiverStream::new(rx));
     Ok(([(header::CONTENT_TYPE, content_type)], body).into_response())
+}
+
+/// `produce` run on this thread for a request run inline (`state::INLINE`), its whole body
+/// gathered: the caller reads it whole anyway. An error before the first byte is the answer; one
+/// after it is a body that breaks off, as a stream's.
+fn gathered<F>(content_type: &'static str, produce: F) -> Response
+where
+    F: FnOnce(&mut Sink) -> grove::Result<()>,
+{
+    let mut sink = Sink {
+        start: None,
+        tx: None,
+        buf: Vec::new(),
+        gone: false,
+        started: false,
+    };
+    match produce(&mut sink) {
+        Ok(()) => ([(header::CONTENT_TYPE, content_type)], sink.buf).into_response(),
+        Err(e) if !sink.started => ApiError::from(e).into_response(),
+        Err(e) => {
+            let pieces: [std::io::Result<Bytes>; 2] = [
+                Ok(Bytes::from(sink.buf)),
+                Err(std::io::Error::other(e.to_string())),
+            ];
+            let body = Body::from_stream(tokio_stream::iter(pieces));
+            ([(header::CONTENT_TYPE, content_type)], body).into_response()
+        }
+    }
 }
 
 /// A request body read by a blocking task as `std::io::Read`: the connection hands its chunks

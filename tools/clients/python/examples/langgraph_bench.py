@@ -1,6 +1,7 @@
 """LangGraph on grove against LangGraph's SQLite checkpointer: the same real graph
 (`examples/langgraph_graph.py`, a deterministic fake model and a tool) runs a long thread on
-`AsyncGroveSaver` (a `grove serve` this script starts on a fresh store, over a unix socket) and
+`AsyncGroveSaver` (on a fresh store opened in this process, or with `--transport server` through a
+`grove serve` this script starts, over a unix socket) and
 on `AsyncSqliteSaver` (`langgraph-checkpoint-sqlite`, a fresh database file), and on
 `InMemorySaver` as the floor of the graph's own work.
 
@@ -46,6 +47,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
+from grove_client import aio as grove_aio
 from grove_client.langgraph import AsyncGroveSaver
 
 from .langgraph_graph import TOOL_EVERY, build_graph, question, summary
@@ -206,6 +208,20 @@ async def grove_backend(args: argparse.Namespace, work: pathlib.Path) -> AsyncIt
 
 
 @asynccontextmanager
+async def grove_in_process(args: argparse.Namespace, work: pathlib.Path) -> AsyncIterator[Backend]:
+    """The saver on a store opened in this process (the extension module): the first open sets
+    its options, the saver's `in-process:` URL shares it."""
+    store = work / "store"
+    holder = grove_aio.open(str(store), durability=args.durability, backend=args.backend, fallback="error")
+    saver = AsyncGroveSaver(f"in-process:{store}")
+    try:
+        yield Backend("grove", saver, lambda: dir_bytes(store))
+    finally:
+        await saver.aclose()
+        await holder.close()
+
+
+@asynccontextmanager
 async def sqlite_backend(work: pathlib.Path) -> AsyncIterator[Backend]:
     db = work / "checkpoints.sqlite"
 
@@ -264,7 +280,7 @@ def report(runs: dict[str, Run], args: argparse.Namespace) -> str:
     grove, sqlite, memory = runs["grove"], runs["sqlite"], runs["memory"]
     lines = [
         f"LangGraph {args.turns} turns on one thread, `aget_state` median (min) of {args.samples} calls; "
-        f"grove on {args.backend}{' with --compress' if args.compress else ''}, durability `{args.durability}`; {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}, "
+        f"grove {'in this process' if args.transport == 'in-process' else 'through grove serve'} on {args.backend}{' with --compress' if args.compress else ''}, durability `{args.durability}`; {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}, "
         f"Python {platform.python_version()}, {os.cpu_count()} cores, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end.",
         "",
         "| turn | checkpoints | messages | grove bytes | SQLite bytes | grove / SQLite | grove `aget_state` | SQLite `aget_state` | in memory `aget_state` | grove / SQLite | grove turn | SQLite turn | in memory turn |",
@@ -285,7 +301,7 @@ def report(runs: dict[str, Run], args: argparse.Namespace) -> str:
         f"| a turn on the branch (median of {args.branch_turns}) | {ms(grove.branch_turn_s)} | {ms(sqlite.branch_turn_s)} | {ms(memory.branch_turn_s)} | {ratio(grove.branch_turn_s, sqlite.branch_turn_s)} |",
         f"| `aget_state` on the branch | {ms(grove.branch_get_state_s)} | {ms(sqlite.branch_get_state_s)} | {ms(memory.branch_get_state_s)} | {ratio(grove.branch_get_state_s, sqlite.branch_get_state_s)} |",
         f"| bytes after the branch | {size(grove.bytes_after_branch)} | {size(sqlite.bytes_after_branch)} | — | {ratio(grove.bytes_after_branch, sqlite.bytes_after_branch)} |",
-        f"| bytes after closing (grove: server stopped) | {size(grove.bytes_closed)} | {size(sqlite.bytes_closed)} | — | {ratio(grove.bytes_closed, sqlite.bytes_closed)} |",
+        f"| bytes after closing (grove: store closed) | {size(grove.bytes_closed)} | {size(sqlite.bytes_closed)} | — | {ratio(grove.bytes_closed, sqlite.bytes_closed)} |",
         f"| whole run | {ms(grove.total_s)} | {ms(sqlite.total_s)} | {ms(memory.total_s)} | {ratio(grove.total_s, sqlite.total_s)} |",
         "",
         f"History after the branch: {grove.history_after_branch} checkpoints on grove, {sqlite.history_after_branch} on SQLite, "
@@ -302,7 +318,8 @@ async def main(args: argparse.Namespace) -> None:
         work = pathlib.Path(tmp)
         (work / "grove").mkdir()
         (work / "sqlite").mkdir()
-        async with grove_backend(args, work / "grove") as backend:
+        opened = grove_in_process if args.transport == "in-process" else grove_backend
+        async with opened(args, work / "grove") as backend:
             runs["grove"] = await run(backend, args)
         store = work / "grove" / "store"
         runs["grove"].bytes_closed = dir_bytes(store)
@@ -328,7 +345,8 @@ async def main(args: argparse.Namespace) -> None:
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--grove-bin", default=str(ROOT / "target" / "release" / "grove"), help="the grove binary")
-    parser.add_argument("--durability", default="sync", choices=["none", "group", "sync"], help="grove serve's durability (default: grove's own, sync)")
+    parser.add_argument("--transport", default="in-process", choices=["in-process", "server"], help="grove in this process (the default) or through `grove serve` over a unix socket")
+    parser.add_argument("--durability", default="sync", choices=["none", "group", "sync"], help="grove's durability (default: grove's own, sync)")
     parser.add_argument("--backend", default="sled", choices=["sled", "redb"], help="grove's backend (default sled)")
     parser.add_argument("--compress", action="store_true", help="sled's zstd page compression (grove --compress)")
     parser.add_argument("--turns", type=int, default=200)
@@ -345,6 +363,8 @@ def parse_args() -> argparse.Namespace:
         parser.error("--fork must be a turn of the run")
     if args.compress and args.backend != "sled":
         parser.error("--compress is sled's")
+    if args.compress and args.transport == "in-process":
+        parser.error("--compress makes a store with `grove serve`: give --transport server")
     return args
 
 

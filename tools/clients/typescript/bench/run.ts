@@ -1,9 +1,9 @@
 /**
  * grove serve from node, against pi's own storages, in one run (`npm run bench -- --scale S`):
  *
- * 1. client call latency (GroveClient) over the unix socket and over TCP with a token: a small
- *    read (`GET .../leaf`) and a small append, p50 and p99;
- * 2. pi's `Session` on grove (GroveSessionRepo) against pi's `JsonlSessionRepo`: resume (repo
+ * 1. client call latency (GroveClient) in-process (`openStore`, the native addon), over the unix
+ *    socket and over TCP with a token: a small read (`GET .../leaf`) and a small append, p50 and p99;
+ * 2. pi's `Session` on grove (GroveSessionRepo, in-process and through the server) against pi's `JsonlSessionRepo`: resume (repo
  *    open + buildContext) of a bushy session and of a realistic linear one, and a turn (two
  *    appendMessage + buildContext) at 1,000, 10,000 and 100,000 entries;
  * 3. throughput: 1 and 8 writer processes over 1,000 sessions at none, group and sync
@@ -29,6 +29,7 @@ import {
 } from "@earendil-works/pi-agent-core";
 import { NodeExecutionEnv } from "@earendil-works/pi-agent-core/node";
 import { GroveClient } from "../src/client.js";
+import { openStore } from "../src/native.js";
 import { GroveSessionRepo } from "../src/pi.js";
 import { type RunningServer, startServer } from "../test/server.js";
 import {
@@ -114,8 +115,7 @@ async function importFile(client: GroveClient, file: string): Promise<{ id: stri
 
 // 1. Latency
 
-async function latency(url: string, token: string | undefined, calls: number): Promise<{ read: number[]; append: number[] }> {
-	const client = new GroveClient({ url, token });
+async function latency(client: GroveClient, calls: number): Promise<{ read: number[]; append: number[] }> {
 	const sid = (await client.createSession({ cwd: "/bench" })).id;
 	await client.append(sid, { role: "user", content: "first", timestamp: 0 });
 	const read: number[] = [];
@@ -176,8 +176,8 @@ async function openAndBuild(open: () => Promise<Session<SessionMetadata>>): Prom
 	return { ms: ms(t0, t3), parts: [ms(t0, t1), ms(t1, t2), ms(t2, t3)], messages: context.messages.length };
 }
 
-async function groveResume(url: string, id: string): Promise<Resume> {
-	const client = new GroveClient({ url });
+async function groveResume(make: () => GroveClient, id: string): Promise<Resume> {
+	const client = make();
 	const result = await openAndBuild(() => new GroveSessionRepo(client).open({ id, createdAt: "" }));
 	client.close();
 	return result;
@@ -364,27 +364,30 @@ async function main(): Promise<void> {
 	out(`| CPU | ${cpus()[0]?.model ?? "?"}, ${cpus().length} cores, ${(totalmem() / 2 ** 30).toFixed(1)} GiB |`);
 	out(`| load average at the start | ${loadAverage()} |`);
 
-	// 1 and 2 share one server at durability none (pi's JSONL storage never fsyncs).
+	// 1 and 2 share one server at durability none (pi's JSONL storage never fsyncs), and one
+	// store opened in this process (the native addon, `openStore`), also at none.
 	const { server, unix, tcp, token } = await serve("none");
+	const embedded = openStore(join(work, "embedded"), { durability: "none", fallback: "error" });
 	try {
 		const calls = Math.max(2000, Math.round(20_000 * scale));
 		log(`latency: ${calls} calls each`);
-		const overUnix = await latency(unix, undefined, calls);
-		const overTcp = await latency(tcp, token, calls);
+		const overUnix = await latency(new GroveClient({ url: unix }), calls);
+		const overTcp = await latency(new GroveClient({ url: tcp, token }), calls);
+		const inProcess = await latency(embedded.withName(undefined), calls);
 		const floorServer = await startFloor();
-		const floor = await latency(floorServer.url, undefined, calls);
+		const floor = await latency(new GroveClient({ url: floorServer.url }), calls);
 		floorServer.stop();
 		out();
 		out(`### Client call latency (${fmtCount(calls)} sequential calls each, after 500 warm-up; durability none)`);
 		out();
-		out("| call | unix p50 | unix p99 | TCP + token p50 | TCP + token p99 | floor: node:http server, unix p50 / p99 |");
-		out("|---|---|---|---|---|---|");
+		out("| call | in-process p50 | in-process p99 | unix p50 | unix p99 | TCP + token p50 | TCP + token p99 | floor: node:http server, unix p50 / p99 |");
+		out("|---|---|---|---|---|---|---|---|");
 		for (const [name, key] of [
 			["small read: `GET .../leaf`", "read"],
 			["small append: `POST .../entries`", "append"],
 		] as const) {
 			out(
-				`| ${name} | ${fmtMs(median(overUnix[key]))} | ${fmtMs(quantile(overUnix[key], 0.99))} | ${fmtMs(median(overTcp[key]))} | ${fmtMs(quantile(overTcp[key], 0.99))} | ${fmtMs(median(floor[key]))} / ${fmtMs(quantile(floor[key], 0.99))} |`,
+				`| ${name} | ${fmtMs(median(inProcess[key]))} | ${fmtMs(quantile(inProcess[key], 0.99))} | ${fmtMs(median(overUnix[key]))} | ${fmtMs(quantile(overUnix[key], 0.99))} | ${fmtMs(median(overTcp[key]))} | ${fmtMs(quantile(overTcp[key], 0.99))} | ${fmtMs(median(floor[key]))} / ${fmtMs(quantile(floor[key], 0.99))} |`,
 			);
 		}
 
@@ -409,40 +412,47 @@ async function main(): Promise<void> {
 		out();
 		out("### Resume: repo open + buildContext of pi's `Session`");
 		out();
-		out("grove: a new `GroveClient` (a new connection) + `GroveSessionRepo.open` + `Session.buildContext`, against a running server (median of 10 after 2 warm-up); pi: `JsonlSessionRepo.open` + `buildContext` of the same file (median of 3 after 1 warm-up).");
+		out("grove (server): a new `GroveClient` (a new connection) + `GroveSessionRepo.open` + `Session.buildContext`, against a running server; grove (in-process): a new client of the store this process has open (`openStore`) + the same; both the median of 10 after 2 warm-up. pi: `JsonlSessionRepo.open` + `buildContext` of the same file (median of 3 after 1 warm-up).");
 		out();
-		out("| session | JSONL size | grove import | context messages | grove | (open / branch / build) | pi JSONL | (open / branch / build) | JSONL / grove |");
-		out("|---|---|---|---|---|---|---|---|---|");
+		out("| session | JSONL size | grove import | context messages | grove in-process | (open / branch / build) | JSONL / in-process | grove server | (open / branch / build) | pi JSONL | (open / branch / build) | JSONL / server |");
+		out("|---|---|---|---|---|---|---|---|---|---|---|---|");
 		for (const fixture of fixtures) {
 			log(`gen ${fixture.name}`);
 			generate(fixture.file, fixture.args);
 			const size = readFileSync(fixture.file).byteLength;
 			const imported = await importFile(client, fixture.file);
 			log(`imported ${imported.entries} entries in ${fmtMs(imported.ms)}`);
-			const grove = await repeat(2, 10, () => groveResume(unix, imported.id));
+			const grove = await repeat(2, 10, () => groveResume(() => new GroveClient({ url: unix }), imported.id));
 			log(`grove resume ${fmtMs(median(grove.times))}`);
+			await embedded.importSession(readFileSync(fixture.file));
+			const local = await repeat(2, 10, () => groveResume(() => embedded.withName(undefined), imported.id));
+			log(`grove in-process resume ${fmtMs(median(local.times))}`);
 			const jsonl = await repeat(1, 3, () => jsonlResume(fixture.file));
 			log(`jsonl resume ${fmtMs(median(jsonl.times))} ${jsonl.error ?? ""}`);
+			if (local.messages !== grove.messages) {
+				throw new Error(`${fixture.name}: grove's context has ${grove.messages} messages in-process, ${local.messages} from the server`);
+			}
 			if (!jsonl.error && jsonl.messages !== grove.messages) {
 				throw new Error(`${fixture.name}: grove's context has ${grove.messages} messages, pi's ${jsonl.messages}`);
 			}
 			const jsonlCell = jsonl.error ? `fails: ${jsonl.error}` : fmtMs(median(jsonl.times));
 			const parts = (runs: Runs) => (runs.error ? "—" : runs.parts.map((p) => fmtMs(median(p))).join(" / "));
 			out(
-				`| ${fixture.name} | ${(size / 2 ** 20).toFixed(1)} MiB | ${fmtMs(imported.ms)} | ${grove.messages} | ${fmtMs(median(grove.times))} | ${parts(grove)} | ${jsonlCell} | ${parts(jsonl)} | ${jsonl.error ? "—" : fmtRatio(median(jsonl.times) / median(grove.times))} |`,
+				`| ${fixture.name} | ${(size / 2 ** 20).toFixed(1)} MiB | ${fmtMs(imported.ms)} | ${grove.messages} | ${fmtMs(median(local.times))} | ${parts(local)} | ${jsonl.error ? "—" : fmtRatio(median(jsonl.times) / median(local.times))} | ${fmtMs(median(grove.times))} | ${parts(grove)} | ${jsonlCell} | ${parts(jsonl)} | ${jsonl.error ? "—" : fmtRatio(median(jsonl.times) / median(grove.times))} |`,
 			);
 			rmSync(fixture.file, { force: true });
 			await client.deleteSession(imported.id);
+			await embedded.deleteSession(imported.id);
 		}
 
 		// Turns.
 		out();
 		out("### A turn: two appendMessage + buildContext on an open `Session`");
 		out();
-		out("Linear sessions of small entries with a compaction every 100 (so the context is about the same at every size); grove: `GroveSessionRepo` with `exclusive: true` (this process the session's only writer, as with pi's JSONL repo) over the unix socket, one client; pi: `JsonlSessionRepo`, the session loaded before timing. Median and p99 of 200 turns after 20 warm-up.");
+		out("Linear sessions of small entries with a compaction every 100 (so the context is about the same at every size); grove: `GroveSessionRepo` with `exclusive: true` (this process the session's only writer, as with pi's JSONL repo), in-process (`openStore`) and over the unix socket (one client); pi: `JsonlSessionRepo`, the session loaded before timing. Median and p99 of 200 turns after 20 warm-up.");
 		out();
-		out("| entries | grove p50 | grove p99 | pi JSONL p50 | pi JSONL p99 | context messages | grove / JSONL (p50) |");
-		out("|---|---|---|---|---|---|---|");
+		out("| entries | grove in-process p50 | p99 | in-process / JSONL (p50) | grove server p50 | p99 | pi JSONL p50 | pi JSONL p99 | context messages | server / JSONL (p50) |");
+		out("|---|---|---|---|---|---|---|---|---|---|");
 		for (const [index, entries] of [1_000, 10_000, 100_000].filter((n) => n <= turnMax).entries()) {
 			const file = join(work, `turns-${entries}.jsonl`);
 			generate(file, ["--entries", String(entries), "--compaction-every", "100", "--seed", String(10 + index)]);
@@ -453,15 +463,19 @@ async function main(): Promise<void> {
 				createdAt: "",
 			});
 			const grove = await turns(groveSession, 20, 200);
+			await embedded.importSession(readFileSync(file));
+			const localSession = await new GroveSessionRepo(embedded, { exclusive: true }).open({ id: imported.id, createdAt: "" });
+			const local = await turns(localSession, 20, 200);
 			const jsonl = await turns(await jsonlOpen(file), 20, 200);
-			log(`turns at ${entries}: grove ${fmtMs(median(grove.times))}, jsonl ${fmtMs(median(jsonl.times))}`);
+			log(`turns at ${entries}: grove in-process ${fmtMs(median(local.times))}, server ${fmtMs(median(grove.times))}, jsonl ${fmtMs(median(jsonl.times))}`);
 			out(
-				`| ${fmtCount(entries)} | ${fmtMs(median(grove.times))} | ${fmtMs(quantile(grove.times, 0.99))} | ${fmtMs(median(jsonl.times))} | ${fmtMs(quantile(jsonl.times, 0.99))} | ${grove.messages} / ${jsonl.messages} | ${fmtRatio(median(grove.times) / median(jsonl.times))} |`,
+				`| ${fmtCount(entries)} | ${fmtMs(median(local.times))} | ${fmtMs(quantile(local.times, 0.99))} | ${fmtRatio(median(local.times) / median(jsonl.times))} | ${fmtMs(median(grove.times))} | ${fmtMs(quantile(grove.times, 0.99))} | ${fmtMs(median(jsonl.times))} | ${fmtMs(quantile(jsonl.times, 0.99))} | ${grove.messages} / ${jsonl.messages} | ${fmtRatio(median(grove.times) / median(jsonl.times))} |`,
 			);
 			rmSync(file, { force: true });
 		}
 		client.close();
 	} finally {
+		embedded.close();
 		await server.stop();
 	}
 

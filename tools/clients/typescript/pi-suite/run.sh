@@ -9,7 +9,9 @@
 # one: put its bin/ first on PATH). pi-ai's model data is generated from the network by pi's
 # build; when packages/ai/src/providers/data is missing it is copied from the published
 # @earendil-works/pi-ai@0.83.0 in this package's node_modules. GROVE_BIN as for `npm test`.
-# With GROVE_PI_BASELINE=1 the suite runs on pi's own backend instead (no redirect), to compare.
+# With GROVE_PI_BASELINE=1 the suite runs on pi's own backend instead (no redirect), to compare;
+# with GROVE_TRANSPORT=in-process the drop-ins open a store in each worker process (openStore,
+# the native addon: `npm run build:native` first) instead of a server.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 checkout=$(cd "${1:?usage: run.sh PI_CHECKOUT [vitest args...]}" && pwd)

@@ -179,6 +179,7 @@ export class GroveClient {
 
 	/** One request whose JSON answer is returned (`undefined` for an empty body, e.g. 204). */
 	async request<T>(method: string, path: string, options: { query?: Query; body?: unknown } = {}): Promise<T> {
+		if (this.transport.json) return (await this.transport.json(method, path, options)) as T;
 		const response = await this.transport.send(method, path, options);
 		return (await readJson(method, path, response)) as T;
 	}

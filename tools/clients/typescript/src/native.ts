@@ -18,12 +18,20 @@ import { Readable } from "node:stream";
 import { fileURLToPath } from "node:url";
 import { checkName, GroveClient } from "./client.js";
 import { GroveError } from "./errors.js";
-import { type Answer, buildPath, type ClientTransport, errorFrom, type RequestOptions } from "./transport.js";
+import {
+	type Answer,
+	buildPath,
+	type ClientTransport,
+	errorFrom,
+	errorOf,
+	readJson,
+	type RequestOptions,
+} from "./transport.js";
 
 /** How `openStore` opens a store. */
 export interface OpenStoreOptions {
-	/** `"sync"` (the default: each write is on disk when acknowledged) or `"none"`. */
-	durability?: "sync" | "none";
+	/** `"sync"` (the default: each write is on disk when acknowledged), `"group"` (as sync, one flush shared by concurrent writers) or `"none"`. */
+	durability?: "sync" | "group" | "none";
 	/** `"sled"` (the default) or `"redb"`; a store keeps the backend it was made with. */
 	backend?: "sled" | "redb";
 	/** The backend's page cache, in bytes. */
@@ -41,6 +49,13 @@ export interface OpenStoreOptions {
 	 * fails with `locked`.
 	 */
 	fallback?: "server" | "error";
+	/**
+	 * Whether a read whose answer is one JSON value (`leaf`, `getEntry`, `context`, `tree`, …)
+	 * runs on node's thread (the default: a small read takes microseconds, less than going to
+	 * another thread and back), or, `false`, off it like every other call. Writes and streamed
+	 * reads never run on node's thread.
+	 */
+	inlineReads?: boolean;
 }
 
 interface NativeReply {
@@ -58,13 +73,15 @@ interface NativeUpload {
 }
 
 interface NativeStore {
+	requestSync(method: string, target: string, headers: string[], body?: Buffer | null): { status: number; body: Buffer };
+	requestWhole(method: string, target: string, headers: string[], body?: Buffer | null): Promise<{ status: number; body: Buffer }>;
 	request(method: string, target: string, headers: string[], body?: Buffer | null): Promise<NativeReply>;
 	upload(method: string, target: string, headers: string[]): NativeUpload;
 	close(): void;
 }
 
 interface NativeModule {
-	NativeStore: { open(path: string, options?: Omit<OpenStoreOptions, "name" | "fallback">): NativeStore };
+	NativeStore: { open(path: string, options?: Omit<OpenStoreOptions, "name" | "fallback" | "inlineReads">): NativeStore };
 }
 
 let loaded: NativeModule | undefined;
@@ -123,7 +140,7 @@ async function sendStream(upload: NativeUpload, stream: Readable, what: string):
 }
 
 /** The body of a native answer as a stream: its first piece, then each `read`; leaving it early cancels the rest. */
-async function* pieces(reply: NativeReply): AsyncGenerator<Buffer, void, undefined> {
+async function* bodyPieces(reply: NativeReply): AsyncGenerator<Buffer, void, undefined> {
 	let done = false;
 	try {
 		const first = reply.takeFirst();
@@ -153,19 +170,61 @@ export class InProcessTransport implements ClientTransport {
 	private readonly dir: string;
 	/** Whether closing this transport closes the store (the one `openStore` made), or only lets go of it. */
 	private readonly owner: boolean;
+	private readonly inlineReads: boolean;
 
-	constructor(store: NativeStore, dir: string, name?: string, owner = true) {
+	constructor(store: NativeStore, dir: string, name?: string, owner = true, inlineReads = true) {
 		this.store = store;
 		this.dir = dir;
 		this.where = `in-process:${dir}`;
 		this.name = name;
 		this.owner = owner;
+		this.inlineReads = inlineReads;
 	}
 
 	/** A transport to the same store for a client of another name; closing it leaves the store open. */
 	named(name: string | undefined): InProcessTransport {
 		if (!this.store) throw new GroveError("closed", 0, `${this.where}: the store was closed`);
-		return new InProcessTransport(this.store, this.dir, name, false);
+		return new InProcessTransport(this.store, this.dir, name, false, this.inlineReads);
+	}
+
+	/**
+	 * A request whose answer is one JSON value: a read on node's thread (`inlineReads`), else on
+	 * a thread of node's pool, run there to its end (no stream, no further hand-over).
+	 */
+	async json(method: string, path: string, options: RequestOptions): Promise<unknown> {
+		if (options.raw) return readJson(method, path, await this.send(method, path, options));
+		const store = this.store;
+		const target = buildPath(path, options.query);
+		const what = `${method} ${target} at ${this.where}`;
+		if (!store) throw new GroveError("closed", 0, `${what}: the store was closed`);
+		const headers: string[] = this.name === undefined ? [] : ["grove-client", this.name];
+		let body: Buffer | null = null;
+		if (options.body !== undefined) {
+			body = Buffer.from(JSON.stringify(options.body), "utf8");
+			headers.push("content-type", "application/json");
+		}
+		let status: number;
+		let bytes: Buffer;
+		try {
+			if (method === "GET" && this.inlineReads) {
+				({ status, body: bytes } = store.requestSync(method, target, headers, body));
+			} else {
+				({ status, body: bytes } = await store.requestWhole(method, target, headers, body));
+			}
+		} catch (error) {
+			if (error instanceof GroveError) throw error;
+			throw nativeError(error, what);
+		}
+		const text = bytes.toString("utf8");
+		if (status >= 400) throw errorOf(method, target, status, text);
+		if (text === "") return undefined;
+		try {
+			return JSON.parse(text);
+		} catch (error) {
+			throw new GroveError("invalid_response", status, `${what}: the answer is not JSON: ${text.slice(0, 200)}`, {
+				cause: error,
+			});
+		}
 	}
 
 	async send(method: string, path: string, options: RequestOptions = {}): Promise<Answer> {
@@ -194,7 +253,7 @@ export class InProcessTransport implements ClientTransport {
 			if (error instanceof GroveError) throw error;
 			throw nativeError(error, what);
 		}
-		const answer: Answer = { statusCode: reply.status, body: Readable.from(pieces(reply), { objectMode: false }) };
+		const answer: Answer = { statusCode: reply.status, body: Readable.from(bodyPieces(reply), { objectMode: false }) };
 		if (answer.statusCode >= 400) throw await errorFrom(method, target, answer);
 		return answer;
 	}
@@ -240,13 +299,13 @@ const opened = new Map<string, { store: NativeStore; users: number }>();
  * another process holds.
  */
 export function openStore(dir: string, options: OpenStoreOptions = {}): GroveClient {
-	const { name, fallback = "server", ...native } = options;
+	const { name, fallback = "server", inlineReads = true, ...native } = options;
 	const path = resolve(dir);
 	if (name !== undefined) checkName(name);
 	const open = opened.get(path);
 	if (open) {
 		open.users += 1;
-		return new GroveClient({ transport: new InProcessTransport(shared(path, open.store), path, name) });
+		return new GroveClient({ transport: new InProcessTransport(shared(path, open.store), path, name, true, inlineReads) });
 	}
 	let store: NativeStore;
 	try {
@@ -258,13 +317,15 @@ export function openStore(dir: string, options: OpenStoreOptions = {}): GroveCli
 		return new GroveClient({ url: `unix:${server.socket}`, name });
 	}
 	opened.set(path, { store, users: 1 });
-	return new GroveClient({ transport: new InProcessTransport(shared(path, store), path, name) });
+	return new GroveClient({ transport: new InProcessTransport(shared(path, store), path, name, true, inlineReads) });
 }
 
 /** `store` as one client of it sees it: its `close` closes the store when no other client uses it. */
 function shared(path: string, store: NativeStore): NativeStore {
 	let closed = false;
 	return {
+		requestSync: (method, target, headers, body) => store.requestSync(method, target, headers, body),
+		requestWhole: (method, target, headers, body) => store.requestWhole(method, target, headers, body),
 		request: (method, target, headers, body) => store.request(method, target, headers, body),
 		upload: (method, target, headers) => store.upload(method, target, headers),
 		close: () => {

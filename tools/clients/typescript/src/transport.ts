@@ -92,6 +92,11 @@ export interface ClientTransport {
 	close(): void;
 	/** The same transport for a client of another name (`Grove-Client`), sharing what it can. */
 	named(name: string | undefined): ClientTransport;
+	/**
+	 * A request whose whole answer is one JSON value (`undefined` for an empty body), when the
+	 * transport has a quicker way to it than `send` and a stream; errors as `send`'s.
+	 */
+	json?(method: string, path: string, options: RequestOptions): Promise<unknown>;
 }
 
 /** One request and its response, whose body is read by the caller. */
@@ -296,8 +301,11 @@ function brokenStream(method: string, target: string, error: unknown): GroveErro
 }
 
 export async function errorFrom(method: string, target: string, response: Answer): Promise<GroveError> {
-	const status = response.statusCode;
-	const text = await readText(method, target, response);
+	return errorOf(method, target, response.statusCode, await readText(method, target, response));
+}
+
+/** The `GroveError` of an answer with status `status` and body `text`. */
+export function errorOf(method: string, target: string, status: number, text: string): GroveError {
 	try {
 		const body = JSON.parse(text) as { code?: unknown; message?: unknown };
 		if (typeof body.code === "string") {

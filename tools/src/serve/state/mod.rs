@@ -23,7 +23,7 @@ use super::api::{ApiError, ApiResult};
 use super::limits::{self, Limits};
 use super::stores::Stores;
 pub use disk::FullDisk;
-pub use run::{blocking, json_answer, on_session, raw_json, writing};
+pub use run::{blocking, json_answer, on_session, raw_json, writing, INLINE};
 pub use writes::Writes;
 
 /// What every handler shares, as one request sees it: a handler takes `State` itself (not

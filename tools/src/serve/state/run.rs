@@ -1,7 +1,9 @@
 //! Running a handler's engine calls on tokio's blocking pool, off the async threads ([`blocking`],
 //! [`on_session`], [`writing`]), and the JSON answers every route writes ([`json_answer`],
 //! [`raw_json`]). A panic in an engine call is a 500 for that request; the server goes on
-//! serving. It calls the engine's public API, the state ([`State`]) and `api` for errors.
+//! serving. A request the embedded store runs on its caller's own thread ([`INLINE`],
+//! `embed.rs`) runs its engine calls right there instead. It calls the engine's public API,
+//! the state ([`State`]) and `api` for errors.
 
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -11,18 +13,40 @@ use serde_json::Value;
 use super::State;
 use crate::serve::api::{ApiError, ApiResult};
 
-/// Runs `f` on the blocking pool.
+tokio::task_local! {
+    /// Set while a request is run on its caller's thread (`Embedded::request_inline`): that
+    /// thread is no runtime's worker, so [`blocking`] runs engine calls on it directly, sparing
+    /// the hand-over to the pool and back.
+    pub static INLINE: ();
+}
+
+/// Runs `f` on the blocking pool (or, for a request run inline, on this thread).
 pub async fn blocking<T, F>(f: F) -> ApiResult<T>
 where
     T: Send + 'static,
     F: FnOnce() -> grove::Result<T> + Send + 'static,
 {
+    if INLINE.try_with(|()| ()).is_ok() {
+        return catch_panic(f);
+    }
     match tokio::task::spawn_blocking(f).await {
         Ok(result) => result.map_err(ApiError::from),
         Err(e) => Err(ApiError::new(
             StatusCode::INTERNAL_SERVER_ERROR,
             "storage",
             format!("the request failed inside the server: {e}"),
+        )),
+    }
+}
+
+/// `f`, a panic in it answered as the pool's are: a 500 for this request.
+fn catch_panic<T>(f: impl FnOnce() -> grove::Result<T>) -> ApiResult<T> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(result) => result.map_err(ApiError::from),
+        Err(_) => Err(ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "storage",
+            "the request failed inside the server: an engine call panicked",
         )),
     }
 }

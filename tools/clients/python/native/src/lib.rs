@@ -64,10 +64,11 @@ impl NativeStore {
         options.durability = match durability {
             None | Some("sync") => grove::Durability::Sync,
             Some("none") => grove::Durability::None,
+            Some("group") => grove::Durability::Group,
             Some(other) => {
                 return Err(error(
                     "invalid_argument",
-                    format!("durability {other:?}: \"sync\" or \"none\" expected"),
+                    format!("durability {other:?}: \"sync\", \"group\" or \"none\" expected"),
                 ))
             }
         };
@@ -100,7 +101,7 @@ impl NativeStore {
         })
     }
 
-    /// One request; its status and whole body.
+    /// One request run to its end on this thread (GIL released); its status and whole body.
     #[pyo3(signature = (method, target, headers, body=None))]
     fn request<'py>(
         &self,
@@ -112,13 +113,9 @@ impl NativeStore {
     ) -> PyResult<(u16, Bound<'py, PyBytes>)> {
         let store = self.store()?;
         let body = body.map(<[u8]>::to_vec).unwrap_or_default();
+        // Run right here, the GIL released: the engine's work on this thread, no hand-over.
         let (status, bytes) = py
-            .detach(|| {
-                let reply = store.request_blocking(method, target, &headers, body)?;
-                let status = reply.status;
-                let bytes = store.runtime().block_on(reply.all())?;
-                Ok::<_, EmbedError>((status, bytes))
-            })
+            .detach(|| store.request_inline(method, target, &headers, body))
             .map_err(embed_error)?;
         Ok((status, PyBytes::new(py, &bytes)))
     }

@@ -15,14 +15,16 @@
 use std::sync::Arc;
 
 use grove_tools::embed::{BodySender, EmbedError, Embedded, Options, Reply};
-use napi::bindgen_prelude::Buffer;
+use napi::bindgen_prelude::{AsyncTask, Buffer};
+use napi::{Env, Task};
 use napi_derive::napi;
 
 /// How a store is opened (`openStore(path, options)` in TypeScript).
 #[napi(object)]
 #[derive(Default)]
 pub struct NativeOptions {
-    /// `"sync"` (the default: each write is on disk when acknowledged) or `"none"`.
+    /// `"sync"` (the default: each write is on disk when acknowledged), `"group"` (the same,
+    /// one flush shared by the writers waiting at once) or `"none"`.
     pub durability: Option<String>,
     /// `"sled"` (the default) or `"redb"`.
     pub backend: Option<String>,
@@ -34,6 +36,41 @@ pub struct NativeOptions {
     pub lock_wait_seconds: Option<f64>,
     /// Open to read only.
     pub read_only: Option<bool>,
+}
+
+/// A whole answer: its status and body.
+#[napi(object)]
+pub struct NativeAnswer {
+    pub status: u32,
+    pub body: Buffer,
+}
+
+/// A whole request run on a thread of node's pool ([`NativeStore::request_whole`]).
+pub struct WholeRequest {
+    store: Arc<Embedded>,
+    method: String,
+    target: String,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Task for WholeRequest {
+    type Output = (u16, Vec<u8>);
+    type JsValue = NativeAnswer;
+
+    fn compute(&mut self) -> napi::Result<Self::Output> {
+        let body = std::mem::take(&mut self.body);
+        self.store
+            .request_inline(&self.method, &self.target, &self.headers, body)
+            .map_err(embed_error)
+    }
+
+    fn resolve(&mut self, _env: Env, (status, body): Self::Output) -> napi::Result<NativeAnswer> {
+        Ok(NativeAnswer {
+            status: u32::from(status),
+            body: body.into(),
+        })
+    }
 }
 
 /// A store open in this process.
@@ -94,10 +131,11 @@ impl NativeStore {
         options.durability = match given.durability.as_deref() {
             None | Some("sync") => grove::Durability::Sync,
             Some("none") => grove::Durability::None,
+            Some("group") => grove::Durability::Group,
             Some(other) => {
                 return Err(error(
                     "invalid_argument",
-                    format!("durability {other:?}: \"sync\" or \"none\" expected"),
+                    format!("durability {other:?}: \"sync\", \"group\" or \"none\" expected"),
                 ))
             }
         };
@@ -168,6 +206,49 @@ impl NativeStore {
             first,
             store.runtime().handle().clone(),
         ))
+    }
+
+    /// One short request run to its end on this (node's) thread: its status and whole body.
+    /// For reads that take microseconds, where going to another thread and back would cost
+    /// more than the read; never for a followed replay.
+    #[napi]
+    pub fn request_sync(
+        &self,
+        method: String,
+        target: String,
+        headers: Vec<String>,
+        body: Option<Buffer>,
+    ) -> napi::Result<NativeAnswer> {
+        let store = self.store()?;
+        let pairs = pairs(headers)?;
+        let body = body.map(|b| b.to_vec()).unwrap_or_default();
+        let (status, bytes) = store
+            .request_inline(&method, &target, &pairs, body)
+            .map_err(embed_error)?;
+        Ok(NativeAnswer {
+            status: u32::from(status),
+            body: bytes.into(),
+        })
+    }
+
+    /// One request whose whole answer is wanted (not a stream), run to its end on a thread of
+    /// node's pool (libuv): the routes' engine calls run right there, one trip off node's thread
+    /// and back. Resolves with its status and body.
+    #[napi(ts_return_type = "Promise<NativeAnswer>")]
+    pub fn request_whole(
+        &self,
+        method: String,
+        target: String,
+        headers: Vec<String>,
+        body: Option<Buffer>,
+    ) -> napi::Result<AsyncTask<WholeRequest>> {
+        Ok(AsyncTask::new(WholeRequest {
+            store: self.store()?,
+            method,
+            target,
+            headers: pairs(headers)?,
+            body: body.map(|b| b.to_vec()).unwrap_or_default(),
+        }))
     }
 
     /// A request whose body follows by `NativeUpload.write` (an import read from a file).
