@@ -75,7 +75,9 @@ if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/
 fi
 
 echo "== TypeScript client (tools/clients/typescript)"
-cargo build -q -p grove-tools
+# The workspace's own build of the binary (the one `cargo test --workspace` made: features unified
+# over the workspace, so nothing is compiled again).
+cargo build -q --workspace --bins
 export GROVE_BIN="$PWD/target/debug/grove"
 (
   cd tools/clients/typescript

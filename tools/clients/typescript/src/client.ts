@@ -192,6 +192,7 @@ export class GroveClient {
 
 	/** One request whose JSON-lines answer is collected whole. */
 	async streamAll<T>(method: string, path: string, query?: Query): Promise<T[]> {
+		if (this.transport.jsonLines) return (await this.transport.jsonLines(method, path, { query })) as T[];
 		const response = await this.transport.send(method, path, { query });
 		return (await readAllLines(method, path, response)) as T[];
 	}

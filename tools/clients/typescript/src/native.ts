@@ -193,6 +193,45 @@ export class InProcessTransport implements ClientTransport {
 	 */
 	async json(method: string, path: string, options: RequestOptions): Promise<unknown> {
 		if (options.raw) return readJson(method, path, await this.send(method, path, options));
+		const { text, status, what } = await this.whole(method, path, options);
+		if (text === "") return undefined;
+		try {
+			return JSON.parse(text);
+		} catch (error) {
+			throw new GroveError("invalid_response", status, `${what}: the answer is not JSON: ${text.slice(0, 200)}`, {
+				cause: error,
+			});
+		}
+	}
+
+	/** A JSON-lines answer collected whole, as `json` runs a call: every value, parsed at once. */
+	async jsonLines(method: string, path: string, options: RequestOptions): Promise<unknown[]> {
+		const { text, status, what } = await this.whole(method, path, options);
+		const values: unknown[] = [];
+		let start = 0;
+		while (start < text.length) {
+			let end = text.indexOf("\n", start);
+			if (end < 0) end = text.length;
+			const line = text.slice(start, end);
+			start = end + 1;
+			if (line.trim() === "") continue;
+			try {
+				values.push(JSON.parse(line));
+			} catch (error) {
+				throw new GroveError("invalid_response", status, `${what}: a line is not JSON: ${line.slice(0, 200)}`, {
+					cause: error,
+				});
+			}
+		}
+		return values;
+	}
+
+	/** A request's whole answer as text; an error status is thrown as its `GroveError`. */
+	private async whole(
+		method: string,
+		path: string,
+		options: RequestOptions,
+	): Promise<{ text: string; status: number; what: string }> {
 		const store = this.store;
 		const target = buildPath(path, options.query);
 		const what = `${method} ${target} at ${this.where}`;
@@ -217,14 +256,7 @@ export class InProcessTransport implements ClientTransport {
 		}
 		const text = bytes.toString("utf8");
 		if (status >= 400) throw errorOf(method, target, status, text);
-		if (text === "") return undefined;
-		try {
-			return JSON.parse(text);
-		} catch (error) {
-			throw new GroveError("invalid_response", status, `${what}: the answer is not JSON: ${text.slice(0, 200)}`, {
-				cause: error,
-			});
-		}
+		return { text, status, what };
 	}
 
 	async send(method: string, path: string, options: RequestOptions = {}): Promise<Answer> {

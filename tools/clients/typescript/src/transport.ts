@@ -97,6 +97,8 @@ export interface ClientTransport {
 	 * transport has a quicker way to it than `send` and a stream; errors as `send`'s.
 	 */
 	json?(method: string, path: string, options: RequestOptions): Promise<unknown>;
+	/** A JSON-lines answer collected whole (every value), when the transport has a quicker way to it. */
+	jsonLines?(method: string, path: string, options: RequestOptions): Promise<unknown[]>;
 }
 
 /** One request and its response, whose body is read by the caller. */
