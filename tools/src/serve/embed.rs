@@ -66,6 +66,48 @@ impl Options {
             max_body: 1 << 30,
         }
     }
+
+    /// Sets the durability by its name in the bindings' options: `sync`, `group` or `none`.
+    pub fn set_durability(&mut self, name: &str) -> Result<(), EmbedError> {
+        self.durability = match name {
+            "sync" => Durability::Sync,
+            "group" => Durability::Group,
+            "none" => Durability::None,
+            _ => {
+                return Err(EmbedError::argument(
+                    "durability",
+                    name,
+                    "\"sync\", \"group\" or \"none\"",
+                ))
+            }
+        };
+        Ok(())
+    }
+
+    /// Sets the backend by its name: `sled` (the default) or `redb`.
+    pub fn set_backend(&mut self, name: &str) -> Result<(), EmbedError> {
+        self.redb = match name {
+            "sled" => false,
+            "redb" => true,
+            _ => {
+                return Err(EmbedError::argument(
+                    "backend",
+                    name,
+                    "\"sled\" or \"redb\"",
+                ))
+            }
+        };
+        Ok(())
+    }
+
+    /// Sets how long to wait for another process's lock, in seconds as the bindings take it.
+    /// `option` is the option's name in the caller's language, named by the error.
+    pub fn set_lock_wait_seconds(&mut self, option: &str, seconds: f64) -> Result<(), EmbedError> {
+        self.lock_wait = Duration::try_from_secs_f64(seconds).map_err(|_| {
+            EmbedError::argument(option, &seconds.to_string(), "a number of seconds")
+        })?;
+        Ok(())
+    }
 }
 
 /// A store served to its own process.
@@ -118,9 +160,24 @@ pub enum EmbedError {
     /// Reading an answer's body failed.
     #[error("reading the answer: {0}")]
     Body(String),
+    /// An option given when opening has a value it cannot take.
+    #[error("{option} {given:?}: {expected} expected")]
+    Argument {
+        option: String,
+        given: String,
+        expected: &'static str,
+    },
 }
 
 impl EmbedError {
+    fn argument(option: &str, given: &str, expected: &'static str) -> EmbedError {
+        EmbedError::Argument {
+            option: option.to_owned(),
+            given: given.to_owned(),
+            expected,
+        }
+    }
+
     /// The error code of docs/api.md this failure has (`locked` for a store another holds,
     /// `closed`, `invalid_request`, `transport`, or the engine error's own code).
     pub fn code(&self) -> &'static str {
@@ -129,6 +186,7 @@ impl EmbedError {
             EmbedError::Grove(e) => e.code(),
             EmbedError::Closed => "closed",
             EmbedError::Request { .. } => "invalid_request",
+            EmbedError::Argument { .. } => "invalid_argument",
             EmbedError::Runtime(_) | EmbedError::Body(_) => "transport",
         }
     }
@@ -407,6 +465,53 @@ mod tests {
 
     fn json(text: &str) -> serde_json::Value {
         serde_json::from_str(text).unwrap_or_else(|e| panic!("{text}: {e}"))
+    }
+
+    #[test]
+    fn options_by_name_take_the_documented_names_and_refuse_others() {
+        let mut options = Options::new("unused");
+        for (name, durability) in [
+            ("sync", Durability::Sync),
+            ("group", Durability::Group),
+            ("none", Durability::None),
+        ] {
+            options
+                .set_durability(name)
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(options.durability, durability, "{name}");
+        }
+        options
+            .set_backend("redb")
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(options.redb);
+        options
+            .set_backend("sled")
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(!options.redb);
+        options
+            .set_lock_wait_seconds("lockWaitSeconds", 1.5)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(options.lock_wait, Duration::from_millis(1500));
+        for refused in [
+            options.set_durability("fsync"),
+            options.set_backend("rocksdb"),
+            options.set_lock_wait_seconds("lockWaitSeconds", -1.0),
+        ] {
+            let Err(e) = refused else {
+                panic!("a bad option was taken")
+            };
+            assert_eq!(e.code(), "invalid_argument", "{e}");
+        }
+        let e = options.set_durability("fsync").err().map(|e| e.to_string());
+        assert_eq!(
+            e.as_deref(),
+            Some(r#"durability "fsync": "sync", "group" or "none" expected"#)
+        );
+        // Nothing refused changed what was set.
+        assert_eq!(
+            (options.durability, options.redb),
+            (Durability::None, false)
+        );
     }
 
     #[test]

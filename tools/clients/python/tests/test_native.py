@@ -11,6 +11,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Any
 
 import pytest
 
@@ -46,6 +47,22 @@ def embedder(store: pathlib.Path, sid: str, tag: str) -> subprocess.Popen[str]:
         child.kill()
         raise AssertionError(f"the embedding process did not open the store: {line!r} {child.stderr.read() if child.stderr else ''}")
     return child
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        ({"durability": "fsync"}, 'durability "fsync"'),
+        ({"backend": "rocksdb"}, 'backend "rocksdb"'),
+        ({"lock_wait_seconds": -1.0}, 'lock_wait_seconds "-1"'),
+    ],
+)
+def test_an_option_it_cannot_take_is_refused_by_name(tmp_path: pathlib.Path, options: dict[str, Any], named: str) -> None:
+    with pytest.raises(GroveError) as refused:
+        grove_client.open(str(tmp_path / "store"), **options)
+    assert refused.value.code == "invalid_argument"
+    assert named in str(refused.value)
+    grove_client.open(str(tmp_path / "store"), durability="group").close()
 
 
 def test_clients_of_this_process_share_the_store_and_the_last_closes_it(tmp_path: pathlib.Path) -> None:

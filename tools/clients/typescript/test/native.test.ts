@@ -45,6 +45,29 @@ describe("openStore", () => {
 		again.close();
 	});
 
+	it("refuses an option it cannot take, naming it, and opens nothing", () => {
+		const dir = tempStore();
+		for (const [options, named] of [
+			[{ durability: "fsync" }, 'durability "fsync"'],
+			[{ backend: "rocksdb" }, 'backend "rocksdb"'],
+			[{ lockWaitSeconds: -1 }, 'lockWaitSeconds "-1"'],
+		] as const) {
+			const refused = (() => {
+				try {
+					openStore(dir, options as never);
+				} catch (e) {
+					return e;
+				}
+				return undefined;
+			})();
+			expect(refused).toBeInstanceOf(GroveError);
+			expect((refused as GroveError).code).toBe("invalid_argument");
+			expect((refused as GroveError).message).toContain(named);
+		}
+		const client = openStore(dir, { durability: "group" });
+		client.close();
+	});
+
 	it("streams a large read and survives leaving it early", async () => {
 		const client = openStore(tempStore(), { durability: "none" });
 		const { id: sid } = await client.createSession();

@@ -61,36 +61,18 @@ impl NativeStore {
         read_only: bool,
     ) -> PyResult<NativeStore> {
         let mut options = Options::new(path);
-        options.durability = match durability {
-            None | Some("sync") => grove::Durability::Sync,
-            Some("none") => grove::Durability::None,
-            Some("group") => grove::Durability::Group,
-            Some(other) => {
-                return Err(error(
-                    "invalid_argument",
-                    format!("durability {other:?}: \"sync\", \"group\" or \"none\" expected"),
-                ))
-            }
-        };
-        options.redb = match backend {
-            None | Some("sled") => false,
-            Some("redb") => true,
-            Some(other) => {
-                return Err(error(
-                    "invalid_argument",
-                    format!("backend {other:?}: \"sled\" or \"redb\" expected"),
-                ))
-            }
-        };
+        if let Some(name) = durability {
+            options.set_durability(name).map_err(embed_error)?;
+        }
+        if let Some(name) = backend {
+            options.set_backend(name).map_err(embed_error)?;
+        }
         options.cache_bytes = cache_bytes;
         options.payload_threshold = payload_threshold;
         if let Some(seconds) = lock_wait_seconds {
-            options.lock_wait = std::time::Duration::try_from_secs_f64(seconds).map_err(|_| {
-                error(
-                    "invalid_argument",
-                    format!("lock_wait_seconds {seconds}: a number of seconds expected"),
-                )
-            })?;
+            options
+                .set_lock_wait_seconds("lock_wait_seconds", seconds)
+                .map_err(embed_error)?;
         }
         options.read_only = read_only;
         let store = py

@@ -128,27 +128,12 @@ impl NativeStore {
     pub fn open(path: String, options: Option<NativeOptions>) -> napi::Result<NativeStore> {
         let given = options.unwrap_or_default();
         let mut options = Options::new(&path);
-        options.durability = match given.durability.as_deref() {
-            None | Some("sync") => grove::Durability::Sync,
-            Some("none") => grove::Durability::None,
-            Some("group") => grove::Durability::Group,
-            Some(other) => {
-                return Err(error(
-                    "invalid_argument",
-                    format!("durability {other:?}: \"sync\", \"group\" or \"none\" expected"),
-                ))
-            }
-        };
-        options.redb = match given.backend.as_deref() {
-            None | Some("sled") => false,
-            Some("redb") => true,
-            Some(other) => {
-                return Err(error(
-                    "invalid_argument",
-                    format!("backend {other:?}: \"sled\" or \"redb\" expected"),
-                ))
-            }
-        };
+        if let Some(name) = given.durability.as_deref() {
+            options.set_durability(name).map_err(embed_error)?;
+        }
+        if let Some(name) = given.backend.as_deref() {
+            options.set_backend(name).map_err(embed_error)?;
+        }
         if let Some(bytes) = given.cache_bytes {
             options.cache_bytes = Some(count("cacheBytes", bytes)?);
         }
@@ -158,12 +143,9 @@ impl NativeStore {
             options.payload_threshold = Some(bytes);
         }
         if let Some(seconds) = given.lock_wait_seconds {
-            options.lock_wait = std::time::Duration::try_from_secs_f64(seconds).map_err(|_| {
-                error(
-                    "invalid_argument",
-                    format!("lockWaitSeconds {seconds}: a number of seconds expected"),
-                )
-            })?;
+            options
+                .set_lock_wait_seconds("lockWaitSeconds", seconds)
+                .map_err(embed_error)?;
         }
         options.read_only = given.read_only.unwrap_or(false);
         let store = Embedded::open(&options).map_err(embed_error)?;
