@@ -132,9 +132,15 @@ pub struct Query<T>(pub T);
 impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for Query<T> {
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> ApiResult<Query<T>> {
-        axum::extract::Query::<T>::from_request_parts(parts, state)
-            .await
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> ApiResult<Query<T>> {
+        Query::from_uri(&parts.uri)
+    }
+}
+
+impl<T: DeserializeOwned> Query<T> {
+    /// The query of `uri` (every parameter absent when it has none).
+    pub fn from_uri(uri: &axum::http::Uri) -> ApiResult<Query<T>> {
+        axum::extract::Query::<T>::try_from_uri(uri)
             .map(|q| Query(q.0))
             .map_err(|r: QueryRejection| ApiError::invalid_argument(r.body_text()))
     }

@@ -8,8 +8,9 @@
 //! them; only the socket and HTTP's framing are gone. A request goes in as a method, a target
 //! (path and query), its headers and its body; the answer comes back as a status, a content
 //! type and a body read chunk by chunk ([`Reply::chunk`]), so streamed reads stay streamed
-//! and a followed replay follows. The bindings call the engine directly (`store`) for the
-//! few small reads where a route's own cost would be most of the call.
+//! and a followed replay follows. A small read run on the caller's thread
+//! ([`Embedded::request_inline`]) goes straight to its route's handler (`routes::direct`),
+//! where the router's own cost would be most of the call.
 //!
 //! It owns a tokio runtime of its own (the server's: a few workers, the blocking pool the
 //! engine calls run on), so callers may be on any thread and any runtime. It calls only what
@@ -19,7 +20,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::http::{HeaderName, HeaderValue, Method, Request};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, Request};
 use axum::Router;
 use grove::{Backend, Durability, GroveError, Store, StoreConfig};
 use tokio_stream::StreamExt;
@@ -348,6 +349,21 @@ impl Embedded {
         headers: &[(String, String)],
         body: Vec<u8>,
     ) -> Result<(u16, Vec<u8>), EmbedError> {
+        // A small read goes straight to its route's handler (`routes::direct`).
+        if let Some(client) = direct_read(method, headers, &body) {
+            let answered = self.run_here(INLINE.scope((), async {
+                let response = routes::direct::answer(&self.state, target, &client).await?;
+                let status = response.status().as_u16();
+                let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await;
+                Some(match bytes {
+                    Ok(bytes) => Ok((status, Vec::from(bytes))),
+                    Err(e) => Err(EmbedError::Body(e.to_string())),
+                })
+            }));
+            if let Some(answered) = answered {
+                return answered;
+            }
+        }
         let future = self.request(method, target, headers, body);
         self.runtime.block_on(INLINE.scope((), async move {
             let reply = future.await?;
@@ -356,9 +372,25 @@ impl Embedded {
         }))
     }
 
-    /// Stops followed replays, flushes the store and closes it.
+    /// `future` run to its end on this thread. A small read, run inline, is ready when first
+    /// polled (it waits on nothing): that poll, in the runtime's context, is all it costs; one
+    /// that waits (on a store being reopened, say) is then driven by `block_on` as any other.
+    fn run_here<F: std::future::Future>(&self, future: F) -> F::Output {
+        let _context = self.runtime.enter();
+        let mut future = std::pin::pin!(future);
+        let mut first = std::task::Context::from_waker(std::task::Waker::noop());
+        match future.as_mut().poll(&mut first) {
+            std::task::Poll::Ready(output) => output,
+            std::task::Poll::Pending => self.runtime.block_on(future),
+        }
+    }
+
+    /// Stops followed replays and streams left unread, flushes the store and closes it.
     pub fn close(self) -> Result<(), EmbedError> {
         self.state.stop();
+        // A stream left unread (its reply still held) does not hold the close up: its producer
+        // ends at the change of stores, and its body breaks off.
+        self.state.take_stores();
         let Embedded {
             registered,
             runtime,
@@ -416,6 +448,26 @@ impl Reply {
         }
         Ok(out)
     }
+}
+
+/// The headers of a request `routes::direct` may answer: a `GET` without a body, whose only
+/// header is the client's name (the router answers anything else, and so the errors of
+/// headers it would refuse).
+fn direct_read(method: &str, headers: &[(String, String)], body: &[u8]) -> Option<HeaderMap> {
+    if method != "GET" || !body.is_empty() {
+        return None;
+    }
+    let mut map = HeaderMap::new();
+    for (name, value) in headers {
+        if !name.eq_ignore_ascii_case(super::api::CLIENT_HEADER) {
+            return None;
+        }
+        map.append(
+            HeaderName::from_static(super::api::CLIENT_HEADER),
+            HeaderValue::from_str(value).ok()?,
+        );
+    }
+    Some(map)
 }
 
 fn build(
@@ -590,6 +642,190 @@ mod tests {
         assert_eq!(inline_append.0, 201);
         let (_, lines) = call(&store, "GET", &format!("/v1/sessions/{sid}/entries"), "");
         assert_eq!(lines.lines().count(), 2, "{lines}");
+        store.close().unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    #[test]
+    fn closing_ends_a_stream_left_unread_which_then_breaks_off() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let mut options = Options::new(dir.path().join("store"));
+        options
+            .set_durability("none")
+            .unwrap_or_else(|e| panic!("{e}"));
+        let store = Embedded::open(&options).unwrap_or_else(|e| panic!("{e}"));
+        let (_, created) = call(&store, "POST", "/v1/sessions", "{}");
+        let sid = json(&created)["id"]
+            .as_str()
+            .map(str::to_owned)
+            .unwrap_or_default();
+        // Far more than the chunks in flight: the producer waits on a full channel.
+        let text = "x".repeat(1000);
+        let entries: Vec<String> = (0..2000)
+            .map(|i| format!(r#"{{"role":"user","content":"{i} {text}"}}"#))
+            .collect();
+        let batch = format!(r#"{{"entries":[{}]}}"#, entries.join(","));
+        let (status, appended) = call(
+            &store,
+            "POST",
+            &format!("/v1/sessions/{sid}/entries/many"),
+            &batch,
+        );
+        assert_eq!(status, 201, "{appended}");
+        let target = format!("/v1/sessions/{sid}/entries");
+        let mut reply = store
+            .request_blocking("GET", &target, &[], Vec::new())
+            .unwrap_or_else(|e| panic!("{e}"));
+        let first = store
+            .runtime
+            .block_on(reply.chunk())
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(first.is_some_and(|chunk| !chunk.is_empty()));
+        store.close().unwrap_or_else(|e| panic!("{e}"));
+        // What was handed over still reads; then the body breaks off, never ends as whole.
+        let reader = tokio::runtime::Builder::new_current_thread().build();
+        let reader = reader.unwrap_or_else(|e| panic!("{e}"));
+        let rest = reader.block_on(reply.all());
+        let broken = rest.map(|bytes| bytes.len());
+        assert!(
+            matches!(&broken, Err(EmbedError::Body(why)) if why.contains("broke off")),
+            "{broken:?}"
+        );
+    }
+
+    #[test]
+    fn small_reads_taken_straight_to_their_handlers_answer_as_the_router() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let store = Embedded::open(&Options::new(dir.path().join("store")))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let (_, created) = call(&store, "POST", "/v1/sessions", r#"{"id":"s-1.a_b"}"#);
+        let sid = json(&created)["id"].as_str().map(str::to_owned);
+        let sid = sid.unwrap_or_else(|| panic!("no id in {created}"));
+        let mut ids = Vec::new();
+        for text in ["hello", "again"] {
+            let body = format!(r#"{{"entry":{{"role":"user","content":"{text}"}}}}"#);
+            let (status, appended) = call(
+                &store,
+                "POST",
+                &format!("/v1/sessions/{sid}/entries"),
+                &body,
+            );
+            assert_eq!(status, 201, "{appended}");
+            ids.push(
+                json(&appended)["id"]
+                    .as_str()
+                    .map(str::to_owned)
+                    .unwrap_or_default(),
+            );
+        }
+        let label = format!(r#"{{"targetId":"{}","label":"start"}}"#, ids[0]);
+        let (status, set) = call(
+            &store,
+            "POST",
+            &format!("/v1/sessions/{sid}/labels"),
+            &label,
+        );
+        assert_eq!(status, 201, "{set}");
+        let (first, s) = (&ids[0], &sid);
+        let taken = [
+            format!("/v1/sessions/{s}"),
+            format!("/v1/sessions/{s}/leaf"),
+            format!("/v1/sessions/{s}/leaf/history"),
+            format!("/v1/sessions/{s}/entries/{first}"),
+            format!("/v1/sessions/{s}/entries/{first}?log=true"),
+            format!("/v1/sessions/{s}/entries/{first}?log=maybe"),
+            format!("/v1/sessions/{s}/entries/{first}?lot=1"),
+            format!("/v1/sessions/{s}/entries/{first}/proof"),
+            format!("/v1/sessions/{s}/entries/exact"),
+            format!("/v1/sessions/{s}/entries/nope"),
+            format!("/v1/sessions/{s}/context"),
+            format!("/v1/sessions/{s}/context?preset=harness"),
+            format!("/v1/sessions/{s}/context?preset=nope"),
+            format!("/v1/sessions/{s}/context?leaf={first}&activeTools=true"),
+            format!("/v1/sessions/{s}/context?atOp=1"),
+            format!("/v1/sessions/{s}/tree"),
+            format!("/v1/sessions/{s}/tree?atOp=2"),
+            format!("/v1/sessions/{s}/labels"),
+            format!("/v1/sessions/{s}/labels/{first}"),
+            format!("/v1/sessions/{s}/name"),
+            format!("/v1/sessions/{s}/stats"),
+            format!("/v1/sessions/{s}/seal"),
+            format!("/v1/sessions/{s}/leaf?ignored=1"),
+            "/v1/sessions/nope".to_owned(),
+            "/v1/sessions/nope/leaf".to_owned(),
+            "/v1/sessions/nope/context".to_owned(),
+        ];
+        // Not taken, the router's: escapes, other routes, empty segments, targets it refuses.
+        let routed = [
+            format!("/v1/sessions/{s}/entries"),
+            format!("/v1/sessions/{s}/leaf/"),
+            format!("/v1/sessions/{s}/leaf/history/x"),
+            format!("/v1/sessions/{s}/entries/{first}/proof/x"),
+            format!("/v1/sessions/{s}/leaf%2Fhistory"),
+            "/v1/sessions/%73-1.a_b~c/leaf".to_owned(),
+            "/v1/sessions//leaf".to_owned(),
+            format!("/v1/sessions/{s}/children"),
+            format!("/v1/sessions/{s}/context?preset=a b"),
+            "/v1/sessions/".to_owned(),
+            "/v1/sessions".to_owned(),
+        ];
+        let client = [("Grove-Client".to_owned(), "tester".to_owned())];
+        let clients: [&[(String, String)]; 2] = [&[], &client];
+        let cases = taken.iter().map(|t| (t, true));
+        for (target, direct) in cases.chain(routed.iter().map(|t| (t, false))) {
+            for headers in clients {
+                let map = direct_read("GET", headers, b"");
+                let map = map.unwrap_or_else(|| panic!("{headers:?} is not taken"));
+                let answer = store
+                    .runtime
+                    .block_on(INLINE.scope((), routes::direct::answer(&store.state, target, &map)));
+                assert_eq!(
+                    answer.is_some(),
+                    direct,
+                    "{target} taken straight: {direct}"
+                );
+                let routed = store
+                    .request_blocking("GET", target, headers, Vec::new())
+                    .and_then(|reply| {
+                        let status = reply.status;
+                        Ok((status, store.runtime.block_on(reply.all())?))
+                    });
+                let inline = store.request_inline("GET", target, headers, Vec::new());
+                match (inline, routed) {
+                    (Ok((status, body)), Ok((routed_status, routed_body))) => assert_eq!(
+                        (status, String::from_utf8_lossy(&body)),
+                        (routed_status, String::from_utf8_lossy(&routed_body)),
+                        "{target}"
+                    ),
+                    (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "{target}"),
+                    (a, b) => panic!("{target}: inline {a:?}, routed {b:?}"),
+                }
+            }
+        }
+        // A header other than the client's name, a body or another method: the router's.
+        let typed = [("content-type".to_owned(), "application/json".to_owned())];
+        assert!(direct_read("GET", &typed, b"").is_none());
+        assert!(direct_read("GET", &[], b"{}").is_none());
+        assert!(direct_read("POST", &[], b"").is_none());
+        // A client name the router refuses is refused alike.
+        let name = |value: &str| ("grove-client".to_owned(), value.to_owned());
+        let target = format!("/v1/sessions/{s}/leaf");
+        for bad in [
+            vec![name("a\tb")],
+            vec![name("")],
+            vec![name("a"), name("b")],
+        ] {
+            assert!(direct_read("GET", &bad, b"").is_some(), "{bad:?}");
+            let (status, body) = store
+                .request_inline("GET", &target, &bad, Vec::new())
+                .unwrap_or_else(|e| panic!("{e}"));
+            let body = String::from_utf8_lossy(&body).into_owned();
+            let code = json(&body)["code"].clone();
+            assert_eq!(
+                (status, code),
+                (400, "invalid_argument".into()),
+                "{bad:?}: {body}"
+            );
+        }
         store.close().unwrap_or_else(|e| panic!("{e}"));
     }
 }

@@ -8,13 +8,23 @@
 //! error aborts the response, so the client sees a broken stream, never a short one
 //! presented as whole.
 //!
+//! A producer whose reader stopped taking chunks (a client of the embedded store that left a
+//! stream unread) is not waited for when the store is closed or reopened: the change of stores
+//! ends it, and the body then breaks off. A body whose producer did not run to its end (stopped
+//! so, or panicked) always ends in an error, never as a short body presented as whole.
+//!
 //! The other way, a request body that grows with a session (an import) is handed to a blocking
 //! reader chunk by chunk ([`BodyReader`], [`forward_body`]), under a limit of its own.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc::error::TrySendError;
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio_stream::StreamExt as _;
 
 use super::api::{ApiError, ApiResult};
 use super::state::{State, INLINE};
@@ -33,6 +43,9 @@ pub struct Sink {
     gone: bool,
     /// Whether the response started ([`Sink::ready`]).
     started: bool,
+    /// Changes when the stores are taken away (closed or reopened): a full channel is then
+    /// not waited on.
+    stores: Option<watch::Receiver<Option<super::stores::Stores>>>,
 }
 
 impl Sink {
@@ -67,14 +80,37 @@ impl Sink {
     }
 
     fn flush(&mut self) {
-        let Some(tx) = &self.tx else { return };
-        if self.buf.is_empty() || self.gone {
+        if self.tx.is_none() || self.buf.is_empty() || self.gone {
             return;
         }
         let chunk = Bytes::from(std::mem::take(&mut self.buf));
-        if tx.blocking_send(Ok(chunk)).is_err() {
+        if !self.send(Ok(chunk)) {
             self.gone = true;
         }
+    }
+
+    /// Hands `item` over, waiting while the channel is full; `false` when the reader is gone
+    /// or the stores were taken away meanwhile.
+    fn send(&mut self, item: std::io::Result<Bytes>) -> bool {
+        let Some(tx) = &self.tx else { return false };
+        let item = match tx.try_send(item) {
+            Ok(()) => return true,
+            Err(TrySendError::Closed(_)) => return false,
+            Err(TrySendError::Full(item)) => item,
+        };
+        let Some(stores) = &mut self.stores else {
+            return tx.blocking_send(item).is_ok();
+        };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return tx.blocking_send(item).is_ok();
+        };
+        runtime.block_on(async {
+            tokio::select! {
+                biased;
+                sent = tx.send(item) => sent.is_ok(),
+                _ = stores.changed() => false,
+            }
+        })
     }
 }
 
@@ -129,6 +165,10 @@ where
     let permit = state.limits().stream()?;
     let (start_tx, start_rx) = oneshot::channel();
     let (tx, rx) = mpsc::channel(DEPTH);
+    let stores = state.store_changes();
+    // Set when the producer ran to its end (its last chunk, or its error, handed over).
+    let finished = Arc::new(AtomicBool::new(false));
+    let ran = Arc::clone(&finished);
     tokio::task::spawn_blocking(move || {
         // The place is given back when the reader is done, not when the response is.
         let _permit = permit;
@@ -138,6 +178,7 @@ where
             buf: Vec::with_capacity(CHUNK + 4096),
             gone: false,
             started: false,
+            stores: Some(stores),
         };
         match produce(&mut sink) {
             Ok(()) => {
@@ -150,11 +191,14 @@ where
                 }
                 None => {
                     sink.flush();
-                    if let Some(tx) = &sink.tx {
-                        let _ = tx.blocking_send(Err(std::io::Error::other(e.to_string())));
+                    if !sink.gone {
+                        sink.send(Err(std::io::Error::other(e.to_string())));
                     }
                 }
             },
+        }
+        if !sink.gone {
+            ran.store(true, Ordering::Release);
         }
     });
     match start_rx.await {
@@ -168,8 +212,23 @@ where
             ))
         }
     }
-    let body = Body::from_stream(tokio_stream::wrappers::ReceiverStream::new(rx));
-    Ok(([(header::CONTENT_TYPE, content_type)], body).into_response())
+    // The channel closes when the producer ends; if it did not run to its end, the body
+    // breaks off with an error after the chunks it handed over.
+    let mut unfinished = Some(finished);
+    let tail = tokio_stream::iter(std::iter::from_fn(move || {
+        let finished = unfinished.take()?;
+        (!finished.load(Ordering::Acquire)).then(|| {
+            Err(std::io::Error::other(
+                "the answer broke off: its reader stopped before the end (the store was closed)",
+            ))
+        })
+    }));
+    let chunks = tokio_stream::wrappers::ReceiverStream::new(rx).chain(tail);
+    Ok((
+        [(header::CONTENT_TYPE, content_type)],
+        Body::from_stream(chunks),
+    )
+        .into_response())
 }
 
 /// `produce` run on this thread for a request run inline (`state::INLINE`), its whole body
@@ -185,6 +244,7 @@ where
         buf: Vec::new(),
         gone: false,
         started: false,
+        stores: None,
     };
     match produce(&mut sink) {
         Ok(()) => ([(header::CONTENT_TYPE, content_type)], sink.buf).into_response(),

@@ -178,8 +178,14 @@ export class GroveClient {
 	}
 
 	/** One request whose JSON answer is returned (`undefined` for an empty body, e.g. 204). */
-	async request<T>(method: string, path: string, options: { query?: Query; body?: unknown } = {}): Promise<T> {
-		if (this.transport.json) return (await this.transport.json(method, path, options)) as T;
+	request<T>(method: string, path: string, options: { query?: Query; body?: unknown } = {}): Promise<T> {
+		// Handed over as it is (no await of our own): a read the store answers on this thread
+		// costs one promise, not one per layer.
+		if (this.transport.json) return this.transport.json(method, path, options) as Promise<T>;
+		return this.requestSent<T>(method, path, options);
+	}
+
+	private async requestSent<T>(method: string, path: string, options: { query?: Query; body?: unknown }): Promise<T> {
 		const response = await this.transport.send(method, path, options);
 		return (await readJson(method, path, response)) as T;
 	}

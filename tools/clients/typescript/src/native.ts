@@ -73,8 +73,9 @@ interface NativeUpload {
 }
 
 interface NativeStore {
-	requestSync(method: string, target: string, headers: string[], body?: Buffer | null): { status: number; body: Buffer };
-	requestWhole(method: string, target: string, headers: string[], body?: Buffer | null): Promise<{ status: number; body: Buffer }>;
+	/** The whole body (JSON) as text; an error status throws `answer STATUS: BODY` (see `answerError`). */
+	requestSync(method: string, target: string, headers: string[], body?: string | null): string;
+	requestWhole(method: string, target: string, headers: string[], body?: string | null): Promise<string>;
 	request(method: string, target: string, headers: string[], body?: Buffer | null): Promise<NativeReply>;
 	upload(method: string, target: string, headers: string[]): NativeUpload;
 	close(): void;
@@ -112,6 +113,44 @@ function nativeError(error: unknown, where: string): GroveError {
 	const match = /^([a-z_]+): ([\s\S]*)$/.exec(message);
 	if (!match) return new GroveError("transport", 0, `${where}: ${message}`, { cause: error });
 	return new GroveError(match[1] as string, 0, match[2] as string, { cause: error });
+}
+
+/** A whole answer (a status below 400), and the request it answers (`METHOD target at where`). */
+interface Whole {
+	text: string;
+	what: string;
+}
+
+/** What a whole-answer request sends. */
+interface Prepared {
+	store: NativeStore;
+	target: string;
+	what: string;
+	headers: string[];
+	body: string | null;
+}
+
+/**
+ * What a whole request's failure is: the `GroveError` of its answer, when the addon threw one
+ * (`answer STATUS: BODY`, an error status: the body says which), else the addon's own error.
+ */
+function answerError(error: unknown, method: string, target: string, what: string): GroveError {
+	const message = error instanceof Error ? error.message : "";
+	const answer = /^answer (\d{3}): ([\s\S]*)$/.exec(message);
+	if (answer) return errorOf(method, target, Number(answer[1]), answer[2] as string);
+	return nativeError(error, what);
+}
+
+/** The JSON value of a whole answer (`undefined` for an empty body). */
+function parseWhole({ text, what }: Whole): unknown {
+	if (text === "") return undefined;
+	try {
+		return JSON.parse(text);
+	} catch (error) {
+		throw new GroveError("invalid_response", 200, `${what}: the answer is not JSON: ${text.slice(0, 200)}`, {
+			cause: error,
+		});
+	}
 }
 
 function bytes(data: string | Uint8Array): Buffer {
@@ -191,22 +230,24 @@ export class InProcessTransport implements ClientTransport {
 	 * A request whose answer is one JSON value: a read on node's thread (`inlineReads`), else on
 	 * a thread of node's pool, run there to its end (no stream, no further hand-over).
 	 */
-	async json(method: string, path: string, options: RequestOptions): Promise<unknown> {
-		if (options.raw) return readJson(method, path, await this.send(method, path, options));
-		const { text, status, what } = await this.whole(method, path, options);
-		if (text === "") return undefined;
-		try {
-			return JSON.parse(text);
-		} catch (error) {
-			throw new GroveError("invalid_response", status, `${what}: the answer is not JSON: ${text.slice(0, 200)}`, {
-				cause: error,
-			});
+	json(method: string, path: string, options: RequestOptions): Promise<unknown> {
+		if (options.raw) return this.send(method, path, options).then((answer) => readJson(method, path, answer));
+		if (method === "GET" && this.inlineReads) {
+			// Answered before this returns: one settled promise, no trip through the event loop.
+			try {
+				return Promise.resolve(parseWhole(this.inline(method, path, options)));
+			} catch (error) {
+				return Promise.reject(error);
+			}
 		}
+		return this.pooled(method, path, options).then(parseWhole);
 	}
 
 	/** A JSON-lines answer collected whole, as `json` runs a call: every value, parsed at once. */
 	async jsonLines(method: string, path: string, options: RequestOptions): Promise<unknown[]> {
-		const { text, status, what } = await this.whole(method, path, options);
+		const whole =
+			method === "GET" && this.inlineReads ? this.inline(method, path, options) : await this.pooled(method, path, options);
+		const { text, what } = whole;
 		const values: unknown[] = [];
 		let start = 0;
 		while (start < text.length) {
@@ -218,7 +259,7 @@ export class InProcessTransport implements ClientTransport {
 			try {
 				values.push(JSON.parse(line));
 			} catch (error) {
-				throw new GroveError("invalid_response", status, `${what}: a line is not JSON: ${line.slice(0, 200)}`, {
+				throw new GroveError("invalid_response", 200, `${what}: a line is not JSON: ${line.slice(0, 200)}`, {
 					cause: error,
 				});
 			}
@@ -226,37 +267,39 @@ export class InProcessTransport implements ClientTransport {
 		return values;
 	}
 
-	/** A request's whole answer as text; an error status is thrown as its `GroveError`. */
-	private async whole(
-		method: string,
-		path: string,
-		options: RequestOptions,
-	): Promise<{ text: string; status: number; what: string }> {
+	/** What a whole-answer request sends: the store, the target, the headers, the body (JSON). */
+	private prepare(method: string, path: string, options: RequestOptions): Prepared {
 		const store = this.store;
 		const target = buildPath(path, options.query);
 		const what = `${method} ${target} at ${this.where}`;
 		if (!store) throw new GroveError("closed", 0, `${what}: the store was closed`);
 		const headers: string[] = this.name === undefined ? [] : ["grove-client", this.name];
-		let body: Buffer | null = null;
+		let body: string | null = null;
 		if (options.body !== undefined) {
-			body = Buffer.from(JSON.stringify(options.body), "utf8");
+			body = JSON.stringify(options.body);
 			headers.push("content-type", "application/json");
 		}
-		let status: number;
-		let bytes: Buffer;
+		return { store, target, what, headers, body };
+	}
+
+	/** A request's whole answer, run on this thread; an error status is thrown as its `GroveError`. */
+	private inline(method: string, path: string, options: RequestOptions): Whole {
+		const { store, target, what, headers, body } = this.prepare(method, path, options);
 		try {
-			if (method === "GET" && this.inlineReads) {
-				({ status, body: bytes } = store.requestSync(method, target, headers, body));
-			} else {
-				({ status, body: bytes } = await store.requestWhole(method, target, headers, body));
-			}
+			return { text: store.requestSync(method, target, headers, body), what };
 		} catch (error) {
-			if (error instanceof GroveError) throw error;
-			throw nativeError(error, what);
+			throw answerError(error, method, target, what);
 		}
-		const text = bytes.toString("utf8");
-		if (status >= 400) throw errorOf(method, target, status, text);
-		return { text, status, what };
+	}
+
+	/** A request's whole answer, run on a thread of node's pool; errors as `inline`'s. */
+	private async pooled(method: string, path: string, options: RequestOptions): Promise<Whole> {
+		const { store, target, what, headers, body } = this.prepare(method, path, options);
+		try {
+			return { text: await store.requestWhole(method, target, headers, body), what };
+		} catch (error) {
+			throw answerError(error, method, target, what);
+		}
 	}
 
 	async send(method: string, path: string, options: RequestOptions = {}): Promise<Answer> {

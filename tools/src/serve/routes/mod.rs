@@ -7,13 +7,15 @@
 //! The handlers are in one file per group of docs/api.md: `server.rs` (health, verify, gc),
 //! `sessions.rs`, `appends.rs` (one session's appends and `POST /v1/appends`), `reads.rs`,
 //! `leaf.rs` (the leaf, turns and navigation) and `operations.rs`; `at.rs` is the point in
-//! time the reads and operations share, `page.rs` the HTML page served without the token.
+//! time the reads and operations share, `page.rs` the HTML page served without the token,
+//! `direct.rs` the embedded store's short way to the small reads' handlers (no router).
 //! Each handler checks its input, then runs its engine calls on tokio's blocking pool or
 //! streams them (`state`, `stream`). This file calls those route modules and, below them,
 //! the state, `api`, `guard`, `limits` and `full_disk`; no route module imports it.
 
 mod appends;
 mod at;
+pub mod direct;
 mod leaf;
 mod operations;
 mod page;

@@ -38,11 +38,18 @@ pub struct NativeOptions {
     pub read_only: Option<bool>,
 }
 
-/// A whole answer: its status and body.
-#[napi(object)]
-pub struct NativeAnswer {
-    pub status: u32,
-    pub body: Buffer,
+/// A whole answer (JSON) as text: made a JS string once, for `JSON.parse` (a `Buffer`'s
+/// allocation and finalizer, or an object around it, would cost more than a small read). A
+/// status of 400 and above is an error whose message is `answer STATUS: BODY`, for the
+/// TypeScript side to make the `GroveError` of the body, as it does of an HTTP answer.
+fn answer_text(status: u16, body: Vec<u8>) -> napi::Result<String> {
+    // Not UTF-8 (no route answers so): replaced as `Buffer.toString` would.
+    let text = String::from_utf8(body)
+        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+    if status >= 400 {
+        return Err(napi::Error::from_reason(format!("answer {status}: {text}")));
+    }
+    Ok(text)
 }
 
 /// A whole request run on a thread of node's pool ([`NativeStore::request_whole`]).
@@ -56,7 +63,7 @@ pub struct WholeRequest {
 
 impl Task for WholeRequest {
     type Output = (u16, Vec<u8>);
-    type JsValue = NativeAnswer;
+    type JsValue = String;
 
     fn compute(&mut self) -> napi::Result<Self::Output> {
         let body = std::mem::take(&mut self.body);
@@ -65,11 +72,8 @@ impl Task for WholeRequest {
             .map_err(embed_error)
     }
 
-    fn resolve(&mut self, _env: Env, (status, body): Self::Output) -> napi::Result<NativeAnswer> {
-        Ok(NativeAnswer {
-            status: u32::from(status),
-            body: body.into(),
-        })
+    fn resolve(&mut self, _env: Env, (status, body): Self::Output) -> napi::Result<String> {
+        answer_text(status, body)
     }
 }
 
@@ -190,46 +194,43 @@ impl NativeStore {
         ))
     }
 
-    /// One short request run to its end on this (node's) thread: its status and whole body.
-    /// For reads that take microseconds, where going to another thread and back would cost
-    /// more than the read; never for a followed replay.
+    /// One short request run to its end on this (node's) thread: its whole body, as text
+    /// ([`answer_text`]). For reads that take microseconds, where going to another thread and
+    /// back would cost more than the read; never for a followed replay.
     #[napi]
     pub fn request_sync(
         &self,
         method: String,
         target: String,
         headers: Vec<String>,
-        body: Option<Buffer>,
-    ) -> napi::Result<NativeAnswer> {
+        body: Option<String>,
+    ) -> napi::Result<String> {
         let store = self.store()?;
         let pairs = pairs(headers)?;
-        let body = body.map(|b| b.to_vec()).unwrap_or_default();
+        let body = body.map(String::into_bytes).unwrap_or_default();
         let (status, bytes) = store
             .request_inline(&method, &target, &pairs, body)
             .map_err(embed_error)?;
-        Ok(NativeAnswer {
-            status: u32::from(status),
-            body: bytes.into(),
-        })
+        answer_text(status, bytes)
     }
 
     /// One request whose whole answer is wanted (not a stream), run to its end on a thread of
     /// node's pool (libuv): the routes' engine calls run right there, one trip off node's thread
-    /// and back. Resolves with its status and body.
-    #[napi(ts_return_type = "Promise<NativeAnswer>")]
+    /// and back. Resolves with its whole body as text ([`answer_text`]).
+    #[napi(ts_return_type = "Promise<string>")]
     pub fn request_whole(
         &self,
         method: String,
         target: String,
         headers: Vec<String>,
-        body: Option<Buffer>,
+        body: Option<String>,
     ) -> napi::Result<AsyncTask<WholeRequest>> {
         Ok(AsyncTask::new(WholeRequest {
             store: self.store()?,
             method,
             target,
             headers: pairs(headers)?,
-            body: body.map(|b| b.to_vec()).unwrap_or_default(),
+            body: body.map(String::into_bytes).unwrap_or_default(),
         }))
     }
 
