@@ -111,13 +111,18 @@ pub(super) fn too_deep(e: depth::TooDeep) -> ApiError {
     ))
 }
 
+/// `payload_too_large`: a body over `--max-body`.
+pub(super) fn body_too_large() -> ApiError {
+    ApiError::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "payload_too_large",
+        "the request body is larger than the server's limit (--max-body)",
+    )
+}
+
 pub(super) fn bytes_rejection(r: BytesRejection) -> ApiError {
     if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
-        ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "payload_too_large",
-            "the request body is larger than the server's limit (--max-body)",
-        )
+        body_too_large()
     } else {
         ApiError::invalid_request(format!(
             "reading the request body failed: {}",

@@ -20,7 +20,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, Request};
+use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method, Request};
 use axum::Router;
 use grove::{Backend, Durability, GroveError, Store, StoreConfig};
 use tokio_stream::StreamExt;
@@ -349,10 +349,12 @@ impl Embedded {
         headers: &[(String, String)],
         body: Vec<u8>,
     ) -> Result<(u16, Vec<u8>), EmbedError> {
-        // A small read goes straight to its route's handler (`routes::direct`).
-        if let Some(client) = direct_read(method, headers, &body) {
+        // A small call goes straight to its route's handler (`routes::direct`).
+        let body = axum::body::Bytes::from(body);
+        if let Some((method, client)) = direct(method, headers) {
             let answered = self.run_here(INLINE.scope((), async {
-                let response = routes::direct::answer(&self.state, target, &client).await?;
+                let response =
+                    routes::direct::answer(&self.state, &method, target, &client, &body).await?;
                 let status = response.status().as_u16();
                 let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await;
                 Some(match bytes {
@@ -364,6 +366,7 @@ impl Embedded {
                 return answered;
             }
         }
+        let body = Vec::from(body);
         let future = self.request(method, target, headers, body);
         self.runtime.block_on(INLINE.scope((), async move {
             let reply = future.await?;
@@ -450,15 +453,20 @@ impl Reply {
     }
 }
 
-/// The headers of a request `routes::direct` may answer: a `GET` without a body, whose only
-/// header is the client's name (the router answers anything else, and so the errors of
-/// headers it would refuse).
-fn direct_read(method: &str, headers: &[(String, String)], body: &[u8]) -> Option<HeaderMap> {
-    if method != "GET" || !body.is_empty() {
-        return None;
-    }
+/// The method and headers of a request `routes::direct` may answer: a `GET` or a `POST` whose
+/// only headers are the client's name and the body's type, which the routes taken do not read
+/// (the router answers anything else, and so the errors of headers it would refuse).
+fn direct(method: &str, headers: &[(String, String)]) -> Option<(Method, HeaderMap)> {
+    let method = match method {
+        "GET" => Method::GET,
+        "POST" => Method::POST,
+        _ => return None,
+    };
     let mut map = HeaderMap::new();
     for (name, value) in headers {
+        if name.eq_ignore_ascii_case(header::CONTENT_TYPE.as_str()) {
+            continue;
+        }
         if !name.eq_ignore_ascii_case(super::api::CLIENT_HEADER) {
             return None;
         }
@@ -467,7 +475,7 @@ fn direct_read(method: &str, headers: &[(String, String)], body: &[u8]) -> Optio
             HeaderValue::from_str(value).ok()?,
         );
     }
-    Some(map)
+    Some((method, map))
 }
 
 fn build(
@@ -501,6 +509,7 @@ fn build(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use axum::body::Bytes;
 
     fn call(store: &Embedded, method: &str, target: &str, body: &str) -> (u16, String) {
         let headers = [("content-type".to_owned(), "application/json".to_owned())];
@@ -693,6 +702,179 @@ mod tests {
     }
 
     #[test]
+    fn appends_taken_straight_to_their_handlers_answer_as_the_router() {
+        // The same calls to two stores alike: straight (request_inline) and routed.
+        let dirs = [tempfile::tempdir(), tempfile::tempdir()];
+        let stores = dirs.map(|dir| {
+            let dir = dir.unwrap_or_else(|e| panic!("{e}"));
+            let mut options = Options::new(dir.path().join("store"));
+            options.max_body = 4096;
+            let store = Embedded::open(&options).unwrap_or_else(|e| panic!("{e}"));
+            call(&store, "POST", "/v1/sessions", r#"{"id":"s1"}"#);
+            (dir, store)
+        });
+        let [(_a, straight), (_b, routed)] = &stores;
+        let both = |target: &str, headers: &[(String, String)], body: &str| {
+            let one = straight
+                .request_inline("POST", target, headers, body.as_bytes().to_vec())
+                .unwrap_or_else(|e| panic!("{target}: {e}"));
+            let other = routed
+                .request_blocking("POST", target, headers, body.as_bytes().to_vec())
+                .and_then(|reply| {
+                    let status = reply.status;
+                    Ok((status, routed.runtime.block_on(reply.all())?))
+                })
+                .unwrap_or_else(|e| panic!("{target}: {e}"));
+            let text = |(status, body): (u16, Vec<u8>)| {
+                (status, String::from_utf8_lossy(&body).into_owned())
+            };
+            (text(one), text(other))
+        };
+        let typed = [("content-type".to_owned(), "application/json".to_owned())];
+        let named = [
+            ("Content-Type".to_owned(), "application/json".to_owned()),
+            ("grove-client".to_owned(), "tester".to_owned()),
+        ];
+        let at = "2026-01-01T00:00:00.000Z";
+        let exact = |id: &str, parent: &str| {
+            format!(
+                r#"{{"type":"message","id":"{id}","parentId":"{parent}","timestamp":"{at}","message":{{"role":"user","content":"{id}"}}}}"#
+            )
+        };
+        let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+        let large = format!(
+            r#"{{"entry":{{"role":"user","content":"{}"}}}}"#,
+            "x".repeat(5000)
+        );
+        let entries = "/v1/sessions/s1/entries";
+        let exact_target = "/v1/sessions/s1/entries/exact";
+        // Answers that must be the same byte for byte.
+        type Headers<'a> = &'a [(String, String)];
+        let same: Vec<(String, Headers, String)> = vec![
+            (
+                entries.into(),
+                &typed,
+                format!(
+                    r#"{{"entry":{{"role":"user","content":"a"}},"id":"e1","timestamp":"{at}"}}"#
+                ),
+            ),
+            (exact_target.into(), &named, exact("e2", "e1")),
+            (
+                format!("{exact_target}?keepLeaf=true"),
+                &typed,
+                exact("e3", "e2"),
+            ),
+            (
+                format!("{exact_target}?keepLeaf=maybe"),
+                &typed,
+                exact("e4", "e2"),
+            ),
+            (format!("{exact_target}?other=1"), &typed, exact("e4", "e2")),
+            (exact_target.into(), &typed, exact("e2", "e1")),
+            (
+                "/v1/sessions/s1/entries/if".into(),
+                &typed,
+                r#"{"expectedLeaf":"zz","entry":{"role":"user","content":"c"}}"#.into(),
+            ),
+            (entries.into(), &typed, "not json".into()),
+            (entries.into(), &typed, String::new()),
+            (entries.into(), &typed, r#"{"entry":1}"#.into()),
+            (
+                entries.into(),
+                &typed,
+                r#"{"entry":{"role":"user"},"extra":1}"#.into(),
+            ),
+            (entries.into(), &typed, deep.clone()),
+            (entries.into(), &typed, large),
+            (exact_target.into(), &typed, deep),
+            (
+                "/v1/sessions/nope/entries".into(),
+                &typed,
+                r#"{"entry":{"role":"user","content":"a"}}"#.into(),
+            ),
+            (
+                "/v1/sessions/s1/entries/many".into(),
+                &typed,
+                r#"{"entries":[1]}"#.into(),
+            ),
+            (
+                "/v1/sessions/s1/entries/many".into(),
+                &typed,
+                r#"{"entries":[]}"#.into(),
+            ),
+        ];
+        let mut statuses = Vec::new();
+        for (target, headers, body) in &same {
+            let (one, other) = both(target, headers, body);
+            assert_eq!(one, other, "{target} {body:.80}");
+            statuses.push(one.0);
+        }
+        let expected = [
+            201, 201, 201, 400, 400, 201, 200, 400, 400, 400, 400, 400, 413, 400, 404, 400, 201,
+        ];
+        assert_eq!(statuses, expected);
+        // Answers with fresh ids: the same status and fields.
+        let fresh: [(&str, &str); 3] = [
+            (entries, r#"{"entry":{"role":"user","content":"d"}}"#),
+            (
+                "/v1/sessions/s1/entries/if",
+                r#"{"expectedLeaf":"e2","entry":{"role":"user","content":"e"}}"#,
+            ),
+            (
+                "/v1/sessions/s1/entries/many",
+                r#"{"entries":[{"role":"user","content":"f"},{"role":"user","content":"g"}]}"#,
+            ),
+        ];
+        for (target, body) in fresh {
+            let ((status, one), (routed_status, other)) = both(target, &named, body);
+            let keys = |text: &str| match json(text) {
+                serde_json::Value::Object(map) => map.keys().cloned().collect::<Vec<_>>(),
+                value => panic!("{target}: {value}"),
+            };
+            assert_eq!(
+                (status, keys(&one)),
+                (routed_status, keys(&other)),
+                "{target}"
+            );
+        }
+        // The same sessions after: entries and who did each operation.
+        for target in ["/v1/sessions/s1/entries", "/v1/sessions/s1/operations"] {
+            let lines = |store: &Embedded| {
+                let (_, text) = call(store, "GET", target, "");
+                let values: Vec<serde_json::Value> = text.lines().map(json).collect();
+                let shape: Vec<_> = values
+                    .iter()
+                    .map(|v| (v["type"].clone(), v["actor"].clone(), v["kind"].clone()))
+                    .collect();
+                (values.len(), shape)
+            };
+            assert_eq!(lines(straight), lines(routed), "{target}");
+        }
+        // Taken straight: the appends (here of a session that is not there, nothing written);
+        // not: other writes.
+        let missing = "/v1/sessions/nope/entries";
+        for (target, taken) in [
+            (missing.to_owned(), true),
+            (format!("{missing}/exact"), true),
+            (format!("{missing}/if"), true),
+            (format!("{missing}/many"), true),
+            (format!("{missing}/ids"), false),
+            ("/v1/sessions/nope/labels".to_owned(), false),
+            ("/v1/sessions".to_owned(), false),
+        ] {
+            let (headers, body) = (HeaderMap::new(), Bytes::from_static(b"{}"));
+            let answer =
+                routes::direct::answer(&straight.state, &Method::POST, &target, &headers, &body);
+            let answer = straight.runtime.block_on(INLINE.scope((), answer));
+            assert_eq!(answer.is_some(), taken, "{target}");
+        }
+        // Each closes alone (they are two stores).
+        for (_, store) in stores {
+            store.close().unwrap_or_else(|e| panic!("{e}"));
+        }
+    }
+
+    #[test]
     fn small_reads_taken_straight_to_their_handlers_answer_as_the_router() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let store = Embedded::open(&Options::new(dir.path().join("store")))
@@ -771,18 +953,15 @@ mod tests {
         let client = [("Grove-Client".to_owned(), "tester".to_owned())];
         let clients: [&[(String, String)]; 2] = [&[], &client];
         let cases = taken.iter().map(|t| (t, true));
-        for (target, direct) in cases.chain(routed.iter().map(|t| (t, false))) {
+        let empty = Bytes::new();
+        for (target, straight) in cases.chain(routed.iter().map(|t| (t, false))) {
             for headers in clients {
-                let map = direct_read("GET", headers, b"");
-                let map = map.unwrap_or_else(|| panic!("{headers:?} is not taken"));
-                let answer = store
-                    .runtime
-                    .block_on(INLINE.scope((), routes::direct::answer(&store.state, target, &map)));
-                assert_eq!(
-                    answer.is_some(),
-                    direct,
-                    "{target} taken straight: {direct}"
-                );
+                let taken = direct("GET", headers).map(|(method, map)| {
+                    let answer =
+                        routes::direct::answer(&store.state, &method, target, &map, &empty);
+                    store.runtime.block_on(INLINE.scope((), answer)).is_some()
+                });
+                assert_eq!(taken, Some(straight), "{target} taken straight: {straight}");
                 let routed = store
                     .request_blocking("GET", target, headers, Vec::new())
                     .and_then(|reply| {
@@ -801,11 +980,21 @@ mod tests {
                 }
             }
         }
-        // A header other than the client's name, a body or another method: the router's.
+        // A header other than the client's name and the body's type, another method, or a read
+        // with a body: the router's.
         let typed = [("content-type".to_owned(), "application/json".to_owned())];
-        assert!(direct_read("GET", &typed, b"").is_none());
-        assert!(direct_read("GET", &[], b"{}").is_none());
-        assert!(direct_read("POST", &[], b"").is_none());
+        let accept = [("accept".to_owned(), "application/json".to_owned())];
+        assert!(direct("GET", &typed).is_some());
+        assert!(direct("GET", &accept).is_none());
+        assert!(direct("PUT", &[]).is_none());
+        let leaf = format!("/v1/sessions/{s}/leaf");
+        let (no_headers, body) = (HeaderMap::new(), Bytes::from_static(b"{}"));
+        let with_body =
+            routes::direct::answer(&store.state, &Method::GET, &leaf, &no_headers, &body);
+        assert!(store
+            .runtime
+            .block_on(INLINE.scope((), with_body))
+            .is_none());
         // A client name the router refuses is refused alike.
         let name = |value: &str| ("grove-client".to_owned(), value.to_owned());
         let target = format!("/v1/sessions/{s}/leaf");
@@ -814,7 +1003,7 @@ mod tests {
             vec![name("")],
             vec![name("a"), name("b")],
         ] {
-            assert!(direct_read("GET", &bad, b"").is_some(), "{bad:?}");
+            assert!(direct("GET", &bad).is_some(), "{bad:?}");
             let (status, body) = store
                 .request_inline("GET", &target, &bad, Vec::new())
                 .unwrap_or_else(|e| panic!("{e}"));

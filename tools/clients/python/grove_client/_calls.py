@@ -4,8 +4,8 @@ cannot disagree on a route."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable, Literal, Mapping, Optional, Sequence, Union
+from functools import lru_cache
+from typing import Any, Callable, Literal, Mapping, NamedTuple, Optional, Sequence, Union
 from urllib.parse import quote
 
 V1 = "/v1"
@@ -17,8 +17,10 @@ Answer = Literal["json", "lines", "text", "none"]
 At = Mapping[str, Union[int, str]]
 
 
-@dataclass(frozen=True)
-class Call:
+class Call(NamedTuple):
+    """One call (immutable; a tuple, made in a fraction of a frozen dataclass's time: an
+    in-process read takes microseconds)."""
+
     method: str
     path: str
     query: Optional[Mapping[str, Any]] = None
@@ -29,8 +31,9 @@ class Call:
     pick: Optional[Callable[[Any], Any]] = None
 
 
+@lru_cache(maxsize=4096)
 def seg(text: str) -> str:
-    """One path segment, percent-encoded."""
+    """One path segment, percent-encoded (remembered: a process calls on few sessions)."""
     return quote(text, safe="")
 
 

@@ -88,17 +88,16 @@ class Embedded:
         self.where = f"{IN_PROCESS}{path}"
         self._store: Any = store
         self._headers: list[tuple[str, str]] = [] if name is None else [("grove-client", name)]
+        self._json_headers = [*self._headers, ("content-type", "application/json")]
 
     def _request(self, call: Call) -> tuple[str, list[tuple[str, str]], Optional[bytes]]:
-        headers = list(self._headers)
-        body: Optional[bytes] = None
+        # The header lists are the extension's to read, never changed: shared between calls.
         if call.raw is not None:
-            body = call.raw
-            headers.append(("content-type", call.raw_type or "application/octet-stream"))
-        elif call.body is not None:
-            body = json.dumps(call.body).encode()
-            headers.append(("content-type", "application/json"))
-        return _target(call), headers, body
+            headers = [*self._headers, ("content-type", call.raw_type or "application/octet-stream")]
+            return _target(call), headers, call.raw
+        if call.body is not None:
+            return _target(call), self._json_headers, json.dumps(call.body).encode()
+        return _target(call), self._headers, None
 
     def _live(self, call: Call) -> Any:
         store = self._store

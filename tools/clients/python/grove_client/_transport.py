@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 import httpx
 
@@ -65,13 +65,13 @@ def _param(value: Any) -> str:
     return str(value)
 
 
-def error_of(call: Call, status: int, body: bytes) -> GroveError:
+def error_of(call: Call, status: int, body: Union[bytes, str]) -> GroveError:
     try:
         answer = json.loads(body)
         return GroveError(str(answer["code"]), status, str(answer["message"]))
     except (ValueError, KeyError, TypeError):
-        text = body.decode("utf-8", "replace")[:200]
-        return GroveError("invalid_response", status, f"{call.method} {call.path}: {text}")
+        text = body if isinstance(body, str) else body.decode("utf-8", "replace")
+        return GroveError("invalid_response", status, f"{call.method} {call.path}: {text[:200]}")
 
 
 def transport_error(call: Call, error: Exception, where: str) -> GroveError:
@@ -87,13 +87,15 @@ def parse_line(call: Call, line: str) -> Any:
         raise GroveError("invalid_response", 200, f"{call.method} {call.path}: a line is not JSON: {e}") from e
 
 
-def decode(call: Call, body: bytes) -> Any:
+def decode(call: Call, body: Union[bytes, str]) -> Any:
+    """A whole answer's value: `bytes` from HTTP, `str` from the extension (already text)."""
     if call.answer == "none":
         return None
     if call.answer == "text":
-        return body.decode("utf-8")
+        return body if isinstance(body, str) else body.decode("utf-8")
     if call.answer == "lines":
-        return [parse_line(call, line) for line in body.decode("utf-8").splitlines() if line.strip()]
+        text = body if isinstance(body, str) else body.decode("utf-8")
+        return [parse_line(call, line) for line in text.splitlines() if line.strip()]
     try:
         value = json.loads(body) if body else None
     except ValueError as e:

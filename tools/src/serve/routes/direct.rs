@@ -1,28 +1,39 @@
-//! The embedded store's short way to the small reads: a `GET` of one of the read routes below,
-//! its path written plainly (no percent-escapes, no empty segment), goes straight to that
-//! route's handler instead of through the router and its layers, none of which acts on a
-//! read of the embedded store (no token, no body, no write to refuse or count). The answer is
-//! the route's own: the same handler, given what the router's extractors would give it (the
+//! The embedded store's short way to its small calls: a `GET` of one of the read routes below,
+//! or a `POST` of one of the appends, its path written plainly (no percent-escapes, no empty
+//! segment), goes straight to that route's handler instead of through the router. The answer
+//! is the route's own: the same handler, given what the router's extractors would give it (the
 //! state of the request's client, the path's segments, the query parsed by the same `Query`
-//! type). Any other request ([`answer`] gives `None`) goes through the router.
+//! type, the body checked and parsed as `Raw` and `Body` do), after what the router's layers do
+//! to such a request of the embedded store: a write is counted in flight (`track_writes`) and
+//! refused on a full disk (`full_disk::refuse_writes`), and a body over `--max-body` is refused
+//! (`DefaultBodyLimit`; no token, no declared length in process). Any other request
+//! ([`answer`] gives `None`) goes through the router.
 //!
 //! It is for `Embedded::request_inline`, where a read of the leaf costs a few microseconds and
 //! the router as much again. It owns the matching of those targets; it calls the handlers of
 //! the route modules, the state and `api`. A test compares its answers with the router's.
 
-use axum::http::{HeaderMap, Uri};
+use axum::body::Bytes;
+use axum::http::{HeaderMap, Method, Uri};
 use axum::response::{IntoResponse, Response};
 
-use super::{leaf, operations, reads, sessions};
-use crate::serve::api::{client_name, ApiResult, Path, Query};
-use crate::serve::state::State;
+use super::{appends, leaf, operations, reads, sessions};
+use crate::serve::api::{body_too_large, client_name, ApiResult, Path, Query};
+use crate::serve::state::{checked, parsed, State};
 
 /// The prefix of every route taken here.
 const SESSIONS: &str = "/v1/sessions/";
 
-/// The answer of the read route `target` names, for a client of `headers` (only `grove-client`
-/// counts for a read); `None` when the target is not one taken here, for the router.
-pub async fn answer(state: &State, target: &str, headers: &HeaderMap) -> Option<Response> {
+/// The answer of the route `method` and `target` name, for a client of `headers` (only
+/// `grove-client` counts: the routes taken read no other) with `body`; `None` when the route is
+/// not one taken here, for the router.
+pub async fn answer(
+    state: &State,
+    method: &Method,
+    target: &str,
+    headers: &HeaderMap,
+    body: &Bytes,
+) -> Option<Response> {
     // A query is parsed as the router's request would be (a target it refuses goes to it).
     let (path, query) = match target.split_once('?') {
         Some((path, _)) => (path, Some(target.parse::<Uri>().ok()?)),
@@ -31,21 +42,33 @@ pub async fn answer(state: &State, target: &str, headers: &HeaderMap) -> Option<
     let rest = path.strip_prefix(SESSIONS)?;
     let mut segments = rest.split('/');
     let sid = segments.next().filter(|s| plain(s))?.to_owned();
-    let route = match (segments.next(), segments.next(), segments.next()) {
-        (None, _, _) => Read::Session,
-        (Some("leaf"), None, _) => Read::Leaf,
-        (Some("leaf"), Some("history"), None) => Read::LeafHistory,
-        (Some("entries"), Some(eid), None) if plain(eid) => Read::Entry(eid.to_owned()),
-        (Some("entries"), Some(eid), Some("proof")) if plain(eid) && segments.next().is_none() => {
-            Read::Proof(eid.to_owned())
+    let parts = (segments.next(), segments.next(), segments.next());
+    let route = match (method, parts) {
+        (&Method::GET, _) if !body.is_empty() => return None,
+        (&Method::GET, (None, _, _)) => Route::Session,
+        (&Method::GET, (Some("leaf"), None, _)) => Route::Leaf,
+        (&Method::GET, (Some("leaf"), Some("history"), None)) => Route::LeafHistory,
+        (&Method::GET, (Some("entries"), Some(eid), None)) if plain(eid) => {
+            Route::Entry(eid.to_owned())
         }
-        (Some("context"), None, _) => Read::Context,
-        (Some("tree"), None, _) => Read::Tree,
-        (Some("labels"), None, _) => Read::Labels,
-        (Some("labels"), Some(eid), None) if plain(eid) => Read::Label(eid.to_owned()),
-        (Some("name"), None, _) => Read::Name,
-        (Some("stats"), None, _) => Read::Stats,
-        (Some("seal"), None, _) => Read::Seal,
+        (&Method::GET, (Some("entries"), Some(eid), Some("proof")))
+            if plain(eid) && segments.next().is_none() =>
+        {
+            Route::Proof(eid.to_owned())
+        }
+        (&Method::GET, (Some("context"), None, _)) => Route::Context,
+        (&Method::GET, (Some("tree"), None, _)) => Route::Tree,
+        (&Method::GET, (Some("labels"), None, _)) => Route::Labels,
+        (&Method::GET, (Some("labels"), Some(eid), None)) if plain(eid) => {
+            Route::Label(eid.to_owned())
+        }
+        (&Method::GET, (Some("name"), None, _)) => Route::Name,
+        (&Method::GET, (Some("stats"), None, _)) => Route::Stats,
+        (&Method::GET, (Some("seal"), None, _)) => Route::Seal,
+        (&Method::POST, (Some("entries"), None, _)) => Route::Append(body.clone()),
+        (&Method::POST, (Some("entries"), Some("exact"), None)) => Route::AppendExact(body.clone()),
+        (&Method::POST, (Some("entries"), Some("if"), None)) => Route::AppendIf(body.clone()),
+        (&Method::POST, (Some("entries"), Some("many"), None)) => Route::AppendMany(body.clone()),
         _ => return None,
     };
     Some(route.answer(state, sid, query, headers).await)
@@ -59,8 +82,8 @@ fn plain(segment: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~'))
 }
 
-/// The read routes taken here, with their path parameters (but the session's).
-enum Read {
+/// The routes taken here, with their path parameters (but the session's) and body.
+enum Route {
     Session,
     Leaf,
     LeafHistory,
@@ -73,9 +96,13 @@ enum Read {
     Name,
     Stats,
     Seal,
+    Append(Bytes),
+    AppendExact(Bytes),
+    AppendIf(Bytes),
+    AppendMany(Bytes),
 }
 
-impl Read {
+impl Route {
     async fn answer(
         self,
         state: &State,
@@ -83,10 +110,23 @@ impl Read {
         query: Option<Uri>,
         headers: &HeaderMap,
     ) -> Response {
-        match self.run(state, sid, query, headers).await {
+        let write = self.writes();
+        // The router's layers: a write counts as in flight, and is refused on a full disk.
+        let _in_flight = write.then(|| state.writes().begin());
+        if let (true, Some(full)) = (write, state.full_disk()) {
+            return crate::serve::api::ApiError::from(full.error()).into_response();
+        }
+        match self.run(state, sid, query, headers, write).await {
             Ok(response) => response,
             Err(e) => e.into_response(),
         }
+    }
+
+    fn writes(&self) -> bool {
+        matches!(
+            self,
+            Route::Append(_) | Route::AppendExact(_) | Route::AppendIf(_) | Route::AppendMany(_)
+        )
     }
 
     async fn run(
@@ -95,24 +135,42 @@ impl Read {
         sid: String,
         query: Option<Uri>,
         headers: &HeaderMap,
+        write: bool,
     ) -> ApiResult<Response> {
-        // The extractors in the router's order: the state, the path, the query.
+        // The extractors in the router's order: the state, the path, the query, the body.
+        let shard = state.is_sharded().then_some(sid.as_str());
         let state = state
-            .for_request(client_name(headers)?, None, false)
+            .for_request(client_name(headers)?, shard, write)
             .await?;
+        let max_body = state.limits().max_body;
+        let body = |bytes: Bytes| match bytes.len() > max_body {
+            true => Err(body_too_large()),
+            false => checked(bytes),
+        };
         match self {
-            Read::Session => sessions::get_session(state, Path(sid)).await,
-            Read::Leaf => leaf::leaf(state, Path(sid)).await,
-            Read::LeafHistory => leaf::leaf_history(state, Path(sid)).await,
-            Read::Entry(eid) => reads::entry(state, Path((sid, eid)), parse(&query)?).await,
-            Read::Proof(eid) => reads::proof(state, Path((sid, eid))).await,
-            Read::Context => reads::context(state, Path(sid), parse(&query)?).await,
-            Read::Tree => reads::tree(state, Path(sid), parse(&query)?).await,
-            Read::Labels => reads::labels(state, Path(sid)).await,
-            Read::Label(eid) => reads::label(state, Path((sid, eid))).await,
-            Read::Name => reads::name(state, Path(sid)).await,
-            Read::Stats => reads::stats(state, Path(sid)).await,
-            Read::Seal => operations::seal(state, Path(sid)).await,
+            Route::Session => sessions::get_session(state, Path(sid)).await,
+            Route::Leaf => leaf::leaf(state, Path(sid)).await,
+            Route::LeafHistory => leaf::leaf_history(state, Path(sid)).await,
+            Route::Entry(eid) => reads::entry(state, Path((sid, eid)), parse(&query)?).await,
+            Route::Proof(eid) => reads::proof(state, Path((sid, eid))).await,
+            Route::Context => reads::context(state, Path(sid), parse(&query)?).await,
+            Route::Tree => reads::tree(state, Path(sid), parse(&query)?).await,
+            Route::Labels => reads::labels(state, Path(sid)).await,
+            Route::Label(eid) => reads::label(state, Path((sid, eid))).await,
+            Route::Name => reads::name(state, Path(sid)).await,
+            Route::Stats => reads::stats(state, Path(sid)).await,
+            Route::Seal => operations::seal(state, Path(sid)).await,
+            Route::Append(bytes) => appends::append(state, Path(sid), parsed(body(bytes)?)?).await,
+            Route::AppendExact(bytes) => {
+                let q = parse(&query)?;
+                appends::append_exact(state, Path(sid), q, body(bytes)?).await
+            }
+            Route::AppendIf(bytes) => {
+                appends::append_if(state, Path(sid), parsed(body(bytes)?)?).await
+            }
+            Route::AppendMany(bytes) => {
+                appends::append_many(state, Path(sid), parsed(body(bytes)?)?).await
+            }
         }
     }
 }

@@ -27,19 +27,28 @@ impl FromRequest<State> for Raw {
             Ok(read) => read.map_err(bytes_rejection)?,
             Err(_) => return Err(limits::body_timed_out(timeout)),
         };
-        depth::check(&bytes, MAX_JSON_DEPTH).map_err(too_deep)?;
-        Ok(Raw(bytes))
+        checked(bytes)
     }
+}
+
+/// A whole body as [`Raw`] takes it: refused when it nests deeper than [`MAX_JSON_DEPTH`].
+pub(in crate::serve) fn checked(bytes: axum::body::Bytes) -> ApiResult<Raw> {
+    depth::check(&bytes, MAX_JSON_DEPTH).map_err(too_deep)?;
+    Ok(Raw(bytes))
+}
+
+/// A [`Raw`] body parsed as [`Body`] parses it.
+pub(in crate::serve) fn parsed<T: DeserializeOwned>(Raw(bytes): Raw) -> ApiResult<Body<T>> {
+    serde_json::from_slice(&bytes).map(Body).map_err(|e| {
+        ApiError::invalid_request(format!("the body is not the JSON this route takes: {e}"))
+    })
 }
 
 impl<T: DeserializeOwned> FromRequest<State> for Body<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &State) -> ApiResult<Body<T>> {
-        let Raw(bytes) = Raw::from_request(req, state).await?;
-        serde_json::from_slice(&bytes).map(Body).map_err(|e| {
-            ApiError::invalid_request(format!("the body is not the JSON this route takes: {e}"))
-        })
+        parsed(Raw::from_request(req, state).await?)
     }
 }
 

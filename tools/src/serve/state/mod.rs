@@ -23,6 +23,7 @@ use super::api::{ApiError, ApiResult};
 use super::limits::{self, Limits};
 use super::stores::Stores;
 pub use disk::FullDisk;
+pub(in crate::serve) use extract::{checked, parsed};
 pub use run::{blocking, json_answer, on_session, raw_json, writing, INLINE};
 pub use writes::Writes;
 
