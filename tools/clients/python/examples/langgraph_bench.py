@@ -50,6 +50,7 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from grove_client import aio as grove_aio
 from grove_client.langgraph import AsyncGroveSaver
 
+from . import serving
 from .langgraph_graph import TOOL_EVERY, build_graph, question, summary
 
 ROOT = pathlib.Path(__file__).resolve().parents[4]
@@ -187,17 +188,9 @@ async def run(backend: Backend, args: argparse.Namespace) -> Run:
 @asynccontextmanager
 async def grove_backend(args: argparse.Namespace, work: pathlib.Path) -> AsyncIterator[Backend]:
     store, socket = work / "store", work / "grove.sock"
-    proc = subprocess.Popen(
-        [args.grove_bin, *grove_options(args), "--store", str(store), "--durability", args.durability, "serve", "--socket", str(socket)],
-        stdout=subprocess.PIPE,
-        text=True,
-        env={k: v for k, v in os.environ.items() if not k.startswith("GROVE_")},
+    proc = serving.start(
+        [args.grove_bin, *grove_options(args), "--store", str(store), "--durability", args.durability, "serve", "--socket", str(socket)]
     )
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    if not line.startswith("listening on unix:"):
-        proc.kill()
-        raise RuntimeError(f"grove serve did not start: {line!r}")
     saver = AsyncGroveSaver(f"unix:{socket}")
     try:
         yield Backend("grove", saver, lambda: dir_bytes(store))
