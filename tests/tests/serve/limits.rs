@@ -280,3 +280,72 @@ fn bodies_that_trickle_in_are_cut_off_after_the_body_timeout() {
     // The server goes on serving.
     s.ok(200, "GET", "/v1/health", None);
 }
+
+/// A raw connection that sent `head` and a wrong token, then, after a pause (so that the
+/// server answers before the body is there), `body`.
+fn refused_late_body(c: &mut TcpStream, s: &Server, head: &str, body: &[u8]) {
+    write!(
+        c,
+        "{head}\r\nhost: {}\r\nauthorization: Bearer wrong\r\ncontent-type: application/json\r\n\
+         content-length: {}\r\n\r\n",
+        addr(s),
+        body.len()
+    )
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    c.write_all(body).unwrap();
+}
+
+/// A request refused before its body was read (here: a wrong token) leaves the connection
+/// ready for the next request, or says `Connection: close`: a keep-alive client never sends
+/// into a connection the server closed (before the fix, the server closed the connection on
+/// the body that came after the answer, without saying so, and the next request met EOF).
+#[test]
+fn a_request_refused_before_its_body_came_leaves_the_connection_usable_or_says_close() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(dir.path(), &[]);
+    let mut c = TcpStream::connect(addr(&s)).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    // A small body, come late: read and dropped, and the connection serves the next request.
+    for _ in 0..3 {
+        refused_late_body(&mut c, &s, "POST /v1/sessions HTTP/1.1", br#"{"id":"a"}"#);
+        let answer = read_until(&mut c, |t| t.contains("unauthorized") && t.ends_with('}'));
+        assert!(answer.starts_with("HTTP/1.1 401"), "{answer}");
+        assert!(
+            !answer.to_ascii_lowercase().contains("connection: close"),
+            "{answer}"
+        );
+    }
+    write!(
+        c,
+        "GET /v1/health HTTP/1.1\r\nhost: {}\r\nauthorization: Bearer {TOKEN}\r\n\r\n",
+        addr(&s)
+    )
+    .unwrap();
+    let answer = head_of(&mut c);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    drop(c);
+    // A large body: the answer says the connection closes, and arrives whole although the
+    // client sends all its body before it reads.
+    let mut c = TcpStream::connect(addr(&s)).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let body = vec![b' '; 512 * 1024];
+    refused_late_body(&mut c, &s, "POST /v1/sessions HTTP/1.1", &body);
+    let answer = read_until(&mut c, |t| t.contains("unauthorized") && t.ends_with('}'));
+    assert!(answer.starts_with("HTTP/1.1 401"), "{answer}");
+    assert!(
+        answer.to_ascii_lowercase().contains("connection: close"),
+        "{answer}"
+    );
+    assert_eq!(
+        c.read(&mut [0u8; 16]).unwrap(),
+        0,
+        "the connection ends after the answer"
+    );
+    // Nothing was stored meanwhile.
+    assert_eq!(
+        s.ok(200, "GET", "/v1/sessions", None)["sessions"],
+        json!([])
+    );
+    assert!(s.terminate().success());
+}

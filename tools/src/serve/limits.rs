@@ -141,7 +141,7 @@ pub async fn declared_length(limits: Arc<Limits>, req: Request, next: Next) -> R
 const LINGER_BYTES: usize = 1 << 20;
 
 /// Reads and drops a refused request's body for at most `timeout` and [`LINGER_BYTES`].
-async fn linger(body: axum::body::Body, timeout: Duration) {
+pub(super) async fn linger(body: axum::body::Body, timeout: Duration) {
     use tokio_stream::StreamExt;
     let mut stream = body.into_data_stream();
     let mut read = 0usize;

@@ -2,7 +2,8 @@
 //! JSON bodies (docs/api.md is the contract). This room owns the server: its listeners (a
 //! unix socket, and TCP behind a bearer token), who may send a request (`guard.rs`: the
 //! `Host` and `Origin` of a TCP request, every body's type), the connection loop (hyper, with
-//! header timeouts and graceful shutdown) and the server's life (a store opened to read on a
+//! header timeouts and graceful shutdown, a request answered before its body was read:
+//! `unread.rs`) and the server's life (a store opened to read on a
 //! full disk, reopened for writing once there is room: `full_disk.rs`).
 //!
 //! Its modules, from the bottom up: the error body and request extractors (`api.rs`, with the
@@ -30,6 +31,7 @@ mod routes;
 mod state;
 mod stores;
 mod stream;
+mod unread;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -233,10 +235,11 @@ pub fn run(env: &mut Env<'_>, args: &Args) -> CmdResult<()> {
             "give a smaller --max-streams",
         ));
     }
+    let body_timeout = Duration::from_secs(args.body_timeout);
     let limits = limits::Limits::new(
         args.max_body,
         args.max_import,
-        Duration::from_secs(args.body_timeout),
+        body_timeout,
         seconds("--keepalive", args.keepalive)?,
         seconds("--health-timeout", args.health_timeout)?,
         args.max_followers,
@@ -279,7 +282,10 @@ pub fn run(env: &mut Env<'_>, args: &Args) -> CmdResult<()> {
         // packages' `openStore` connects here instead): only a store of this process's own
         // directory (not a sharded one).
         let announced = announce_in.and_then(|dir| announce(&dir, &socket));
-        let router = guard::unix(routes::router(state.clone(), None));
+        let router = unread::answered_whole(
+            guard::unix(routes::router(state.clone(), None)),
+            body_timeout,
+        );
         servers.push(tokio::spawn(serve_unix(
             unix,
             router,
@@ -296,9 +302,12 @@ pub fn run(env: &mut Env<'_>, args: &Args) -> CmdResult<()> {
             writeln!(out, "listening on http://{local}")
                 .and_then(|()| out.flush())
                 .map_err(|e| CommandError::io("writing to stdout", e))?;
-            let router = guard::tcp(
-                routes::router(state.clone(), token.clone().map(Arc::from)),
-                guard::Hosts::new(local, allowed),
+            let router = unread::answered_whole(
+                guard::tcp(
+                    routes::router(state.clone(), token.clone().map(Arc::from)),
+                    guard::Hosts::new(local, allowed),
+                ),
+                body_timeout,
             );
             servers.push(tokio::spawn(serve_tcp(
                 tcp,
