@@ -1,6 +1,7 @@
 //! grove-tools: the `grove` command-line tool of the grove session store, as a library that
 //! its binary (`main.rs`) runs, and the server's routes served in the caller's process
-//! ([`embed`], for the native Node and Python packages).
+//! ([`embed`], for the native Node and Python packages; [`js_text`], whole answers as the text
+//! node takes in cheapest).
 //!
 //! [`main`] parses the command line, finds the store, runs one subcommand and maps its error
 //! to an exit code (see `error.rs`). docs/cli.md describes every subcommand.
@@ -20,6 +21,7 @@ mod page;
 mod remote;
 mod serve;
 pub use serve::embed;
+pub use serve::js_text;
 #[cfg(feature = "postgres")]
 mod shard;
 mod storage_hint;

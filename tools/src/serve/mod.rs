@@ -26,6 +26,7 @@ pub mod embed;
 mod follow;
 mod full_disk;
 mod guard;
+pub mod js_text;
 mod limits;
 mod routes;
 mod state;

@@ -15,7 +15,7 @@
  * sizes (`--turn-max N` leaves out the larger ones, for a smoke run). The report (markdown) goes to stdout and, with `--out FILE`, to FILE.
  */
 import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, openSync, readFileSync, readSync, closeSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir, totalmem } from "node:os";
 import { dirname, join } from "node:path";
 import { createInterface } from "node:readline";
@@ -37,6 +37,7 @@ import {
 	fmtMs,
 	fmtRatio,
 	generate,
+	headerOf,
 	groveBin,
 	loadAverage,
 	median,
@@ -98,15 +99,6 @@ async function serve(durability: string): Promise<{ server: RunningServer; unix:
 }
 
 /** The session id in the header (first line) of a JSONL file. */
-function headerOf(file: string): { id: string; timestamp: string; cwd: string } {
-	const fd = openSync(file, "r");
-	const buffer = Buffer.alloc(4096);
-	const read = readSync(fd, buffer, 0, buffer.length, 0);
-	closeSync(fd);
-	const line = buffer.subarray(0, read).toString("utf8").split("\n")[0]!;
-	return JSON.parse(line) as { id: string; timestamp: string; cwd: string };
-}
-
 async function importFile(client: GroveClient, file: string): Promise<{ id: string; entries: number; ms: number }> {
 	const t0 = now();
 	const result = await client.importSession(readFileSync(file));

@@ -1,6 +1,6 @@
 /** Timing, statistics and fixtures shared by the benchmarks of `run.ts`. */
 import { spawnSync } from "node:child_process";
-import { existsSync } from "node:fs";
+import { closeSync, existsSync, openSync, readSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -76,4 +76,14 @@ export function loadAverage(): string {
 	} catch {
 		return "?";
 	}
+}
+
+/** The header line of a pi session file: its id, time and working directory. */
+export function headerOf(file: string): { id: string; timestamp: string; cwd: string } {
+	const fd = openSync(file, "r");
+	const buffer = Buffer.alloc(4096);
+	const read = readSync(fd, buffer, 0, buffer.length, 0);
+	closeSync(fd);
+	const line = buffer.subarray(0, read).toString("utf8").split("\n")[0]!;
+	return JSON.parse(line) as { id: string; timestamp: string; cwd: string };
 }

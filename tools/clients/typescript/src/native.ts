@@ -73,9 +73,13 @@ interface NativeUpload {
 }
 
 interface NativeStore {
-	/** The whole body (JSON) as text; an error status throws `answer STATUS: BODY` (see `answerError`). */
-	requestSync(method: string, target: string, headers: string[], body?: string | null): string;
-	requestWhole(method: string, target: string, headers: string[], body?: string | null): Promise<string>;
+	/**
+	 * The whole body (JSON; with `lines`, a JSON-lines body made one array) as text of ASCII
+	 * only (characters past it escaped); an error status throws `answer STATUS: BODY` (see
+	 * `answerError`).
+	 */
+	requestSync(method: string, target: string, headers: string[], body?: string | null, lines?: boolean): string;
+	requestWhole(method: string, target: string, headers: string[], body?: string | null, lines?: boolean): Promise<string>;
 	request(method: string, target: string, headers: string[], body?: Buffer | null): Promise<NativeReply>;
 	upload(method: string, target: string, headers: string[]): NativeUpload;
 	close(): void;
@@ -243,26 +247,18 @@ export class InProcessTransport implements ClientTransport {
 		return this.pooled(method, path, options).then(parseWhole);
 	}
 
-	/** A JSON-lines answer collected whole, as `json` runs a call: every value, parsed at once. */
+	/**
+	 * A JSON-lines answer collected whole, as `json` runs a call: the addon makes the lines one
+	 * JSON array, parsed at once.
+	 */
 	async jsonLines(method: string, path: string, options: RequestOptions): Promise<unknown[]> {
 		const whole =
-			method === "GET" && this.inlineReads ? this.inline(method, path, options) : await this.pooled(method, path, options);
-		const { text, what } = whole;
-		const values: unknown[] = [];
-		let start = 0;
-		while (start < text.length) {
-			let end = text.indexOf("\n", start);
-			if (end < 0) end = text.length;
-			const line = text.slice(start, end);
-			start = end + 1;
-			if (line.trim() === "") continue;
-			try {
-				values.push(JSON.parse(line));
-			} catch (error) {
-				throw new GroveError("invalid_response", 200, `${what}: a line is not JSON: ${line.slice(0, 200)}`, {
-					cause: error,
-				});
-			}
+			method === "GET" && this.inlineReads
+				? this.inline(method, path, options, true)
+				: await this.pooled(method, path, options, true);
+		const values = parseWhole(whole);
+		if (!Array.isArray(values)) {
+			throw new GroveError("invalid_response", 200, `${whole.what}: the answer is not JSON lines`);
 		}
 		return values;
 	}
@@ -283,20 +279,20 @@ export class InProcessTransport implements ClientTransport {
 	}
 
 	/** A request's whole answer, run on this thread; an error status is thrown as its `GroveError`. */
-	private inline(method: string, path: string, options: RequestOptions): Whole {
+	private inline(method: string, path: string, options: RequestOptions, lines = false): Whole {
 		const { store, target, what, headers, body } = this.prepare(method, path, options);
 		try {
-			return { text: store.requestSync(method, target, headers, body), what };
+			return { text: store.requestSync(method, target, headers, body, lines), what };
 		} catch (error) {
 			throw answerError(error, method, target, what);
 		}
 	}
 
 	/** A request's whole answer, run on a thread of node's pool; errors as `inline`'s. */
-	private async pooled(method: string, path: string, options: RequestOptions): Promise<Whole> {
+	private async pooled(method: string, path: string, options: RequestOptions, lines = false): Promise<Whole> {
 		const { store, target, what, headers, body } = this.prepare(method, path, options);
 		try {
-			return { text: await store.requestWhole(method, target, headers, body), what };
+			return { text: await store.requestWhole(method, target, headers, body, lines), what };
 		} catch (error) {
 			throw answerError(error, method, target, what);
 		}
@@ -399,8 +395,8 @@ export function openStore(dir: string, options: OpenStoreOptions = {}): GroveCli
 function shared(path: string, store: NativeStore): NativeStore {
 	let closed = false;
 	return {
-		requestSync: (method, target, headers, body) => store.requestSync(method, target, headers, body),
-		requestWhole: (method, target, headers, body) => store.requestWhole(method, target, headers, body),
+		requestSync: (method, target, headers, body, lines) => store.requestSync(method, target, headers, body, lines),
+		requestWhole: (method, target, headers, body, lines) => store.requestWhole(method, target, headers, body, lines),
 		request: (method, target, headers, body) => store.request(method, target, headers, body),
 		upload: (method, target, headers) => store.upload(method, target, headers),
 		close: () => {

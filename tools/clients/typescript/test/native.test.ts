@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
-import { GroveError, openStore } from "../src/index.js";
+import { GroveError, openStore, type WireEntry } from "../src/index.js";
 import { Rand } from "./random.js";
 import { startServer } from "./server.js";
 
@@ -66,6 +66,26 @@ describe("openStore", () => {
 		}
 		const client = openStore(dir, { durability: "group" });
 		client.close();
+	});
+
+	it("reads text past ASCII back as written, on node's thread and off it", async () => {
+		// The addon hands whole answers over as ASCII (characters past it escaped) and JSON
+		// lines as one array: what JS parses must be the very strings that were appended.
+		const texts = ["café", "😀 astral", "line\u2028sep\u2029", "中文\n\t\"quoted\"", "\u0000\u001f", "é".repeat(5000)];
+		for (const inlineReads of [true, false]) {
+			const client = openStore(tempStore(), { durability: "none", inlineReads });
+			const { id: sid } = await client.createSession();
+			for (const text of texts) await client.append(sid, { role: "user", content: text });
+			const contents = (entries: WireEntry[]) => entries.map((e) => (e["message"] as { content: string }).content);
+			expect(contents(await client.branch(sid))).toEqual(texts);
+			expect(contents(await client.path(sid))).toEqual(texts);
+			expect(contents(await client.entries(sid))).toEqual(texts);
+			expect(contents(await client.log(sid))).toEqual(texts);
+			expect((await client.context(sid)).messages.map((m) => (m as { content: string }).content)).toEqual(texts);
+			const leaf = await client.leaf(sid);
+			expect(((await client.getEntry(sid, leaf!))["message"] as { content: string }).content).toBe(texts.at(-1));
+			client.close();
+		}
 	});
 
 	it("streams a large read and survives leaving it early", async () => {

@@ -1,4 +1,5 @@
-//! The embedded store's short way to its small calls: a `GET` of one of the read routes below,
+//! The embedded store's short way to its small calls: a `GET` of one of the read routes below
+//! (the streamed ones among them gathered whole, as every streamed answer in process is),
 //! or a `POST` of one of the appends, its path written plainly (no percent-escapes, no empty
 //! segment), goes straight to that route's handler instead of through the router. The answer
 //! is the route's own: the same handler, given what the router's extractors would give it (the
@@ -56,6 +57,11 @@ pub async fn answer(
         {
             Route::Proof(eid.to_owned())
         }
+        (&Method::GET, (Some("entries"), None, _)) => Route::Entries,
+        (&Method::GET, (Some("log"), None, _)) => Route::Log,
+        (&Method::GET, (Some("children"), None, _)) => Route::Children,
+        (&Method::GET, (Some("branch"), None, _)) => Route::Branch,
+        (&Method::GET, (Some("path"), None, _)) => Route::Path,
         (&Method::GET, (Some("context"), None, _)) => Route::Context,
         (&Method::GET, (Some("tree"), None, _)) => Route::Tree,
         (&Method::GET, (Some("labels"), None, _)) => Route::Labels,
@@ -89,6 +95,11 @@ enum Route {
     LeafHistory,
     Entry(String),
     Proof(String),
+    Entries,
+    Log,
+    Children,
+    Branch,
+    Path,
     Context,
     Tree,
     Labels,
@@ -153,6 +164,11 @@ impl Route {
             Route::LeafHistory => leaf::leaf_history(state, Path(sid)).await,
             Route::Entry(eid) => reads::entry(state, Path((sid, eid)), parse(&query)?).await,
             Route::Proof(eid) => reads::proof(state, Path((sid, eid))).await,
+            Route::Entries => reads::entries(state, Path(sid), parse(&query)?).await,
+            Route::Log => reads::log(state, Path(sid), parse(&query)?).await,
+            Route::Children => reads::children(state, Path(sid), parse(&query)?).await,
+            Route::Branch => reads::branch(state, Path(sid), parse(&query)?).await,
+            Route::Path => reads::path(state, Path(sid), parse(&query)?).await,
             Route::Context => reads::context(state, Path(sid), parse(&query)?).await,
             Route::Tree => reads::tree(state, Path(sid), parse(&query)?).await,
             Route::Labels => reads::labels(state, Path(sid)).await,

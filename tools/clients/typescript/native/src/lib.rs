@@ -15,7 +15,7 @@
 use std::sync::Arc;
 
 use grove_tools::embed::{BodySender, EmbedError, Embedded, Options, Reply};
-use napi::bindgen_prelude::{AsyncTask, Buffer};
+use napi::bindgen_prelude::{AsyncTask, Buffer, Latin1String};
 use napi::{Env, Task};
 use napi_derive::napi;
 
@@ -38,18 +38,21 @@ pub struct NativeOptions {
     pub read_only: Option<bool>,
 }
 
-/// A whole answer (JSON) as text: made a JS string once, for `JSON.parse` (a `Buffer`'s
-/// allocation and finalizer, or an object around it, would cost more than a small read). A
+/// A whole answer (JSON; JSON lines when `lines`, made one array) as text: made a JS string
+/// once, for one `JSON.parse` (a `Buffer`'s allocation and finalizer, or an object around it,
+/// would cost more than a small read). The text is ASCII ([`grove_tools::js_text`]), so V8
+/// copies it into a one-byte string instead of decoding UTF-8 into two bytes a character. A
 /// status of 400 and above is an error whose message is `answer STATUS: BODY`, for the
 /// TypeScript side to make the `GroveError` of the body, as it does of an HTTP answer.
-fn answer_text(status: u16, body: Vec<u8>) -> napi::Result<String> {
-    // Not UTF-8 (no route answers so): replaced as `Buffer.toString` would.
-    let text = String::from_utf8(body)
-        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+fn answer_text(status: u16, body: Vec<u8>, lines: bool) -> napi::Result<Latin1String> {
     if status >= 400 {
+        // Not UTF-8 (no route answers so): replaced as `Buffer.toString` would.
+        let text = String::from_utf8_lossy(&body);
         return Err(napi::Error::from_reason(format!("answer {status}: {text}")));
     }
-    Ok(text)
+    Ok(Latin1String::from(grove_tools::js_text::ascii_json(
+        body, lines,
+    )))
 }
 
 /// A whole request run on a thread of node's pool ([`NativeStore::request_whole`]).
@@ -59,11 +62,12 @@ pub struct WholeRequest {
     target: String,
     headers: Vec<(String, String)>,
     body: Vec<u8>,
+    lines: bool,
 }
 
 impl Task for WholeRequest {
     type Output = (u16, Vec<u8>);
-    type JsValue = String;
+    type JsValue = Latin1String;
 
     fn compute(&mut self) -> napi::Result<Self::Output> {
         let body = std::mem::take(&mut self.body);
@@ -72,8 +76,8 @@ impl Task for WholeRequest {
             .map_err(embed_error)
     }
 
-    fn resolve(&mut self, _env: Env, (status, body): Self::Output) -> napi::Result<String> {
-        answer_text(status, body)
+    fn resolve(&mut self, _env: Env, (status, body): Self::Output) -> napi::Result<Latin1String> {
+        answer_text(status, body, self.lines)
     }
 }
 
@@ -195,28 +199,31 @@ impl NativeStore {
     }
 
     /// One short request run to its end on this (node's) thread: its whole body, as text
-    /// ([`answer_text`]). For reads that take microseconds, where going to another thread and
-    /// back would cost more than the read; never for a followed replay.
-    #[napi]
+    /// ([`answer_text`]; a JSON-lines answer as one array when `lines`). For reads that take
+    /// microseconds, where going to another thread and back would cost more than the read;
+    /// never for a followed replay.
+    #[napi(ts_return_type = "string")]
     pub fn request_sync(
         &self,
         method: String,
         target: String,
         headers: Vec<String>,
         body: Option<String>,
-    ) -> napi::Result<String> {
+        lines: Option<bool>,
+    ) -> napi::Result<Latin1String> {
         let store = self.store()?;
         let pairs = pairs(headers)?;
         let body = body.map(String::into_bytes).unwrap_or_default();
         let (status, bytes) = store
             .request_inline(&method, &target, &pairs, body)
             .map_err(embed_error)?;
-        answer_text(status, bytes)
+        answer_text(status, bytes, lines.unwrap_or(false))
     }
 
     /// One request whose whole answer is wanted (not a stream), run to its end on a thread of
     /// node's pool (libuv): the routes' engine calls run right there, one trip off node's thread
-    /// and back. Resolves with its whole body as text ([`answer_text`]).
+    /// and back. Resolves with its whole body as text ([`answer_text`]; a JSON-lines answer as
+    /// one array when `lines`).
     #[napi(ts_return_type = "Promise<string>")]
     pub fn request_whole(
         &self,
@@ -224,6 +231,7 @@ impl NativeStore {
         target: String,
         headers: Vec<String>,
         body: Option<String>,
+        lines: Option<bool>,
     ) -> napi::Result<AsyncTask<WholeRequest>> {
         Ok(AsyncTask::new(WholeRequest {
             store: self.store()?,
@@ -231,6 +239,7 @@ impl NativeStore {
             target,
             headers: pairs(headers)?,
             body: body.map(String::into_bytes).unwrap_or_default(),
+            lines: lines.unwrap_or(false),
         }))
     }
 

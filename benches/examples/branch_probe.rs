@@ -1,0 +1,48 @@
+//! What reading a branch costs in the engine alone: `Session::for_each_on_branch` from the
+//! active leaf of every session of a store, repeated; the median wall time and the entries.
+//!
+//! ```sh
+//! cargo run --release -p grove-benches --example branch_probe -- STORE [runs]
+//! ```
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+use std::path::PathBuf;
+use std::time::Instant;
+
+use grove::{Durability, Store, StoreConfig};
+
+fn main() {
+    let dir = PathBuf::from(
+        std::env::args()
+            .nth(1)
+            .expect("usage: branch_probe STORE [runs]"),
+    );
+    let runs: usize = std::env::args()
+        .nth(2)
+        .map_or(200, |r| r.parse().expect("runs"));
+    let store = Store::open_with(StoreConfig::new(&dir).durability(Durability::None)).unwrap();
+    for info in store.sessions().unwrap() {
+        let session = store.session(&info.id).unwrap();
+        let mut times = Vec::with_capacity(runs);
+        let mut entries = 0usize;
+        for _ in 0..runs {
+            entries = 0;
+            let t = Instant::now();
+            session
+                .for_each_on_branch(None, &mut |_| {
+                    entries += 1;
+                    Ok(())
+                })
+                .unwrap();
+            times.push(t.elapsed());
+        }
+        times.sort();
+        let median = times[runs / 2];
+        println!(
+            "{}: {entries} entries, median {:?} ({:.2} µs per entry), min {:?}",
+            info.id,
+            median,
+            median.as_secs_f64() * 1e6 / entries.max(1) as f64,
+            times[0]
+        );
+    }
+}
