@@ -69,15 +69,23 @@ from __future__ import annotations
 {imports}
 from typing import Any, Optional, Sequence, Union, cast
 
-import httpx
-
-from . import _calls as c
-from ._calls import At, Call
-from ._native_transport import Embedded, LineSplitter, held_by_url, open_or_serving
-from ._transport import client_args, decode, error_of, parse_line, request_args, transport_error
-
+{transport}
 #: A JSON object as the server answers it.
 JsonObject = dict[str, Any]
+'''
+
+SYNC_IMPORTS = '''from . import _calls as c
+from ._calls import At, Call
+from ._http import Http
+from ._native_transport import Embedded, held_by_url, open_or_serving
+from ._transport import client_args, decode, error_of
+'''
+
+AIO_IMPORTS = '''from . import _calls as c
+from ._aio_http import AsyncHttp
+from ._calls import At, Call
+from ._native_transport import Embedded, held_by_url, open_or_serving
+from ._transport import LineSplitter, client_args, decode, error_of
 '''
 
 
@@ -122,11 +130,9 @@ class GroveClient:
         if self._native is not None:
             self._where: str = self._native.where
             return
-        args = client_args(url, token, name, timeout)
-        socket = args.pop("socket")
-        self._where = args.pop("where")
-        transport = httpx.HTTPTransport(uds=socket) if socket else None
-        self._http = httpx.Client(transport=transport, **args)
+        server = client_args(url, token, name, timeout)
+        self._where = server.where
+        self._http = Http(server)
 
     @classmethod
     def _over(cls, native: Embedded) -> GroveClient:
@@ -157,27 +163,16 @@ class GroveClient:
     def _run(self, call: Call) -> Any:
         if self._native is not None:
             return self._native.run(call)
-        try:
-            response = self._http.request(call.method, call.path, **request_args(call))
-        except httpx.HTTPError as e:
-            raise transport_error(call, e, self._where) from e
-        if response.status_code >= 400:
-            raise error_of(call, response.status_code, response.content)
-        return decode(call, response.content)
+        status, content = self._http.run(call)
+        if status >= 400:
+            raise error_of(call, status, content)
+        return decode(call, content)
 
     def _lines(self, call: Call) -> Iterator[Any]:
         if self._native is not None:
             yield from self._native.lines(call)
             return
-        try:
-            with self._http.stream(call.method, call.path, **request_args(call)) as response:
-                if response.status_code >= 400:
-                    raise error_of(call, response.status_code, response.read())
-                for line in response.iter_lines():
-                    if line.strip():
-                        yield parse_line(call, line)
-        except httpx.HTTPError as e:
-            raise transport_error(call, e, self._where) from e
+        yield from self._http.lines(call)
 
 '''
 
@@ -203,11 +198,9 @@ class AsyncGroveClient:
         if self._native is not None:
             self._where: str = self._native.where
             return
-        args = client_args(url, token, name, timeout)
-        socket = args.pop("socket")
-        self._where = args.pop("where")
-        transport = httpx.AsyncHTTPTransport(uds=socket) if socket else None
-        self._http = httpx.AsyncClient(transport=transport, **args)
+        server = client_args(url, token, name, timeout)
+        self._where = server.where
+        self._http = AsyncHttp(server)
 
     @classmethod
     def _over(cls, native: Embedded) -> AsyncGroveClient:
@@ -227,7 +220,7 @@ class AsyncGroveClient:
         if self._native is not None:
             await asyncio.to_thread(self._native.close)
             return
-        await self._http.aclose()
+        await self._http.close()
 
     async def __aenter__(self) -> AsyncGroveClient:
         return self
@@ -238,13 +231,10 @@ class AsyncGroveClient:
     async def _run(self, call: Call) -> Any:
         if self._native is not None:
             return await asyncio.to_thread(self._native.run, call)
-        try:
-            response = await self._http.request(call.method, call.path, **request_args(call))
-        except httpx.HTTPError as e:
-            raise transport_error(call, e, self._where) from e
-        if response.status_code >= 400:
-            raise error_of(call, response.status_code, response.content)
-        return decode(call, response.content)
+        status, content = await self._http.run(call)
+        if status >= 400:
+            raise error_of(call, status, content)
+        return decode(call, content)
 
     async def _lines(self, call: Call) -> AsyncIterator[Any]:
         native = self._native
@@ -260,15 +250,8 @@ class AsyncGroveClient:
             finally:
                 reply.close()
             return
-        try:
-            async with self._http.stream(call.method, call.path, **request_args(call)) as response:
-                if response.status_code >= 400:
-                    raise error_of(call, response.status_code, await response.aread())
-                async for line in response.aiter_lines():
-                    if line.strip():
-                        yield parse_line(call, line)
-        except httpx.HTTPError as e:
-            raise transport_error(call, e, self._where) from e
+        async for value in self._http.lines(call):
+            yield value
 
 '''
 
@@ -276,7 +259,7 @@ class AsyncGroveClient:
 def render(aio: bool) -> str:
     doc = "The asyncio client of `grove serve`." if aio else "The synchronous client of `grove serve`."
     imports = "import asyncio\nfrom collections.abc import AsyncIterator" if aio else "from collections.abc import Iterator"
-    out = HEADER.format(doc=doc, imports=imports)
+    out = HEADER.format(doc=doc, imports=imports, transport=AIO_IMPORTS if aio else SYNC_IMPORTS)
     out += AIO_CORE if aio else SYNC_CORE
     out += "\n".join(method(*m, aio=aio) for m in METHODS)
     return out

@@ -1,8 +1,8 @@
 """What one call costs the Python process that makes it: a small read (`leaf`) and a small append
 (`append` of a short user message), each `--calls` times in a row after a tenth as many warm-up
 calls, on the sync client, through a store opened in this process (the extension module) and
-through a `grove serve` this script starts (unix socket), both at durability `none` (so that the
-cost measured is the call's, not a flush's).
+through a `grove serve` this script starts (unix socket), then on the asyncio client through the
+same server, all at durability `none` (so that the cost measured is the call's, not a flush's).
 
 For each it reports the latency of a call (median and 99th percentile, wall clock) and the CPU
 time of this process per call (user + system over the loop, divided by the calls): in process,
@@ -17,6 +17,7 @@ worth comparing; an editable install's debug build is many times slower."""
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
 import pathlib
 import resource
@@ -24,11 +25,11 @@ import statistics
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import grove_client
-from grove_client import GroveClient
+from grove_client import AsyncGroveClient, GroveClient
 
 from . import serving
 
@@ -60,6 +61,31 @@ def measure(call: Callable[[], object], calls: int) -> Cost:
     cpu = (cpu_seconds() - cpu0) / calls
     times.sort()
     return Cost(statistics.median(times) / 1e3, times[min(len(times) - 1, int(len(times) * 0.99))] / 1e3, cpu * 1e6)
+
+
+async def measure_async(call: Callable[[], Awaitable[object]], calls: int) -> Cost:
+    for _ in range(max(1, calls // 10)):
+        await call()
+    times = []
+    clock = time.perf_counter_ns
+    cpu0 = cpu_seconds()
+    for _ in range(calls):
+        t0 = clock()
+        await call()
+        times.append(clock() - t0)
+    cpu = (cpu_seconds() - cpu0) / calls
+    times.sort()
+    return Cost(statistics.median(times) / 1e3, times[min(len(times) - 1, int(len(times) * 0.99))] / 1e3, cpu * 1e6)
+
+
+async def both_async(url: str, calls: int) -> dict[str, Cost]:
+    async with AsyncGroveClient(url) as client:
+        sid = str((await client.create_session())["id"])
+        await client.append(sid, {"role": "user", "content": "first"})
+        return {
+            "read": await measure_async(lambda: client.leaf(sid), calls),
+            "append": await measure_async(lambda: client.append(sid, {"role": "user", "content": "hello"}), calls),
+        }
 
 
 def both(client: GroveClient, calls: int) -> dict[str, Cost]:
@@ -94,19 +120,21 @@ def main() -> None:
         try:
             with GroveClient(url) as client:
                 served = both(client, args.calls)
+            served_async = asyncio.run(both_async(url, args.calls))
         finally:
             proc.terminate()
             proc.wait(timeout=60)
     lines = [
         f"Python {'.'.join(map(str, sys.version_info[:3]))}, {args.calls:,} calls each after {max(1, args.calls // 10):,} warm-up, durability none; {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}",
         "",
-        "| call | in-process p50 / p99 | in-process CPU per call | server (unix) p50 / p99 | client CPU per call, server |",
-        "|---|---|---|---|---|",
+        "| call | in-process p50 / p99 | in-process CPU per call | server (unix) p50 / p99 | client CPU per call, server | asyncio client: p50 / p99 | asyncio client: CPU per call |",
+        "|---|---|---|---|---|---|---|",
     ]
     for name, key in [("small read: `leaf`", "read"), ("small append: `append`", "append")]:
-        a, b = in_process[key], served[key]
+        a, b, c = in_process[key], served[key], served_async[key]
         lines.append(
-            f"| {name} | {a.p50_us:.1f} µs / {a.p99_us:.1f} µs | {a.cpu_us:.1f} µs | {b.p50_us:.0f} µs / {b.p99_us:.0f} µs | {b.cpu_us:.0f} µs |"
+            f"| {name} | {a.p50_us:.1f} µs / {a.p99_us:.1f} µs | {a.cpu_us:.1f} µs | {b.p50_us:.0f} µs / {b.p99_us:.0f} µs | {b.cpu_us:.0f} µs"
+            f" | {c.p50_us:.0f} µs / {c.p99_us:.0f} µs | {c.cpu_us:.0f} µs |"
         )
     text = "\n".join(lines) + "\n"
     print(text, end="")

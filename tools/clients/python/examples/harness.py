@@ -227,10 +227,11 @@ class AppendGatherer:
 
 
 class Requests:
-    """Sends the requests of `direct` mode, at most `in_flight` at once: httpx's pool (httpcore
-    1.0) spends CPU in proportion to the requests queued in it times its connections on every
-    request it starts or ends, so a thousand requests handed to it at once cost far more than the
-    same requests queued here (encode/httpcore#1035)."""
+    """Sends the requests of `direct` mode, at most `in_flight` at once, each on a connection of
+    the client's while it is in flight. (httpx's pool, under the asyncio client until 2026-12,
+    spent CPU in proportion to the requests queued in it times its connections on every request
+    it started or ended, so a thousand requests handed to it at once cost far more than the same
+    requests queued here: encode/httpcore#1035.)"""
 
     def __init__(self, client: AsyncGroveClient, in_flight: int) -> None:
         self._client = client

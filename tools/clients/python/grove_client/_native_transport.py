@@ -18,10 +18,9 @@ import re
 import threading
 from collections.abc import Iterator
 from typing import Any, Optional, Union
-from urllib.parse import urlencode
 
 from ._calls import Call
-from ._transport import decode, error_of, parse_line
+from ._transport import LineSplitter, decode, error_of, target
 from .errors import GroveError
 
 #: The URL form of a store opened in this process: `in-process:/path/to/store`.
@@ -73,13 +72,6 @@ def _serving(path: str) -> Optional[str]:
     return f"unix:{socket}"
 
 
-def _target(call: Call) -> str:
-    if not call.query:
-        return call.path
-    params = {k: ("true" if v else "false") if isinstance(v, bool) else str(v) for k, v in call.query.items() if v is not None}
-    return f"{call.path}?{urlencode(params)}" if params else call.path
-
-
 class Embedded:
     """One client's hold on a store open in this process."""
 
@@ -94,10 +86,10 @@ class Embedded:
         # The header lists are the extension's to read, never changed: shared between calls.
         if call.raw is not None:
             headers = [*self._headers, ("content-type", call.raw_type or "application/octet-stream")]
-            return _target(call), headers, call.raw
+            return target(call), headers, call.raw
         if call.body is not None:
-            return _target(call), self._json_headers, json.dumps(call.body).encode()
-        return _target(call), self._headers, None
+            return target(call), self._json_headers, json.dumps(call.body).encode()
+        return target(call), self._headers, None
 
     def _live(self, call: Call) -> Any:
         store = self._store
@@ -167,24 +159,6 @@ class Embedded:
                 return
             del _open[self.path]
         store.close()
-
-
-class LineSplitter:
-    """JSON values of the lines of a body that arrives in pieces."""
-
-    def __init__(self, call: Call) -> None:
-        self._call = call
-        self._pending = b""
-
-    def feed(self, piece: bytes) -> list[Any]:
-        data = self._pending + piece
-        lines = data.split(b"\n")
-        self._pending = lines.pop()
-        return [parse_line(self._call, line.decode("utf-8")) for line in lines if line.strip()]
-
-    def end(self) -> list[Any]:
-        rest, self._pending = self._pending, b""
-        return [parse_line(self._call, rest.decode("utf-8"))] if rest.strip() else []
 
 
 def attach(path: str, options: dict[str, Any], name: Optional[str]) -> Embedded:

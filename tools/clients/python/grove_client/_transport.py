@@ -1,14 +1,14 @@
 """Where the server is (`unix:/path` or `http://host:port`, like `GROVE_URL`), the headers every
-request carries, and turning an error answer into a `GroveError`."""
+request carries, a call's request target, and reading answers: an error answer as a
+`GroveError`, a whole answer's value, JSON lines as they arrive."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
-from typing import Any, Optional, Union
-
-import httpx
+from typing import Any, NamedTuple, Optional, Union
+from urllib.parse import urlencode
 
 from ._calls import Call
 from .errors import GroveError
@@ -46,17 +46,21 @@ def headers(token: Optional[str], name: Optional[str]) -> dict[str, str]:
     return out
 
 
-def request_args(call: Call) -> dict[str, Any]:
-    args: dict[str, Any] = {}
-    if call.query:
-        args["params"] = {k: _param(v) for k, v in call.query.items() if v is not None}
+def target(call: Call) -> str:
+    """The call's path with its query (`None` values left out, booleans as `true`/`false`)."""
+    if not call.query:
+        return call.path
+    params = {k: _param(v) for k, v in call.query.items() if v is not None}
+    return f"{call.path}?{urlencode(params)}" if params else call.path
+
+
+def body(call: Call) -> tuple[Optional[bytes], Optional[str]]:
+    """The call's request body and its content type (`None`, `None`: no body)."""
     if call.raw is not None:
-        args["content"] = call.raw
-        args["headers"] = {"content-type": call.raw_type or "application/octet-stream"}
-    elif call.body is not None:
-        args["content"] = json.dumps(call.body).encode()
-        args["headers"] = {"content-type": "application/json"}
-    return args
+        return call.raw, call.raw_type or "application/octet-stream"
+    if call.body is not None:
+        return json.dumps(call.body).encode(), "application/json"
+    return None, None
 
 
 def _param(value: Any) -> str:
@@ -103,12 +107,39 @@ def decode(call: Call, body: Union[bytes, str]) -> Any:
     return call.pick(value) if call.pick else value
 
 
-def client_args(url: Optional[str], token: Optional[str], name: Optional[str], timeout: Optional[float]) -> dict[str, Any]:
+class Endpoint(NamedTuple):
+    """What a client of `grove serve` needs to reach it."""
+
+    #: `unix:PATH` or the base URL: what transport errors name.
+    where: str
+    #: `http://localhost` for a unix socket, else the server's base URL.
+    base_url: str
+    #: The unix socket's path, or None for TCP.
+    socket: Optional[str]
+    #: The headers every request carries (the token, the client's name).
+    headers: dict[str, str]
+    #: Seconds each wait for the server may take; None: no bound.
+    timeout: Optional[float]
+
+
+def client_args(url: Optional[str], token: Optional[str], name: Optional[str], timeout: Optional[float]) -> Endpoint:
     base, socket = endpoint(url)
-    return {
-        "where": f"unix:{socket}" if socket else base,
-        "base_url": base,
-        "headers": headers(token, name),
-        "timeout": httpx.Timeout(timeout),
-        "socket": socket,
-    }
+    return Endpoint(f"unix:{socket}" if socket else base, base, socket, headers(token, name), timeout)
+
+
+class LineSplitter:
+    """JSON values of the lines of a body that arrives in pieces."""
+
+    def __init__(self, call: Call) -> None:
+        self._call = call
+        self._pending = b""
+
+    def feed(self, piece: bytes) -> list[Any]:
+        data = self._pending + piece
+        lines = data.split(b"\n")
+        self._pending = lines.pop()
+        return [parse_line(self._call, line.decode("utf-8")) for line in lines if line.strip()]
+
+    def end(self) -> list[Any]:
+        rest, self._pending = self._pending, b""
+        return [parse_line(self._call, rest.decode("utf-8"))] if rest.strip() else []

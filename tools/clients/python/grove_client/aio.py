@@ -8,12 +8,11 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Any, Optional, Sequence, Union, cast
 
-import httpx
-
 from . import _calls as c
+from ._aio_http import AsyncHttp
 from ._calls import At, Call
-from ._native_transport import Embedded, LineSplitter, held_by_url, open_or_serving
-from ._transport import client_args, decode, error_of, parse_line, request_args, transport_error
+from ._native_transport import Embedded, held_by_url, open_or_serving
+from ._transport import LineSplitter, client_args, decode, error_of
 
 #: A JSON object as the server answers it.
 JsonObject = dict[str, Any]
@@ -39,11 +38,9 @@ class AsyncGroveClient:
         if self._native is not None:
             self._where: str = self._native.where
             return
-        args = client_args(url, token, name, timeout)
-        socket = args.pop("socket")
-        self._where = args.pop("where")
-        transport = httpx.AsyncHTTPTransport(uds=socket) if socket else None
-        self._http = httpx.AsyncClient(transport=transport, **args)
+        server = client_args(url, token, name, timeout)
+        self._where = server.where
+        self._http = AsyncHttp(server)
 
     @classmethod
     def _over(cls, native: Embedded) -> AsyncGroveClient:
@@ -63,7 +60,7 @@ class AsyncGroveClient:
         if self._native is not None:
             await asyncio.to_thread(self._native.close)
             return
-        await self._http.aclose()
+        await self._http.close()
 
     async def __aenter__(self) -> AsyncGroveClient:
         return self
@@ -74,13 +71,10 @@ class AsyncGroveClient:
     async def _run(self, call: Call) -> Any:
         if self._native is not None:
             return await asyncio.to_thread(self._native.run, call)
-        try:
-            response = await self._http.request(call.method, call.path, **request_args(call))
-        except httpx.HTTPError as e:
-            raise transport_error(call, e, self._where) from e
-        if response.status_code >= 400:
-            raise error_of(call, response.status_code, response.content)
-        return decode(call, response.content)
+        status, content = await self._http.run(call)
+        if status >= 400:
+            raise error_of(call, status, content)
+        return decode(call, content)
 
     async def _lines(self, call: Call) -> AsyncIterator[Any]:
         native = self._native
@@ -96,15 +90,8 @@ class AsyncGroveClient:
             finally:
                 reply.close()
             return
-        try:
-            async with self._http.stream(call.method, call.path, **request_args(call)) as response:
-                if response.status_code >= 400:
-                    raise error_of(call, response.status_code, await response.aread())
-                async for line in response.aiter_lines():
-                    if line.strip():
-                        yield parse_line(call, line)
-        except httpx.HTTPError as e:
-            raise transport_error(call, e, self._where) from e
+        async for value in self._http.lines(call):
+            yield value
 
     async def health(self) -> JsonObject:
         """The server's health: `ok`, `backend`, `durability`, `version`, `poisoned`."""

@@ -7,12 +7,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, Optional, Sequence, Union, cast
 
-import httpx
-
 from . import _calls as c
 from ._calls import At, Call
-from ._native_transport import Embedded, LineSplitter, held_by_url, open_or_serving
-from ._transport import client_args, decode, error_of, parse_line, request_args, transport_error
+from ._http import Http
+from ._native_transport import Embedded, held_by_url, open_or_serving
+from ._transport import client_args, decode, error_of
 
 #: A JSON object as the server answers it.
 JsonObject = dict[str, Any]
@@ -44,11 +43,9 @@ class GroveClient:
         if self._native is not None:
             self._where: str = self._native.where
             return
-        args = client_args(url, token, name, timeout)
-        socket = args.pop("socket")
-        self._where = args.pop("where")
-        transport = httpx.HTTPTransport(uds=socket) if socket else None
-        self._http = httpx.Client(transport=transport, **args)
+        server = client_args(url, token, name, timeout)
+        self._where = server.where
+        self._http = Http(server)
 
     @classmethod
     def _over(cls, native: Embedded) -> GroveClient:
@@ -79,27 +76,16 @@ class GroveClient:
     def _run(self, call: Call) -> Any:
         if self._native is not None:
             return self._native.run(call)
-        try:
-            response = self._http.request(call.method, call.path, **request_args(call))
-        except httpx.HTTPError as e:
-            raise transport_error(call, e, self._where) from e
-        if response.status_code >= 400:
-            raise error_of(call, response.status_code, response.content)
-        return decode(call, response.content)
+        status, content = self._http.run(call)
+        if status >= 400:
+            raise error_of(call, status, content)
+        return decode(call, content)
 
     def _lines(self, call: Call) -> Iterator[Any]:
         if self._native is not None:
             yield from self._native.lines(call)
             return
-        try:
-            with self._http.stream(call.method, call.path, **request_args(call)) as response:
-                if response.status_code >= 400:
-                    raise error_of(call, response.status_code, response.read())
-                for line in response.iter_lines():
-                    if line.strip():
-                        yield parse_line(call, line)
-        except httpx.HTTPError as e:
-            raise transport_error(call, e, self._where) from e
+        yield from self._http.lines(call)
 
     def health(self) -> JsonObject:
         """The server's health: `ok`, `backend`, `durability`, `version`, `poisoned`."""

@@ -57,6 +57,7 @@ def serve(directory: pathlib.Path) -> Iterator[Server]:
     finally:
         proc.terminate()
         proc.wait(timeout=60)
+        proc.stdout.close()
 
 
 #: With GROVE_TRANSPORT=in-process, the tests' `socket_url` is a store opened in the test process

@@ -204,7 +204,8 @@ export interface HarnessOptions {
 	verify: number;
 	/**
 	 * `direct` mode: requests in flight at once (queued here beyond that), as in the Python
-	 * harness, whose httpx pool costs CPU in proportion to the requests queued in it; also the
+	 * harness (whose client's pool, httpx's until 2026-12, cost CPU in proportion to the requests
+	 * queued in it); also the
 	 * connections of the client's pool.
 	 */
 	inFlight: number;
