@@ -19,6 +19,7 @@ pub mod jsstr;
 pub mod migrate;
 pub mod op;
 pub mod pack;
+pub mod payload;
 pub mod reader;
 pub mod record;
 pub mod shape;

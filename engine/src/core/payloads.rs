@@ -1,7 +1,8 @@
 //! The payload store: JSON string values of at least the store's threshold (base64 images,
 //! large tool outputs) are kept once, under their blake3 (`0x20 ++ hash`), and the log row
 //! holds its line with those values cut out and a table of where they go
-//! ([`grove_codec::splice`]). Within a session and across sessions, the same bytes are stored
+//! ([`grove_codec::splice`]); a payload that is canonical base64 is stored as the bytes it
+//! decodes to ([`grove_codec::payload`]). Within a session and across sessions, the same bytes are stored
 //! once; a fork writes the cut lines only.
 //!
 //! Every read of a line joins it back (the decode of a log row calls [`expand`]), so contexts,
@@ -17,7 +18,7 @@ use std::borrow::Cow;
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 
-use grove_codec::splice;
+use grove_codec::{payload, splice};
 
 use crate::core::error::{GroveError, Result};
 use crate::core::keys;
@@ -53,7 +54,7 @@ impl Inner {
             }
             let key = keys::payload(&hash);
             if !self.kv.read_value(&key, &mut |_| {})? {
-                batch.put(key, bytes.to_vec());
+                batch.put(key, payload::stored_form(bytes).into_owned());
             }
         }
         Ok(Some(cut.stored))
@@ -66,14 +67,16 @@ pub(crate) fn expand<'a>(kv: &dyn Kv, stored: &'a [u8]) -> Result<Cow<'a, [u8]>>
         return Ok(Cow::Borrowed(stored));
     }
     let line = splice::join(stored, |hash| {
-        kv.get(&keys::payload(hash))
+        let value = kv
+            .get(&keys::payload(hash))
             .map_err(|e| grove_codec::CodecError::CorruptRecord(e.to_string()))?
             .ok_or_else(|| {
                 grove_codec::CodecError::CorruptRecord(format!(
                     "payload {} is missing",
                     grove_codec::digest::hex(hash)
                 ))
-            })
+            })?;
+        payload::line_form(value)
     })
     .map_err(|e| GroveError::Corrupt(e.to_string()))?;
     Ok(Cow::Owned(line))
@@ -84,7 +87,7 @@ pub(crate) fn expand<'a>(kv: &dyn Kv, stored: &'a [u8]) -> Result<Cow<'a, [u8]>>
 pub struct PayloadStats {
     /// Payloads stored.
     pub payloads: u64,
-    /// Their bytes.
+    /// Their bytes as stored (a payload of base64 text: the bytes it decodes to).
     pub bytes: u64,
 }
 
