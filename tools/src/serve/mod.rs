@@ -273,6 +273,7 @@ pub fn run(env: &mut Env<'_>, args: &Args) -> CmdResult<()> {
         if let Some((full, openers)) = full_disk {
             tokio::spawn(full_disk::reopen_when_room(state.clone(), full, openers));
         }
+        let stopped = shutdown_signal();
         let (stop_tx, stop_rx) = watch::channel(false);
         let mut servers = Vec::new();
         let unix = bind_unix(&socket)?;
@@ -317,7 +318,7 @@ pub fn run(env: &mut Env<'_>, args: &Args) -> CmdResult<()> {
                 stop_rx.clone(),
             )));
         }
-        shutdown_signal().await;
+        stopped.await;
         state.stop();
         let _ = stop_tx.send(true);
         for server in servers {
@@ -437,19 +438,26 @@ fn bind_unix(path: &Path) -> CmdResult<tokio::net::UnixListener> {
         .map_err(|e| CommandError::io("configuring the socket", e))
 }
 
-async fn shutdown_signal() {
+/// SIGTERM or SIGINT, whichever comes first. The handlers are installed when this is called,
+/// not when it is awaited: the server calls it before it says it listens, so a stop sent the
+/// moment it is ready is a graceful stop (requests finished, the store flushed), never the
+/// default disposition's exit, which loses what durability `none` had not flushed.
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     use tokio::signal::unix::{signal, SignalKind};
-    match (
+    let signals = (
         signal(SignalKind::terminate()),
         signal(SignalKind::interrupt()),
-    ) {
-        (Ok(mut term), Ok(mut int)) => {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = int.recv() => {}
+    );
+    async move {
+        match signals {
+            (Ok(mut term), Ok(mut int)) => {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = int.recv() => {}
+                }
             }
+            _ => std::future::pending::<()>().await,
         }
-        _ => std::future::pending::<()>().await,
     }
 }
 
