@@ -70,6 +70,8 @@ class AsyncGroveClient:
 
     async def _run(self, call: Call) -> Any:
         if self._native is not None:
+            if call.quick:
+                return self._native.run(call)
             return await asyncio.to_thread(self._native.run, call)
         status, content = await self._http.run(call)
         if status >= 400:
@@ -79,6 +81,10 @@ class AsyncGroveClient:
     async def _lines(self, call: Call) -> AsyncIterator[Any]:
         native = self._native
         if native is not None:
+            if call.quick:
+                for value in native.run(call):
+                    yield value
+                return
             reply = await asyncio.to_thread(native.open_stream, call)
             splitter = LineSplitter(call)
             try:

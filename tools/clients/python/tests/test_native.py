@@ -4,6 +4,7 @@ the process, refused to another with `locked` naming it, reached through its ser
 
 from __future__ import annotations
 
+import asyncio
 import json
 import pathlib
 import random
@@ -94,6 +95,34 @@ async def test_the_asyncio_client_in_process_streams_and_errs_as_the_server(tmp_
     with pytest.raises(GroveError) as missing:
         await client.get_entry(sid, "nope")
     assert (missing.value.code, missing.value.status) == ("not_found", 404)
+    await client.close()
+
+
+async def test_the_asyncio_client_runs_quick_reads_on_the_loops_thread(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    client = grove_aio.open(str(tmp_path / "store"), durability="none")
+    sid = str((await client.create_session())["id"])
+    first = await client.append(sid, {"role": "user", "content": "one", "timestamp": 1})
+    handed: list[str] = []
+    to_thread = asyncio.to_thread
+
+    async def counted(func: Any, /, *args: Any, **kwargs: Any) -> Any:
+        handed.append(getattr(func, "__name__", "?"))
+        return await to_thread(func, *args, **kwargs)
+
+    monkeypatch.setattr(asyncio, "to_thread", counted)
+    # The quick reads: no hand-over to a thread, the same answers.
+    assert (await client.get_session(sid))["id"] == sid
+    assert await client.leaf(sid) == first
+    assert (await client.get_entry(sid, first))["id"] == first
+    assert [e["id"] async for e in client.children(sid, None)] == [first]
+    with pytest.raises(GroveError) as missing:
+        await client.get_entry(sid, "nope")
+    assert missing.value.code == "not_found"
+    assert handed == []
+    # A write and a longer read go to a worker thread.
+    await client.append(sid, {"role": "user", "content": "two", "timestamp": 2})
+    assert [m["content"] for m in (await client.context(sid))["messages"]] == ["one", "two"]
+    assert len(handed) == 2
     await client.close()
 
 
