@@ -57,6 +57,8 @@ WRITES_MARK = "~w"
 REWRITE = ".rewrite"
 #: Entries whose blobs or index a saver keeps in memory (they never change).
 CACHE_ENTRIES = 4096
+#: About the most bytes of checkpoints (as read, and their values' bytes decoded) a saver keeps.
+CACHE_BYTES = 64 * 1024 * 1024
 #: How long writes wait for this saver's put of their checkpoint (LangGraph submits a step's
 #: checkpoint and the next step's writes side by side), in seconds.
 PUT_WAIT = 30.0
@@ -64,6 +66,35 @@ PUT_WAIT = 30.0
 #: tried again this many times, PAUSE apart, before they are stored under no parent.
 ORPHAN_TRIES = 20
 PAUSE = 0.025
+
+
+class _Cache:
+    """What a saver keeps of entries, which never change once written: at most `CACHE_ENTRIES`
+    items and about `CACHE_BYTES`; when either is reached it starts over."""
+
+    def __init__(self) -> None:
+        self._items: dict[Any, Any] = {}
+        self._bytes = 0
+
+    def get(self, key: Any) -> Any:
+        return self._items.get(key)
+
+    def put(self, key: Any, value: Any, size: int) -> None:
+        if size > CACHE_BYTES:
+            return
+        if len(self._items) >= CACHE_ENTRIES or self._bytes + size > CACHE_BYTES:
+            self.clear()
+        self._items[key] = value
+        self._bytes += size
+
+    def clear(self) -> None:
+        self._items.clear()
+        self._bytes = 0
+
+
+def _size(entry: Entry) -> int:
+    """About the memory an entry read from JSON holds: its blobs' text and a little more."""
+    return 1024 + sum(len(b.get("data", "")) for b in entry["data"].get("blobs", {}).values())
 
 
 @dataclass(frozen=True)
@@ -136,7 +167,10 @@ class _Saver:
     serde: SerializerProtocol
 
     def _init_caches(self) -> None:
-        self._blobs: dict[tuple[str, str], dict[str, Any]] = {}
+        #: Checkpoint entries by (session, id): the ones this saver wrote or read.
+        self._checkpoints = _Cache()
+        #: The bytes of blobs by (session, entry, channel, version), decoded from base64.
+        self._raw = _Cache()
         self._index: dict[tuple[str, str], dict[str, list[str]]] = {}
         #: Checkpoints (session, id) whose put is under way in this saver, with their count.
         self._putting: dict[tuple[str, str], int] = {}
@@ -147,12 +181,19 @@ class _Saver:
         cache[key] = value
 
     def _forget(self) -> None:
-        self._blobs.clear()
+        self._checkpoints.clear()
+        self._raw.clear()
         self._index.clear()
 
     # Reading
 
-    def _entry(self, sid: str, eid: str) -> Step[Optional[Entry]]:
+    def _entry(self, sid: str, eid: str, kept: bool = False) -> Step[Optional[Entry]]:
+        """The entry `eid` of the session, or None; with `kept`, a checkpoint this saver holds
+        is not read again (for an entry known to be in the session)."""
+        if kept:
+            held: Optional[Entry] = self._checkpoints.get((sid, eid))
+            if held is not None:
+                return held
         try:
             entry: Entry = yield c.get_entry(sid, eid, False)
         except GroveError as e:
@@ -160,8 +201,19 @@ class _Saver:
                 return None
             raise
         if _is(entry, CHECKPOINT):
-            self._remember(self._blobs, (sid, eid), entry["data"]["blobs"])
+            self._checkpoints.put((sid, eid), entry, _size(entry))
         return entry
+
+    def _decoded(self, sid: str, holder: Optional[str], channel: str, blob: dict[str, Any]) -> bytes:
+        """A blob's bytes; those of a blob of entry `holder` are kept."""
+        if holder is None:
+            return _unb64(blob["data"])
+        key = (sid, holder, channel, blob["version"])
+        raw: Optional[bytes] = self._raw.get(key)
+        if raw is None:
+            raw = _unb64(blob["data"])
+            self._raw.put(key, raw, len(raw))
+        return raw
 
     def _all(self, sid: str) -> Step[list[Entry]]:
         try:
@@ -276,27 +328,26 @@ class _Saver:
         or (when the index misses) the whole session (`known`, or read)."""
         data = entry["data"]
         index: dict[str, list[str]] = data.get("channels") or {}
-        blobs: dict[str, dict[str, Any]] = {}
+        #: Each channel's blob and the entry holding it (None: found in `known`).
+        blobs: dict[str, tuple[dict[str, Any], Optional[str]]] = {}
         missing: dict[str, str] = {}
         wanted: dict[str, dict[str, str]] = {}
         for channel, version in checkpoint["channel_versions"].items():
             v = str(version)
             own = data["blobs"].get(channel)
             if own is not None and own["version"] == v:
-                blobs[channel] = own
+                blobs[channel] = (own, entry["id"])
             elif channel in index and index[channel][0] == v and known is None:
                 wanted.setdefault(index[channel][1], {})[channel] = v
             else:
                 missing[channel] = v
         for eid, channels in wanted.items():
-            held = self._blobs.get((sid, eid))
-            if held is None:
-                holder = yield from self._entry(sid, eid)
-                held = holder["data"]["blobs"] if _is(holder, CHECKPOINT) and holder is not None else {}
+            holder = yield from self._entry(sid, eid, kept=True)
+            held = holder["data"]["blobs"] if _is(holder, CHECKPOINT) and holder is not None else {}
             for channel, v in channels.items():
                 blob = held.get(channel)
                 if blob is not None and blob["version"] == v:
-                    blobs[channel] = blob
+                    blobs[channel] = (blob, eid)
                 else:
                     missing[channel] = v
         if missing:
@@ -305,10 +356,10 @@ class _Saver:
             for channel, v in missing.items():
                 blob = by_version.get((channel, v))
                 if blob is not None:
-                    blobs[channel] = blob
+                    blobs[channel] = (blob, None)
         return {
-            channel: self.serde.loads_typed((blob["type"], _unb64(blob["data"])))
-            for channel, blob in blobs.items()
+            channel: self.serde.loads_typed((blob["type"], self._decoded(sid, holder, channel, blob)))
+            for channel, (blob, holder) in blobs.items()
             if blob["type"] != "empty"
         }
 
@@ -343,7 +394,7 @@ class _Saver:
                 return None
             leaf = summary.get("leaf")
             if leaf is not None:
-                entry = yield from self._entry(sid, checkpoint_of(leaf))
+                entry = yield from self._entry(sid, checkpoint_of(leaf), kept=True)
             if not _is(entry, CHECKPOINT):
                 # The leaf was moved by hand (a label, a goto): the latest is the greatest id.
                 every = yield from self._all(sid)
@@ -407,9 +458,9 @@ class _Saver:
         self._remember(self._index, (sid, checkpoint_id), index)
         return index
 
-    def _append(self, sid: str, entry: Entry, old_leaf: Optional[str]) -> Step[None]:
+    def _append(self, sid: str, entry: Entry, old_leaf: Optional[str]) -> Step[Entry]:
         """Appends a checkpoint's `entry` exactly (its parent dropped when not in the session)
-        and keeps the leaf on the latest checkpoint."""
+        and keeps the leaf on the latest checkpoint; the entry as stored."""
         try:
             yield c.append_exact(sid, entry)
         except GroveError as e:
@@ -421,6 +472,7 @@ class _Saver:
         latest = checkpoint_of(old_leaf) if old_leaf is not None else None
         if latest is not None and checkpoint_of(entry["id"]) < latest:
             yield c.set_leaf(sid, old_leaf, None)
+        return entry
 
     def _put(
         self,
@@ -454,10 +506,12 @@ class _Saver:
         values: dict[str, Any] = checkpoint["channel_values"]
         rest = {k: v for k, v in checkpoint.items() if k != "channel_values"}
         blobs: dict[str, dict[str, str]] = {}
+        raw: dict[str, bytes] = {}
         for channel, version in new_versions.items():
             if channel in values:
                 kind, data = self.serde.dumps_typed(values[channel])
                 blobs[channel] = {"version": str(version), "type": kind, "data": _b64(data)}
+                raw[channel] = data
             else:
                 blobs[channel] = {"version": str(version), "type": "empty", "data": ""}
         parent = config["configurable"].get("checkpoint_id")
@@ -488,12 +542,18 @@ class _Saver:
             },
         }
         try:
-            yield from self._append(sid, entry, leaf)
+            stored = yield from self._append(sid, entry, leaf)
         except GroveError as e:
             # A checkpoint put twice (a retried request) is stored once.
             existing = yield from self._entry(sid, cid) if e.code == "invalid_argument" else _none()
             if not _is(existing, CHECKPOINT):
                 raise
+        else:
+            # Kept as written: the next read of the latest state (LangGraph's next step) needs
+            # neither the store nor base64.
+            self._checkpoints.put((sid, cid), stored, _size(stored))
+            for channel, data in raw.items():
+                self._raw.put((sid, cid, channel, blobs[channel]["version"]), data, len(data))
         self._remember(self._index, (sid, cid), index)
         return _config(thread_id, ns, cid)
 

@@ -216,3 +216,31 @@ def _the_cli_sees_the_branch(store: pathlib.Path, branch: Branch, html: pathlib.
     page = html.read_text()
     assert page.lstrip().lower().startswith("<!doctype html")
     assert all(c in page for c in branch.history)
+
+
+async def test_the_latest_state_this_saver_wrote_is_read_without_the_store(server: Server) -> None:
+    writer = AsyncGroveSaver(server.socket_url)
+    config, _ = thread()
+    graph = build_graph(writer)
+    for turn in range(1, TOOL_EVERY + 2):
+        await graph.ainvoke({"messages": [question(str(turn))]}, config)
+    calls: list[str] = []
+    run = writer.client._run
+
+    async def recorded(call: Any) -> Any:
+        calls.append(f"{call.method} {call.path}")
+        return await run(call)
+
+    writer.client._run = recorded  # type: ignore[method-assign]
+    kept = await graph.aget_state(config)
+    # The session's summary (its leaf) and the checkpoint's writes: no entry read, whether of
+    # the checkpoint or of the ones holding its other channels' values.
+    assert calls and not any("/entries/" in call for call in calls), calls
+    # What another saver (nothing kept) reads from the store is the same.
+    reader = AsyncGroveSaver(server.socket_url)
+    read = await build_graph(reader).aget_state(config)
+    assert summary(kept.values["messages"]) == summary(read.values["messages"])
+    assert kept.config == read.config and kept.metadata == read.metadata
+    assert kept.next == read.next and len(kept.values["messages"]) == 2 * (TOOL_EVERY + 1) + 2
+    await writer.aclose()
+    await reader.aclose()
