@@ -12,8 +12,6 @@
 
 use std::borrow::Cow;
 
-use base64::Engine as _;
-
 use crate::error::CodecError;
 
 /// The first byte of a payload stored decoded: its base64 text is given back by encoding the
@@ -22,8 +20,6 @@ pub const BASE64: u8 = 0x01;
 
 /// The first byte of a payload stored as written (the string's opening quote).
 pub const AS_WRITTEN: u8 = b'"';
-
-const ENGINE: base64::engine::GeneralPurpose = base64::engine::general_purpose::STANDARD;
 
 /// How `payload` (a JSON string token, quotes included) is stored: its decoded bytes behind
 /// [`BASE64`] when its text is canonical base64 (what [`line_form`] gives back is then exactly
@@ -42,9 +38,11 @@ fn decoded(payload: &[u8]) -> Option<Vec<u8>> {
     }
     let mut stored = Vec::with_capacity(1 + text.len() / 4 * 3);
     stored.push(BASE64);
-    ENGINE.decode_vec(text, &mut stored).ok()?;
-    // The engine refuses a non-canonical tail (stray bits, missing padding); the text
-    // encoded again must still be the same bytes, or the payload is kept as written.
+    base64_simd::STANDARD
+        .decode_append(text, &mut stored)
+        .ok()?;
+    // The decoder refuses what is not base64; the text encoded again must also be the same
+    // bytes (no stray bits in the last character), or the payload is kept as written.
     let mut again = Vec::with_capacity(payload.len());
     again.push(b'"');
     encode_into(&stored[1..], &mut again);
@@ -52,40 +50,45 @@ fn decoded(payload: &[u8]) -> Option<Vec<u8>> {
     (again == payload).then_some(stored)
 }
 
+/// Appends the base64 text of `bytes` (SIMD: this runs on every read of such a payload).
 fn encode_into(bytes: &[u8], out: &mut Vec<u8>) {
-    let start = out.len();
-    let Some(len) = base64::encoded_len(bytes.len(), true) else {
-        return;
-    };
-    out.resize(start + len, 0);
-    // `len` is the exact encoded length, so the slice has the room the encoder needs.
-    let written = ENGINE
-        .encode_slice(bytes, &mut out[start..])
-        .unwrap_or_default();
-    out.truncate(start + written);
+    base64_simd::STANDARD.encode_append(bytes, out);
 }
 
 /// The payload a stored value stands for: the value itself when stored as written, the
 /// base64 text of its bytes, between quotes, when stored decoded.
 pub fn line_form(stored: Vec<u8>) -> Result<Vec<u8>, CodecError> {
+    if stored.first() == Some(&AS_WRITTEN) {
+        return Ok(stored);
+    }
+    let mut payload = Vec::new();
+    line_form_into(&stored, &mut payload)?;
+    Ok(payload)
+}
+
+/// [`line_form`], appended to `out` (a line being joined).
+pub fn line_form_into(stored: &[u8], out: &mut Vec<u8>) -> Result<(), CodecError> {
     match stored.first() {
-        Some(&AS_WRITTEN) => Ok(stored),
+        Some(&AS_WRITTEN) => out.extend_from_slice(stored),
         Some(&BASE64) => {
             let bytes = &stored[1..];
-            let mut payload =
-                Vec::with_capacity(base64::encoded_len(bytes.len(), true).unwrap_or(0) + 2);
-            payload.push(b'"');
-            encode_into(bytes, &mut payload);
-            payload.push(b'"');
-            Ok(payload)
+            out.reserve(base64_simd::STANDARD.encoded_length(bytes.len()) + 2);
+            out.push(b'"');
+            encode_into(bytes, out);
+            out.push(b'"');
         }
-        Some(&other) => Err(CodecError::CorruptRecord(format!(
-            "a payload's value starts with the unknown tag {other:#04x}"
-        ))),
-        None => Err(CodecError::CorruptRecord(
-            "a payload's value is empty".into(),
-        )),
+        Some(&other) => {
+            return Err(CodecError::CorruptRecord(format!(
+                "a payload's value starts with the unknown tag {other:#04x}"
+            )))
+        }
+        None => {
+            return Err(CodecError::CorruptRecord(
+                "a payload's value is empty".into(),
+            ))
+        }
     }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -93,6 +96,10 @@ pub fn line_form(stored: Vec<u8>) -> Result<Vec<u8>, CodecError> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    fn encoded(bytes: &[u8]) -> String {
+        base64_simd::STANDARD.encode_to_string(bytes)
+    }
 
     fn token(text: &str) -> Vec<u8> {
         format!("\"{text}\"").into_bytes()
@@ -107,7 +114,7 @@ mod tests {
             b"abcd",
             &[0u8, 255, 7, 128, 64][..],
         ] {
-            let payload = token(&ENGINE.encode(bytes));
+            let payload = token(&encoded(bytes));
             let stored = stored_form(&payload);
             assert_eq!(stored[0], BASE64);
             assert_eq!(&stored[1..], bytes);
@@ -156,7 +163,7 @@ mod tests {
 
         #[test]
         fn any_bytes_encoded_are_stored_decoded(bytes in proptest::collection::vec(any::<u8>(), 1..300)) {
-            let payload = token(&ENGINE.encode(&bytes));
+            let payload = token(&encoded(&bytes));
             let stored = stored_form(&payload).into_owned();
             prop_assert_eq!(stored[0], BASE64);
             prop_assert_eq!(stored.len(), bytes.len() + 1);

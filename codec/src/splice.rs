@@ -130,11 +130,11 @@ pub fn parse(stored: &[u8]) -> Result<(Vec<Splice>, &[u8]), CodecError> {
     Ok((splices, skeleton))
 }
 
-/// Joins a spliced line back: `fetch` gives each payload's bytes by hash; each is checked
-/// against its hash and length.
+/// Joins a spliced line back: `fetch` appends each payload's bytes, by hash, to the line it
+/// is given (no copy in between); each is checked against its hash and length.
 pub fn join(
     stored: &[u8],
-    mut fetch: impl FnMut(&[u8; 32]) -> Result<Vec<u8>, CodecError>,
+    mut fetch: impl FnMut(&[u8; 32], &mut Vec<u8>) -> Result<(), CodecError>,
 ) -> Result<Vec<u8>, CodecError> {
     let (splices, skeleton) = parse(stored)?;
     let total = skeleton.len() + splices.iter().map(|s| s.len as usize).sum::<usize>();
@@ -142,14 +142,15 @@ pub fn join(
     let mut from = 0;
     for s in splices {
         line.extend_from_slice(&skeleton[from..s.at as usize]);
-        let payload = fetch(&s.hash)?;
-        if payload.len() != s.len as usize || *blake3::hash(&payload).as_bytes() != s.hash {
+        let start = line.len();
+        fetch(&s.hash, &mut line)?;
+        let payload = &line[start..];
+        if payload.len() != s.len as usize || *blake3::hash(payload).as_bytes() != s.hash {
             return Err(CodecError::CorruptRecord(format!(
                 "payload {} does not match its hash",
                 crate::digest::hex(&s.hash)
             )));
         }
-        line.extend_from_slice(&payload);
         from = s.at as usize;
     }
     line.extend_from_slice(&skeleton[from..]);
@@ -171,19 +172,21 @@ mod tests {
         assert_eq!(cut.payloads[1].1, format!("\"{esc}\"").as_bytes());
         // The same bytes are one payload.
         assert_eq!(cut.payloads[0].0, cut.payloads[2].0);
-        let joined = join(&cut.stored, |h| {
-            Ok(cut
-                .payloads
-                .iter()
-                .find(|(k, _)| k == h)
-                .map(|(_, p)| p.to_vec())
-                .unwrap_or_default())
+        let joined = join(&cut.stored, |h, line| {
+            if let Some((_, p)) = cut.payloads.iter().find(|(k, _)| k == h) {
+                line.extend_from_slice(p);
+            }
+            Ok(())
         })
         .unwrap();
         assert_eq!(joined, line.as_bytes());
         assert!(super::cut(line.as_bytes(), 1000).is_none());
         // A wrong payload is refused.
-        assert!(join(&cut.stored, |_| Ok(b"\"nope\"".to_vec())).is_err());
+        assert!(join(&cut.stored, |_, line| {
+            line.extend_from_slice(b"\"nope\"");
+            Ok(())
+        })
+        .is_err());
         // A cut-short table is refused.
         assert!(parse(&cut.stored[..20]).is_err());
     }

@@ -66,17 +66,22 @@ pub(crate) fn expand<'a>(kv: &dyn Kv, stored: &'a [u8]) -> Result<Cow<'a, [u8]>>
     if !splice::is_spliced(stored) {
         return Ok(Cow::Borrowed(stored));
     }
-    let line = splice::join(stored, |hash| {
-        let value = kv
-            .get(&keys::payload(hash))
-            .map_err(|e| grove_codec::CodecError::CorruptRecord(e.to_string()))?
-            .ok_or_else(|| {
-                grove_codec::CodecError::CorruptRecord(format!(
-                    "payload {} is missing",
-                    grove_codec::digest::hex(hash)
-                ))
-            })?;
-        payload::line_form(value)
+    let line = splice::join(stored, |hash, line| {
+        // Read in place: the value goes into the line (encoded again when stored decoded)
+        // without a copy of its own.
+        let mut joined = Ok(());
+        let found = kv
+            .read_value(&keys::payload(hash), &mut |value| {
+                joined = payload::line_form_into(value, line);
+            })
+            .map_err(|e| grove_codec::CodecError::CorruptRecord(e.to_string()))?;
+        if !found {
+            return Err(grove_codec::CodecError::CorruptRecord(format!(
+                "payload {} is missing",
+                grove_codec::digest::hex(hash)
+            )));
+        }
+        joined
     })
     .map_err(|e| GroveError::Corrupt(e.to_string()))?;
     Ok(Cow::Owned(line))
