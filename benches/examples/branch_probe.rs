@@ -6,7 +6,6 @@
 //! ```
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 use std::path::PathBuf;
-use std::time::Instant;
 
 use grove::{Durability, Store, StoreConfig};
 
@@ -22,20 +21,7 @@ fn main() {
     let store = Store::open_with(StoreConfig::new(&dir).durability(Durability::None)).unwrap();
     for info in store.sessions().unwrap() {
         let session = store.session(&info.id).unwrap();
-        let mut times = Vec::with_capacity(runs);
-        let mut entries = 0usize;
-        for _ in 0..runs {
-            entries = 0;
-            let t = Instant::now();
-            session
-                .for_each_on_branch(None, &mut |_| {
-                    entries += 1;
-                    Ok(())
-                })
-                .unwrap();
-            times.push(t.elapsed());
-        }
-        times.sort();
+        let (entries, _, times) = grove_benches::branch_reads(&session, runs).unwrap();
         let median = times[runs / 2];
         println!(
             "{}: {entries} entries, median {:?} ({:.2} µs per entry), min {:?}",

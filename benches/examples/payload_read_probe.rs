@@ -11,7 +11,6 @@
 //! ```
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 use std::io::Cursor;
-use std::time::Instant;
 
 use grove::{CreateSession, Durability, ImportOptions, NewEntry, Store, StoreConfig};
 use grove_benches::{generate_to, GenSpec, Payload};
@@ -55,20 +54,7 @@ fn main() {
         (entries, store.session(&imported.session).unwrap())
     };
     let payloads = store.payload_stats().unwrap();
-    let mut times = Vec::with_capacity(runs);
-    let mut bytes = 0usize;
-    for _ in 0..runs {
-        bytes = 0;
-        let t = Instant::now();
-        session
-            .for_each_on_branch(None, &mut |e| {
-                bytes += e.line.len();
-                Ok(())
-            })
-            .unwrap();
-        times.push(t.elapsed());
-    }
-    times.sort();
+    let (_, bytes, times) = grove_benches::branch_reads(&session, runs).unwrap();
     println!(
         "{entries} entries: payloads {} of {:.1} MiB as stored; branch read of {:.1} MiB: \
          median {:.2} ms, min {:.2} ms ({runs} runs)",

@@ -51,3 +51,25 @@ pub fn entries_of(spec: &GenSpec) -> Vec<grove::NewEntry> {
         })
         .collect()
 }
+
+/// Reads the active branch of `session` `runs` times (every line decoded and joined): its
+/// entries, their lines' bytes, and the times of the reads, sorted (the probes' loop).
+pub fn branch_reads(
+    session: &grove::Session,
+    runs: usize,
+) -> grove::Result<(usize, usize, Vec<std::time::Duration>)> {
+    let (mut entries, mut bytes) = (0, 0);
+    let mut times = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        (entries, bytes) = (0, 0);
+        let t = std::time::Instant::now();
+        session.for_each_on_branch(None, &mut |e| {
+            entries += 1;
+            bytes += e.line.len();
+            Ok(())
+        })?;
+        times.push(t.elapsed());
+    }
+    times.sort();
+    Ok((entries, bytes, times))
+}
