@@ -43,11 +43,24 @@ fn decoded(payload: &[u8]) -> Option<Vec<u8>> {
         .ok()?;
     // The decoder refuses what is not base64; the text encoded again must also be the same
     // bytes (no stray bits in the last character), or the payload is kept as written.
-    let mut again = Vec::with_capacity(payload.len());
-    again.push(b'"');
-    encode_into(&stored[1..], &mut again);
-    again.push(b'"');
-    (again == payload).then_some(stored)
+    encodes_to(&stored[1..], text).then_some(stored)
+}
+
+/// Whether `bytes` encode to exactly `text`, compared a piece at a time (no second copy of a
+/// large payload).
+fn encodes_to(bytes: &[u8], text: &[u8]) -> bool {
+    const PIECE: usize = 3 * 1024;
+    let mut buffer = [0u8; PIECE / 3 * 4];
+    if base64_simd::STANDARD.encoded_length(bytes.len()) != text.len() {
+        return false;
+    }
+    bytes
+        .chunks(PIECE)
+        .zip(text.chunks(PIECE / 3 * 4))
+        .all(|(piece, written)| {
+            base64_simd::STANDARD.encode(piece, base64_simd::Out::from_slice(&mut buffer))
+                == written
+        })
 }
 
 /// Appends the base64 text of `bytes` (SIMD: this runs on every read of such a payload).
@@ -145,6 +158,26 @@ mod tests {
         }
         // Not a string token at all.
         assert_eq!(stored_form(b"QUJD"), Cow::Borrowed(&b"QUJD"[..]));
+    }
+
+    #[test]
+    fn a_payload_longer_than_one_piece_is_compared_to_its_last_character() {
+        // 10,000 bytes span several pieces of the comparison, the last one padded.
+        let bytes: Vec<u8> = (0..10_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        let text = encoded(&bytes);
+        let payload = token(&text);
+        let stored = stored_form(&payload);
+        assert_eq!(stored[0], BASE64);
+        assert_eq!(line_form(stored.into_owned()).unwrap(), payload);
+        // Stray bits in the very last character: decodable, but not what it encodes to.
+        let mut stray = text.clone().into_bytes();
+        // 10,000 = 3 * 3,333 + 1: the last byte, 215, is written "1w==", and "1x==" decodes
+        // to it too.
+        let last = stray.len() - 3;
+        assert_eq!(&stray[last - 1..], b"1w==");
+        stray[last] = b'x';
+        let payload = token(std::str::from_utf8(&stray).unwrap());
+        assert_eq!(stored_form(&payload), Cow::Borrowed(&payload[..]));
     }
 
     #[test]

@@ -97,6 +97,11 @@ def _size(entry: Entry) -> int:
     return 1024 + sum(len(b.get("data", "")) for b in entry["data"].get("blobs", {}).values())
 
 
+def _index_size(index: dict[str, list[str]]) -> int:
+    """About the memory a checkpoint's `channels` index holds."""
+    return 256 + sum(64 + len(k) + sum(len(v) for v in vs) for k, vs in index.items())
+
+
 @dataclass(frozen=True)
 class _Pause:
     """A step's request to wait `seconds` before it goes on (its answer is None)."""
@@ -171,14 +176,10 @@ class _Saver:
         self._checkpoints = _Cache()
         #: The bytes of blobs by (session, entry, channel, version), decoded from base64.
         self._raw = _Cache()
-        self._index: dict[tuple[str, str], dict[str, list[str]]] = {}
+        #: Checkpoints' `channels` indexes by (session, id).
+        self._index = _Cache()
         #: Checkpoints (session, id) whose put is under way in this saver, with their count.
         self._putting: dict[tuple[str, str], int] = {}
-
-    def _remember(self, cache: dict[tuple[str, str], Any], key: tuple[str, str], value: Any) -> None:
-        if len(cache) >= CACHE_ENTRIES:
-            cache.clear()
-        cache[key] = value
 
     def _forget(self) -> None:
         self._checkpoints.clear()
@@ -448,14 +449,14 @@ class _Saver:
 
     def _index_of(self, sid: str, checkpoint_id: str) -> Step[Optional[dict[str, list[str]]]]:
         """A checkpoint's `channels` index, or None when it is not in the session."""
-        cached = self._index.get((sid, checkpoint_id))
+        cached: Optional[dict[str, list[str]]] = self._index.get((sid, checkpoint_id))
         if cached is not None:
             return cached
         entry = yield from self._entry(sid, checkpoint_id)
         if not _is(entry, CHECKPOINT) or entry is None:
             return None
         index: dict[str, list[str]] = entry["data"].get("channels") or {}
-        self._remember(self._index, (sid, checkpoint_id), index)
+        self._index.put((sid, checkpoint_id), index, _index_size(index))
         return index
 
     def _append(self, sid: str, entry: Entry, old_leaf: Optional[str]) -> Step[Entry]:
@@ -554,7 +555,7 @@ class _Saver:
             self._checkpoints.put((sid, cid), stored, _size(stored))
             for channel, data in raw.items():
                 self._raw.put((sid, cid, channel, blobs[channel]["version"]), data, len(data))
-        self._remember(self._index, (sid, cid), index)
+        self._index.put((sid, cid), index, _index_size(index))
         return _config(thread_id, ns, cid)
 
     def _put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str) -> Step[None]:
