@@ -277,13 +277,15 @@ pub fn run(env: &mut Env<'_>, args: &Args) -> CmdResult<()> {
         let (stop_tx, stop_rx) = watch::channel(false);
         let mut servers = Vec::new();
         let unix = bind_unix(&socket)?;
+        // Where this server listens, for a program that finds the store held (the native
+        // packages' `openStore` connects here instead): only a store of this process's own
+        // directory (not a sharded one). Written before the server says it listens, so that
+        // whoever waits for that finds it (the socket is bound: a connection waits to be
+        // accepted).
+        let announced = announce_in.and_then(|dir| announce(&dir, &socket));
         writeln!(out, "listening on unix:{}", socket.display())
             .and_then(|()| out.flush())
             .map_err(|e| CommandError::io("writing to stdout", e))?;
-        // Where this server listens, for a program that finds the store held (the native
-        // packages' `openStore` connects here instead): only a store of this process's own
-        // directory (not a sharded one).
-        let announced = announce_in.and_then(|dir| announce(&dir, &socket));
         let router = unread::answered_whole(
             guard::unix(routes::router(state.clone(), None)),
             body_timeout,

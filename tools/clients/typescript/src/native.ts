@@ -76,10 +76,12 @@ interface NativeStore {
 	/**
 	 * The whole body (JSON; with `lines`, a JSON-lines body made one array) as text of ASCII
 	 * only (characters past it escaped); an error status throws `answer STATUS: BODY` (see
-	 * `answerError`).
+	 * `answerError`). A large answer made mostly of long strings comes as its value (an array
+	 * or an object), made by the addon, instead of text.
 	 */
-	requestSync(method: string, target: string, headers: string[], body?: string | null, lines?: boolean): string;
-	requestWhole(method: string, target: string, headers: string[], body?: string | null, lines?: boolean): Promise<string>;
+	requestSync(method: string, target: string, headers: string[], body?: string | null, lines?: boolean): string | object;
+	/** `requestSync` run on a thread of node's pool. */
+	requestWhole(method: string, target: string, headers: string[], body?: string | null, lines?: boolean): Promise<string | object>;
 	request(method: string, target: string, headers: string[], body?: Buffer | null): Promise<NativeReply>;
 	upload(method: string, target: string, headers: string[]): NativeUpload;
 	close(): void;
@@ -87,6 +89,7 @@ interface NativeStore {
 
 interface NativeModule {
 	NativeStore: { open(path: string, options?: Omit<OpenStoreOptions, "name" | "fallback" | "inlineReads">): NativeStore };
+	answersMadeHere(): number;
 }
 
 let loaded: NativeModule | undefined;
@@ -111,6 +114,14 @@ function addon(): NativeModule {
 	return loaded;
 }
 
+/**
+ * How many answers this process got as values the addon made (a large answer of long strings)
+ * rather than as text for `JSON.parse`: a diagnostic, for the tests.
+ */
+export function answersMadeByTheAddon(): number {
+	return addon().answersMadeHere();
+}
+
 /** A `GroveError` from the addon's `code: message` errors. */
 function nativeError(error: unknown, where: string): GroveError {
 	const message = error instanceof Error ? error.message : String(error);
@@ -119,9 +130,12 @@ function nativeError(error: unknown, where: string): GroveError {
 	return new GroveError(match[1] as string, 0, match[2] as string, { cause: error });
 }
 
-/** A whole answer (a status below 400), and the request it answers (`METHOD target at where`). */
+/**
+ * A whole answer (a status below 400): its text, or its value already made by the addon,
+ * and the request it answers (`METHOD target at where`).
+ */
 interface Whole {
-	text: string;
+	text: string | object;
 	what: string;
 }
 
@@ -147,6 +161,7 @@ function answerError(error: unknown, method: string, target: string, what: strin
 
 /** The JSON value of a whole answer (`undefined` for an empty body). */
 function parseWhole({ text, what }: Whole): unknown {
+	if (typeof text !== "string") return text;
 	if (text === "") return undefined;
 	try {
 		return JSON.parse(text);

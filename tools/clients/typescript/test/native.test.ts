@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { GroveError, openStore, type WireEntry } from "../src/index.js";
+import { answersMadeByTheAddon } from "../src/native.js";
 import { Rand } from "./random.js";
 import { startServer } from "./server.js";
 
@@ -84,6 +85,65 @@ describe("openStore", () => {
 			expect((await client.context(sid)).messages.map((m) => (m as { content: string }).content)).toEqual(texts);
 			const leaf = await client.leaf(sid);
 			expect(((await client.getEntry(sid, leaf!))["message"] as { content: string }).content).toBe(texts.at(-1));
+			client.close();
+		}
+	});
+
+	it("makes a large answer of long strings into the values JSON.parse makes of it", async () => {
+		// Past a megabyte of long strings the addon makes the JS values itself (no JSON text
+		// in JS): strings long and short, ASCII or not, escaped or not; numbers at the edges
+		// of a double; nesting; and a key `__proto__`, which it leaves to JSON.parse.
+		const long = (i: number) => `${i} ${"lorem ipsum dolor sit amet ".repeat(1000)}`;
+		const messages = Array.from({ length: 400 }, (_, i) => ({
+			role: i % 2 === 0 ? "user" : "assistant",
+			content:
+				i % 6 === 0
+					? long(i)
+					: [
+							{ type: "text", text: `${long(i)}\n"quoted"\t\u0000 ${"é😀中".repeat(100)}` },
+							{ type: "text", text: "short" },
+						],
+			meta: {
+				ms: 1733500000000 + i,
+				big: 2 ** 53 + 2,
+				tiny: 5e-324,
+				max: 1.7976931348623157e308,
+				sum: 0.1 + 0.2,
+				neg: -3.5e-7,
+				flags: [true, false, null],
+				empty: { list: [], object: {} },
+				nested: [[[{ deep: `${"x".repeat(2000)}é` }]]],
+			},
+		}));
+		for (const inlineReads of [true, false]) {
+			const client = openStore(tempStore(), { durability: "none", inlineReads });
+			const { id: sid } = await client.createSession();
+			await client.appendMany(sid, messages);
+			const made = answersMadeByTheAddon();
+			expect((await client.context(sid)).messages).toStrictEqual(messages);
+			expect(answersMadeByTheAddon()).toBe(made + 1);
+			const of = (entries: WireEntry[]) => entries.map((e) => e["message"]);
+			expect(of(await client.branch(sid))).toStrictEqual(messages);
+			expect(of(await client.entries(sid))).toStrictEqual(messages);
+			expect(answersMadeByTheAddon()).toBe(made + 3);
+
+			// A key __proto__ anywhere: the answer goes to JSON.parse, which keeps it an own key.
+			const proto = JSON.parse(`{"role":"user","content":${JSON.stringify(long(0))},"meta":{"__proto__":{"polluted":true}}}`) as (typeof messages)[number];
+			const { id: other } = await client.createSession();
+			await client.appendMany(other, [...messages.slice(0, 200), proto]);
+			const read = (await client.context(other)).messages;
+			expect(answersMadeByTheAddon()).toBe(made + 3);
+			const meta = (read.at(-1) as { meta: object }).meta;
+			expect(Object.hasOwn(meta, "__proto__")).toBe(true);
+			expect(Object.getPrototypeOf(meta)).toBe(Object.prototype);
+			expect(read).toStrictEqual([...messages.slice(0, 200), proto]);
+
+			// Many small values (a long branch of short messages): left to JSON.parse too.
+			const { id: small } = await client.createSession();
+			const shorts = Array.from({ length: 20_000 }, (_, i) => ({ role: "user", content: `m${i}`, n: i }));
+			await client.appendMany(small, shorts);
+			expect((await client.context(small)).messages).toStrictEqual(shorts);
+			expect(answersMadeByTheAddon()).toBe(made + 3);
 			client.close();
 		}
 	});

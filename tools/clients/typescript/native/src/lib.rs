@@ -15,9 +15,11 @@
 use std::sync::Arc;
 
 use grove_tools::embed::{BodySender, EmbedError, Embedded, Options, Reply};
-use napi::bindgen_prelude::{AsyncTask, Buffer, Latin1String};
-use napi::{Env, Task};
+use napi::bindgen_prelude::{AsyncTask, Buffer, Either, Latin1String, Unknown};
+use napi::{Env, ScopedTask};
 use napi_derive::napi;
+
+mod tree;
 
 /// How a store is opened (`openStore(path, options)` in TypeScript).
 #[napi(object)]
@@ -65,19 +67,49 @@ pub struct WholeRequest {
     lines: bool,
 }
 
-impl Task for WholeRequest {
-    type Output = (u16, Vec<u8>);
-    type JsValue = Latin1String;
+/// What a whole request's answer becomes on node's thread: text for `JSON.parse`, or (a large
+/// answer of long strings, [`tree`]) its values made here.
+pub enum Whole {
+    Text(u16, Vec<u8>),
+    Tree(tree::Tree),
+}
+
+impl Whole {
+    /// An answer's status and body: a tree when it is large, succeeded and made of long
+    /// strings ([`tree::Tree::parse`]), else text.
+    fn of(status: u16, body: Vec<u8>, lines: bool) -> Whole {
+        if status >= 400 || body.len() < tree::LEAST_BYTES {
+            return Whole::Text(status, body);
+        }
+        match tree::Tree::parse(body, lines) {
+            Ok(tree) => Whole::Tree(tree),
+            Err(body) => Whole::Text(status, body),
+        }
+    }
+
+    fn into_js(self, env: &Env, lines: bool) -> napi::Result<Either<Latin1String, Unknown<'_>>> {
+        match self {
+            Whole::Text(status, body) => answer_text(status, body, lines).map(Either::A),
+            Whole::Tree(tree) => tree.into_js(env).map(Either::B),
+        }
+    }
+}
+
+impl<'task> ScopedTask<'task> for WholeRequest {
+    type Output = Whole;
+    type JsValue = Either<Latin1String, Unknown<'task>>;
 
     fn compute(&mut self) -> napi::Result<Self::Output> {
         let body = std::mem::take(&mut self.body);
-        self.store
+        let (status, body) = self
+            .store
             .request_inline(&self.method, &self.target, &self.headers, body)
-            .map_err(embed_error)
+            .map_err(embed_error)?;
+        Ok(Whole::of(status, body, self.lines))
     }
 
-    fn resolve(&mut self, _env: Env, (status, body): Self::Output) -> napi::Result<Latin1String> {
-        answer_text(status, body, self.lines)
+    fn resolve(&mut self, env: &'task Env, whole: Self::Output) -> napi::Result<Self::JsValue> {
+        whole.into_js(env, self.lines)
     }
 }
 
@@ -108,6 +140,13 @@ pub struct NativeUpload {
     body: tokio::sync::Mutex<Option<BodySender>>,
     answer: tokio::sync::Mutex<Option<Answering>>,
     runtime: tokio::runtime::Handle,
+}
+
+/// How many answers this process had made JS values by the addon ([`tree`]) rather than
+/// text: for the tests, which check that a large answer takes that way.
+#[napi]
+pub fn answers_made_here() -> f64 {
+    tree::made() as f64
 }
 
 fn error(code: &str, message: impl std::fmt::Display) -> napi::Error {
@@ -199,32 +238,36 @@ impl NativeStore {
     }
 
     /// One short request run to its end on this (node's) thread: its whole body, as text
-    /// ([`answer_text`]; a JSON-lines answer as one array when `lines`). For reads that take
-    /// microseconds, where going to another thread and back would cost more than the read;
-    /// never for a followed replay.
-    #[napi(ts_return_type = "string")]
-    pub fn request_sync(
+    /// ([`answer_text`]; a JSON-lines answer as one array when `lines`), or, for a large answer
+    /// of long strings, its value made here ([`tree`]): never a string then, as the answer is
+    /// an array or an object. For reads that take microseconds, where going to another thread
+    /// and back would cost more than the read; never for a followed replay.
+    #[napi(ts_return_type = "string | object")]
+    pub fn request_sync<'e>(
         &self,
+        env: &'e Env,
         method: String,
         target: String,
         headers: Vec<String>,
         body: Option<String>,
         lines: Option<bool>,
-    ) -> napi::Result<Latin1String> {
+    ) -> napi::Result<Either<Latin1String, Unknown<'e>>> {
         let store = self.store()?;
         let pairs = pairs(headers)?;
         let body = body.map(String::into_bytes).unwrap_or_default();
         let (status, bytes) = store
             .request_inline(&method, &target, &pairs, body)
             .map_err(embed_error)?;
-        answer_text(status, bytes, lines.unwrap_or(false))
+        let lines = lines.unwrap_or(false);
+        Whole::of(status, bytes, lines).into_js(env, lines)
     }
 
     /// One request whose whole answer is wanted (not a stream), run to its end on a thread of
     /// node's pool (libuv): the routes' engine calls run right there, one trip off node's thread
     /// and back. Resolves with its whole body as text ([`answer_text`]; a JSON-lines answer as
-    /// one array when `lines`).
-    #[napi(ts_return_type = "Promise<string>")]
+    /// one array when `lines`), or, for a large answer of long strings, with its value made
+    /// here ([`tree`]): never a string then, as the answer is an array or an object.
+    #[napi(ts_return_type = "Promise<string | object>")]
     pub fn request_whole(
         &self,
         method: String,
