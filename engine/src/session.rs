@@ -295,7 +295,9 @@ impl Session {
 
     /// Writes the context at `leaf` (`None`: the active leaf) as [`Context::to_json`] does,
     /// message by message as the entries are read: the memory it takes is one entry, not the
-    /// context. Errors found before the first byte is written leave `out` untouched.
+    /// context. Each message is written by one `write_all` of its whole JSON (a writer may keep
+    /// it apart: the server's piecewise answers do). Errors found before the first byte is
+    /// written leave `out` untouched.
     pub fn write_context(
         &self,
         leaf: Option<&str>,

@@ -29,8 +29,9 @@ use tower::ServiceExt;
 use super::guard;
 use super::limits::{self, Limits};
 use super::routes;
-use super::state::{State, INLINE};
+use super::state::{State, INLINE, PIECEWISE};
 use super::stores::Stores;
+pub use super::stream::Pieces;
 
 /// How an embedded store is opened: the options of `grove serve` that make sense in one
 /// process (no listener, no token, no connection limits).
@@ -373,6 +374,43 @@ impl Embedded {
             let status = reply.status;
             Ok((status, reply.all().await?))
         }))
+    }
+
+    /// [`Embedded::request_inline`] for a caller that makes values of the answer itself (node's
+    /// addon): a context's long messages come as pieces of their own (`stream::Pieces`), not
+    /// copied into one buffer; any other answer is one piece.
+    pub fn request_pieces(
+        &self,
+        method: &str,
+        target: &str,
+        headers: &[(String, String)],
+        body: Vec<u8>,
+    ) -> Result<(u16, Pieces), EmbedError> {
+        let bytes = axum::body::Bytes::from(body);
+        if let Some((method, client)) = direct(method, headers) {
+            let answered = self.run_here(INLINE.scope(
+                (),
+                PIECEWISE.scope((), async {
+                    let mut response =
+                        routes::direct::answer(&self.state, &method, target, &client, &bytes)
+                            .await?;
+                    let status = response.status().as_u16();
+                    if let Some(pieces) = response.extensions_mut().remove::<Pieces>() {
+                        return Some(Ok((status, pieces)));
+                    }
+                    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await;
+                    Some(match bytes {
+                        Ok(bytes) => Ok((status, Pieces::one(Vec::from(bytes)))),
+                        Err(e) => Err(EmbedError::Body(e.to_string())),
+                    })
+                }),
+            ));
+            if let Some(answered) = answered {
+                return answered;
+            }
+        }
+        let (status, whole) = self.request_inline(method, target, headers, Vec::from(bytes))?;
+        Ok((status, Pieces::one(whole)))
     }
 
     /// `future` run to its end on this thread. A small read, run inline, is ready when first

@@ -27,10 +27,49 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio_stream::StreamExt as _;
 
 use super::api::{ApiError, ApiResult};
-use super::state::{State, INLINE};
+use super::state::{State, INLINE, PIECEWISE};
 
 /// Bytes gathered before a chunk is handed over.
 const CHUNK: usize = 64 << 10;
+/// The fewest bytes of a value written by [`Sink::value`] that a piecewise answer keeps as a
+/// piece of its own.
+pub const PIECE_BYTES: usize = 4 << 10;
+
+/// A whole answer gathered in pieces (`Embedded::request_pieces`): its bytes are the pieces one
+/// after the other; a piece marked a value (`values[i]`) is one whole JSON value its producer
+/// wrote as such ([`Sink::value`]), of at least [`PIECE_BYTES`]. An embedding program makes
+/// its values from them without first copying them into one buffer.
+#[derive(Clone, Default)]
+pub struct Pieces {
+    pub pieces: Vec<Vec<u8>>,
+    pub values: Vec<bool>,
+}
+
+impl Pieces {
+    /// An answer of one piece, no value kept apart.
+    pub fn one(whole: Vec<u8>) -> Pieces {
+        let mut pieces = Pieces::default();
+        pieces.push(whole, false);
+        pieces
+    }
+
+    fn push(&mut self, piece: Vec<u8>, value: bool) {
+        if !piece.is_empty() {
+            self.pieces.push(piece);
+            self.values.push(value);
+        }
+    }
+
+    /// The answer's bytes in one buffer.
+    pub fn joined(self) -> Vec<u8> {
+        let mut pieces = self.pieces.into_iter();
+        let mut out = pieces.next().unwrap_or_default();
+        for piece in pieces {
+            out.extend_from_slice(&piece);
+        }
+        out
+    }
+}
 /// Chunks in flight between the reader and the connection.
 const DEPTH: usize = 8;
 
@@ -46,6 +85,8 @@ pub struct Sink {
     /// Changes when the stores are taken away (closed or reopened): a full channel is then
     /// not waited on.
     stores: Option<watch::Receiver<Option<super::stores::Stores>>>,
+    /// For a request run piecewise (`state::PIECEWISE`): the pieces before `buf`.
+    pieces: Option<Pieces>,
 }
 
 impl Sink {
@@ -76,6 +117,19 @@ impl Sink {
         if self.buf.len() >= CHUNK && self.tx.is_some() {
             self.flush();
         }
+        !self.gone
+    }
+
+    /// Writes `bytes`, which are one whole JSON value (a context's message): as [`Sink::bytes`]
+    /// does, except that an answer gathered piecewise keeps a value of at least
+    /// [`PIECE_BYTES`] as a piece of its own. `false` when the client is gone: stop.
+    pub fn value(&mut self, bytes: &[u8]) -> bool {
+        let Some(pieces) = self.pieces.as_mut().filter(|_| bytes.len() >= PIECE_BYTES) else {
+            return self.bytes(bytes);
+        };
+        pieces.push(std::mem::take(&mut self.buf), false);
+        pieces.push(bytes.to_vec(), true);
+        self.ready();
         !self.gone
     }
 
@@ -118,11 +172,19 @@ impl Sink {
 /// that went away is a broken pipe.
 pub struct SinkWriter<'a> {
     pub sink: &'a mut Sink,
+    /// Whether each write of at least [`PIECE_BYTES`] is one whole JSON value, written by
+    /// [`Sink::value`]: so for the engine's `write_context`, which writes each message with one
+    /// `write_all`.
+    pub values: bool,
 }
 
 impl std::io::Write for SinkWriter<'_> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        if self.sink.bytes(buf) {
+        let sent = match self.values {
+            true => self.sink.value(buf),
+            false => self.sink.bytes(buf),
+        };
+        if sent {
             Ok(buf.len())
         } else {
             Err(std::io::Error::new(
@@ -179,6 +241,7 @@ where
             gone: false,
             started: false,
             stores: Some(stores),
+            pieces: None,
         };
         match produce(&mut sink) {
             Ok(()) => {
@@ -233,7 +296,9 @@ where
 
 /// `produce` run on this thread for a request run inline (`state::INLINE`), its whole body
 /// gathered: the caller reads it whole anyway. An error before the first byte is the answer; one
-/// after it is a body that breaks off, as a stream's.
+/// after it is a body that breaks off, as a stream's. Run piecewise (`state::PIECEWISE`), an
+/// answer some of whose values were kept as pieces of their own ([`Sink::value`]) has an empty
+/// body and its [`Pieces`] as an extension of the response.
 fn gathered<F>(content_type: &'static str, produce: F) -> Response
 where
     F: FnOnce(&mut Sink) -> grove::Result<()>,
@@ -245,13 +310,30 @@ where
         gone: false,
         started: false,
         stores: None,
+        pieces: PIECEWISE.try_with(|()| Pieces::default()).ok(),
     };
-    match produce(&mut sink) {
-        Ok(()) => ([(header::CONTENT_TYPE, content_type)], sink.buf).into_response(),
+    let produced = produce(&mut sink);
+    let mut buf = std::mem::take(&mut sink.buf);
+    let mut pieces = sink.pieces.take();
+    if let (Ok(()), Some(pieces)) = (&produced, &mut pieces) {
+        if pieces.values.contains(&true) {
+            pieces.push(buf, false);
+            let mut response =
+                ([(header::CONTENT_TYPE, content_type)], Body::empty()).into_response();
+            response.extensions_mut().insert(std::mem::take(pieces));
+            return response;
+        }
+    }
+    if let Some(mut pieces) = pieces.filter(|p| !p.pieces.is_empty()) {
+        pieces.push(buf, false);
+        buf = pieces.joined();
+    }
+    match produced {
+        Ok(()) => ([(header::CONTENT_TYPE, content_type)], buf).into_response(),
         Err(e) if !sink.started => ApiError::from(e).into_response(),
         Err(e) => {
             let pieces: [std::io::Result<Bytes>; 2] = [
-                Ok(Bytes::from(sink.buf)),
+                Ok(Bytes::from(buf)),
                 Err(std::io::Error::other(e.to_string())),
             ];
             let body = Body::from_stream(tokio_stream::iter(pieces));

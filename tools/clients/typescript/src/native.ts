@@ -89,7 +89,7 @@ interface NativeStore {
 
 interface NativeModule {
 	NativeStore: { open(path: string, options?: Omit<OpenStoreOptions, "name" | "fallback" | "inlineReads">): NativeStore };
-	answersMadeHere(): number;
+	answersMadeHere(): [number, number];
 }
 
 let loaded: NativeModule | undefined;
@@ -116,10 +116,12 @@ function addon(): NativeModule {
 
 /**
  * How many answers this process got as values the addon made (a large answer of long strings)
- * rather than as text for `JSON.parse`: a diagnostic, for the tests.
+ * rather than as text for `JSON.parse`, parsed whole and in pieces (a context whose long
+ * messages came apart): a diagnostic, for the tests.
  */
-export function answersMadeByTheAddon(): number {
-	return addon().answersMadeHere();
+export function answersMadeByTheAddon(): { whole: number; piecewise: number } {
+	const [whole, piecewise] = addon().answersMadeHere();
+	return { whole, piecewise };
 }
 
 /** A `GroveError` from the addon's `code: message` errors. */

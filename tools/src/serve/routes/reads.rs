@@ -326,7 +326,12 @@ pub(super) async fn context(
     json_stream(&state, move |sink| {
         let session = store.session(&sid)?;
         match at {
-            None => session.write_context(q.leaf.as_deref(), options, &mut SinkWriter { sink }),
+            // Each message one write of its whole JSON (`Session::write_context`).
+            None => session.write_context(
+                q.leaf.as_deref(),
+                options,
+                &mut SinkWriter { sink, values: true },
+            ),
             Some(at) => {
                 let context = session.context_as_of(&at.resolve(&session)?, options)?;
                 // A client that went away has nothing more to be sent.

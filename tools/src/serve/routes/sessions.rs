@@ -244,7 +244,10 @@ pub(super) async fn export(
     let store = state.store()?;
     ndjson(&state, move |sink| {
         let session = store.session(&sid)?;
-        let mut out = SinkWriter { sink };
+        let mut out = SinkWriter {
+            sink,
+            values: false,
+        };
         session.export(flavor, &mut out).map(drop)
     })
     .await

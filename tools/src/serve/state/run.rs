@@ -18,6 +18,10 @@ tokio::task_local! {
     /// thread is no runtime's worker, so [`blocking`] runs engine calls on it directly, sparing
     /// the hand-over to the pool and back.
     pub static INLINE: ();
+    /// Set, with [`INLINE`], while a request is run for `Embedded::request_pieces`: a gathered
+    /// answer keeps the long JSON values its producer wrote as values ([`crate::serve::stream::Sink::value`])
+    /// in pieces of their own rather than in one buffer.
+    pub static PIECEWISE: ();
 }
 
 /// Runs `f` on the blocking pool (or, for a request run inline, on this thread).

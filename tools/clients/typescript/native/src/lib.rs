@@ -14,7 +14,7 @@
 
 use std::sync::Arc;
 
-use grove_tools::embed::{BodySender, EmbedError, Embedded, Options, Reply};
+use grove_tools::embed::{BodySender, EmbedError, Embedded, Options, Pieces, Reply};
 use napi::bindgen_prelude::{AsyncTask, Buffer, Either, Latin1String, Unknown};
 use napi::{Env, ScopedTask};
 use napi_derive::napi;
@@ -74,14 +74,19 @@ pub enum Whole {
     Tree(tree::Tree),
 }
 
+/// The pieces' bytes, when they are few enough to leave to `JSON.parse`.
+fn small(pieces: &Pieces) -> bool {
+    pieces.pieces.iter().map(Vec::len).sum::<usize>() < tree::LEAST_BYTES
+}
+
 impl Whole {
     /// An answer's status and body: a tree when it is large, succeeded and made of long
     /// strings ([`tree::Tree::parse`]), else text.
-    fn of(status: u16, body: Vec<u8>, lines: bool) -> Whole {
-        if status >= 400 || body.len() < tree::LEAST_BYTES {
-            return Whole::Text(status, body);
+    fn of(status: u16, answer: Pieces, lines: bool) -> Whole {
+        if status >= 400 || small(&answer) {
+            return Whole::Text(status, answer.joined());
         }
-        match tree::Tree::parse(body, lines) {
+        match tree::Tree::parse(answer, lines) {
             Ok(tree) => Whole::Tree(tree),
             Err(body) => Whole::Text(status, body),
         }
@@ -101,11 +106,11 @@ impl<'task> ScopedTask<'task> for WholeRequest {
 
     fn compute(&mut self) -> napi::Result<Self::Output> {
         let body = std::mem::take(&mut self.body);
-        let (status, body) = self
+        let (status, answer) = self
             .store
-            .request_inline(&self.method, &self.target, &self.headers, body)
+            .request_pieces(&self.method, &self.target, &self.headers, body)
             .map_err(embed_error)?;
-        Ok(Whole::of(status, body, self.lines))
+        Ok(Whole::of(status, answer, self.lines))
     }
 
     fn resolve(&mut self, env: &'task Env, whole: Self::Output) -> napi::Result<Self::JsValue> {
@@ -143,10 +148,11 @@ pub struct NativeUpload {
 }
 
 /// How many answers this process had made JS values by the addon ([`tree`]) rather than
-/// text: for the tests, which check that a large answer takes that way.
+/// text, parsed whole and in pieces: for the tests, which check that a large answer takes
+/// that way.
 #[napi]
-pub fn answers_made_here() -> f64 {
-    tree::made() as f64
+pub fn answers_made_here() -> Vec<f64> {
+    tree::made().map(|n| n as f64).to_vec()
 }
 
 fn error(code: &str, message: impl std::fmt::Display) -> napi::Error {
@@ -255,11 +261,11 @@ impl NativeStore {
         let store = self.store()?;
         let pairs = pairs(headers)?;
         let body = body.map(String::into_bytes).unwrap_or_default();
-        let (status, bytes) = store
-            .request_inline(&method, &target, &pairs, body)
+        let (status, answer) = store
+            .request_pieces(&method, &target, &pairs, body)
             .map_err(embed_error)?;
         let lines = lines.unwrap_or(false);
-        Whole::of(status, bytes, lines).into_js(env, lines)
+        Whole::of(status, answer, lines).into_js(env, lines)
     }
 
     /// One request whose whole answer is wanted (not a stream), run to its end on a thread of

@@ -4,10 +4,16 @@
 //! lib.rs): for small answers nothing is cheaper. A large answer made mostly of long strings
 //! (a context of file reads and tool results, a branch of images) pays twice that way: V8
 //! copies the text into a string of its own, then `JSON.parse` scans every character of it
-//! again to find where each string ends. Here the answer is parsed off node's thread
-//! ([`Tree::parse`], on the thread of node's pool that ran the request) into a tree whose
-//! strings point into the answer's bytes, and node's thread only makes the values
-//! ([`Tree::into_js`]): one V8 string per JSON string, copied once from the answer.
+//! again to find where each string ends. Here the answer is parsed ([`Tree::parse`]) into a
+//! tree whose strings point into the answer's bytes, and the values are made from it
+//! ([`Tree::into_js`]): one JS string per JSON string, copied once from the answer.
+//!
+//! A context comes in pieces (`grove_tools::embed::Pieces`): each long message a piece of its
+//! own, the rest around them. The pieces are parsed each on its own, the rest with a marker
+//! string in the place of each (the marker must occur exactly once per piece, or the answer is
+//! joined and parsed whole), and each piece is let go as soon as its values are made, so the
+//! memory it held is where the next piece's strings go: the answer is never copied into one
+//! buffer, and the process holds about the result and the pieces not yet made.
 //!
 //! The values are those `JSON.parse` makes of the same text, with one exception it never
 //! meets here: an answer with a key `__proto__` is left to `JSON.parse` (setting such a key
@@ -22,6 +28,7 @@ use std::fmt;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use grove_tools::embed::Pieces;
 use napi::bindgen_prelude::{JsObjectValue, Null, Object, ToNapiValue, Unknown};
 use napi::{Env, JsStringLatin1};
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
@@ -39,29 +46,41 @@ const BYTES_PER_VALUE: usize = 512;
 /// lives through).
 const EXTERNAL_BYTES: usize = 1024;
 
-/// How many answers were made JS values here.
-static MADE: AtomicU64 = AtomicU64::new(0);
+/// How many answers were made JS values here: parsed whole, and in pieces.
+static MADE: [AtomicU64; 2] = [AtomicU64::new(0), AtomicU64::new(0)];
 
-/// How many answers this process made JS values here.
-pub fn made() -> u64 {
-    MADE.load(Ordering::Relaxed)
+/// How many answers this process made JS values here: parsed whole, and in pieces.
+pub fn made() -> [u64; 2] {
+    [
+        MADE[0].load(Ordering::Relaxed),
+        MADE[1].load(Ordering::Relaxed),
+    ]
 }
 
-/// One JSON value of the answer; a string is where it lies in the answer when it has no
-/// escapes, or its unescaped text.
+/// What stands for a piece in the rest of the answer: a string no answer of grove's holds (a
+/// NUL first); were one to hold it, there would be more of them than pieces, and the answer is
+/// then parsed whole.
+const MARKER: &str = r"\u0000grove-piece";
+const MARKER_VALUE: &str = "\0grove-piece";
+
+/// One JSON value of the answer; a string is where it lies in one of the answer's texts when
+/// it has no escapes, or its unescaped text.
 enum Node {
     Null,
     Bool(bool),
     Number(f64),
-    Text(Range<usize>),
+    Text(usize, Range<usize>),
     Unescaped(Box<str>),
     Array(Vec<Node>),
     Object(Vec<(Node, Node)>),
+    /// The value of a piece (of the text of that index), let go once made.
+    Piece(usize, Box<Node>),
 }
 
-/// A parsed answer: its text and the tree of its values.
+/// A parsed answer: its texts (the answer, or the rest and its pieces) and the tree of its
+/// values.
 pub struct Tree {
-    text: String,
+    texts: Vec<Vec<u8>>,
     root: Node,
 }
 
@@ -84,20 +103,47 @@ impl de::Error for Declined {
 }
 
 impl Tree {
-    /// The tree of `body` (JSON; JSON lines made one array when `lines`), or the body back
-    /// when it is better left to `JSON.parse`: not valid UTF-8 or JSON, a key `__proto__`, a
-    /// root that is neither an array nor an object, or values too small on average.
-    pub fn parse(body: Vec<u8>, lines: bool) -> Result<Tree, Vec<u8>> {
-        let text = match String::from_utf8(body) {
-            Ok(text) => text,
-            Err(e) => return Err(e.into_bytes()),
+    /// The tree of an answer (JSON; JSON lines made one array when `lines`), or its bytes in
+    /// one buffer when it is better left to `JSON.parse`: not valid UTF-8 or JSON, a key
+    /// `__proto__`, a root that is neither an array nor an object, or values too small on
+    /// average.
+    pub fn parse(answer: Pieces, lines: bool) -> Result<Tree, Vec<u8>> {
+        if lines || !answer.values.contains(&true) {
+            return Self::whole(answer.joined(), lines);
+        }
+        match Self::piecewise(&answer) {
+            Some((rest, root)) => {
+                let mut texts = vec![rest];
+                texts.extend(
+                    answer
+                        .pieces
+                        .into_iter()
+                        .zip(answer.values)
+                        .filter_map(|(piece, value)| value.then_some(piece)),
+                );
+                Ok(Tree { texts, root })
+            }
+            None => Self::whole(answer.joined(), lines),
+        }
+    }
+
+    fn whole(body: Vec<u8>, lines: bool) -> Result<Tree, Vec<u8>> {
+        let Ok(text) = std::str::from_utf8(&body) else {
+            return Err(body);
         };
         let mut count = 0usize;
+        let mut none = Vec::new();
+        let mut reader = Reader {
+            index: 0,
+            count: &mut count,
+            pieces: &mut none,
+            taken: 0,
+        };
         let parsed = if lines {
             let mut items = Vec::new();
             let mut failed = false;
             for line in text.split('\n').filter(|line| !line.trim().is_empty()) {
-                match parse_one(&text, line, &mut count) {
+                match reader.parse(text, line) {
                     Ok(node) => items.push(node),
                     Err(_) => {
                         failed = true;
@@ -107,60 +153,136 @@ impl Tree {
             }
             (!failed).then_some(Node::Array(items))
         } else {
-            parse_one(&text, &text, &mut count).ok()
+            reader.parse(text, text).ok()
         };
         match parsed {
-            Some(root @ (Node::Array(_) | Node::Object(_)))
-                if text.len() / count.max(1) >= BYTES_PER_VALUE =>
-            {
-                Ok(Tree { text, root })
-            }
-            _ => Err(text.into_bytes()),
+            Some(root) if fit(&root, body.len(), count) => Ok(Tree {
+                texts: vec![body],
+                root,
+            }),
+            _ => Err(body),
         }
+    }
+
+    /// The rest (its pieces marked) and the tree of an answer in pieces, or None.
+    fn piecewise(answer: &Pieces) -> Option<(Vec<u8>, Node)> {
+        let mut rest = Vec::new();
+        let mut count = 0usize;
+        let mut pieces = Vec::new();
+        let mut index = 0;
+        for (piece, &value) in answer.pieces.iter().zip(&answer.values) {
+            if !value {
+                rest.extend_from_slice(piece);
+                continue;
+            }
+            index += 1;
+            let text = std::str::from_utf8(piece).ok()?;
+            let mut none = Vec::new();
+            let mut reader = Reader {
+                index,
+                count: &mut count,
+                pieces: &mut none,
+                taken: 0,
+            };
+            pieces.push(Some(reader.parse(text, text).ok()?));
+            rest.push(b'"');
+            rest.extend_from_slice(MARKER.as_bytes());
+            rest.push(b'"');
+        }
+        let text = std::str::from_utf8(&rest).ok()?;
+        let mut reader = Reader {
+            index: 0,
+            count: &mut count,
+            pieces: &mut pieces,
+            taken: 0,
+        };
+        let root = reader.parse(text, text).ok()?;
+        let total = answer.pieces.iter().map(Vec::len).sum();
+        (reader.taken == index && fit(&root, total, count)).then_some((rest, root))
     }
 
     /// The JS values of the tree, made on node's thread.
-    pub fn into_js(self, env: &Env) -> napi::Result<Unknown<'_>> {
-        MADE.fetch_add(1, Ordering::Relaxed);
-        make(env, &self.text, self.root)
+    pub fn into_js(mut self, env: &Env) -> napi::Result<Unknown<'_>> {
+        MADE[usize::from(self.texts.len() > 1)].fetch_add(1, Ordering::Relaxed);
+        make(env, &mut self.texts, self.root)
     }
 }
 
-/// Parses `part` (a slice of `text`) whole, counting its values into `count`.
-fn parse_one(text: &str, part: &str, count: &mut usize) -> Result<Node, Declined> {
-    let mut de = serde_json::Deserializer::from_str(part);
-    let node = Seed { text, count }
-        .deserialize(&mut de)
-        .map_err(|e| Declined(e.to_string()))?;
-    de.end().map_err(|e| Declined(e.to_string()))?;
-    Ok(node)
+/// Whether a tree is one to make here: an array or an object of `bytes` in `count` values,
+/// large enough on average.
+fn fit(root: &Node, bytes: usize, count: usize) -> bool {
+    matches!(root, Node::Array(_) | Node::Object(_)) && bytes / count.max(1) >= BYTES_PER_VALUE
 }
 
-/// Reads one value of the answer's `text`: a string borrowed from it is kept as its place.
-struct Seed<'t, 'c> {
+/// What a parse of one text needs: the text's index, the count of values read so far, and the
+/// trees of the pieces its markers stand for (the rest's parse only), taken in order.
+struct Reader<'r> {
+    index: usize,
+    count: &'r mut usize,
+    pieces: &'r mut Vec<Option<Node>>,
+    taken: usize,
+}
+
+impl Reader<'_> {
+    /// Parses `part` (a slice of `text`) whole.
+    fn parse(&mut self, text: &str, part: &str) -> Result<Node, Declined> {
+        let mut de = serde_json::Deserializer::from_str(part);
+        let node = Seed { text, reader: self }
+            .deserialize(&mut de)
+            .map_err(|e| Declined(e.to_string()))?;
+        de.end().map_err(|e| Declined(e.to_string()))?;
+        Ok(node)
+    }
+
+    /// The node of a string: a marked piece's tree, or the string.
+    fn string(&mut self, node: Node) -> Result<Node, Declined> {
+        if self.pieces.is_empty() {
+            return Ok(node);
+        }
+        let marker = match &node {
+            Node::Unescaped(value) => &**value == MARKER_VALUE,
+            _ => false,
+        };
+        if !marker {
+            return Ok(node);
+        }
+        let taken = self.taken;
+        let piece = self
+            .pieces
+            .get_mut(taken)
+            .and_then(Option::take)
+            .ok_or_else(|| Declined("more markers than pieces".into()))?;
+        self.taken += 1;
+        Ok(Node::Piece(taken + 1, Box::new(piece)))
+    }
+}
+
+/// Reads one value of `text` (one of the answer's texts): a string borrowed from it is kept as
+/// its place.
+struct Seed<'t, 'r, 'x> {
     text: &'t str,
-    count: &'c mut usize,
+    reader: &'r mut Reader<'x>,
 }
 
-impl Seed<'_, '_> {
-    fn next(&mut self) -> Seed<'_, '_> {
+impl<'x> Seed<'_, '_, 'x> {
+    fn next(&mut self) -> Seed<'_, '_, 'x> {
         Seed {
             text: self.text,
-            count: &mut *self.count,
+            reader: &mut *self.reader,
         }
     }
 }
 
-impl<'de> DeserializeSeed<'de> for Seed<'_, '_> {
+impl<'de> DeserializeSeed<'de> for Seed<'_, '_, '_> {
     type Value = Node;
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Node, D::Error> {
-        *self.count += 1;
+        *self.reader.count += 1;
         deserializer.deserialize_any(self)
     }
 }
 
-impl<'de> Visitor<'de> for Seed<'_, '_> {
+impl<'de> Visitor<'de> for Seed<'_, '_, '_> {
     type Value = Node;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -189,15 +311,19 @@ impl<'de> Visitor<'de> for Seed<'_, '_> {
 
     fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Node, E> {
         let start = (v.as_ptr() as usize).wrapping_sub(self.text.as_ptr() as usize);
-        Ok(Node::Text(start..start + v.len()))
+        Ok(Node::Text(self.reader.index, start..start + v.len()))
     }
 
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Node, E> {
-        Ok(Node::Unescaped(v.into()))
+        self.reader
+            .string(Node::Unescaped(v.into()))
+            .map_err(E::custom)
     }
 
     fn visit_string<E: de::Error>(self, v: String) -> Result<Node, E> {
-        Ok(Node::Unescaped(v.into_boxed_str()))
+        self.reader
+            .string(Node::Unescaped(v.into_boxed_str()))
+            .map_err(E::custom)
     }
 
     fn visit_seq<A: SeqAccess<'de>>(mut self, mut seq: A) -> Result<Node, A::Error> {
@@ -212,7 +338,7 @@ impl<'de> Visitor<'de> for Seed<'_, '_> {
         let mut fields = Vec::with_capacity(map.size_hint().unwrap_or(0));
         while let Some(key) = map.next_key_seed(self.next())? {
             let proto = match &key {
-                Node::Text(range) => self.text.get(range.clone()) == Some("__proto__"),
+                Node::Text(_, range) => self.text.get(range.clone()) == Some("__proto__"),
                 Node::Unescaped(text) => &**text == "__proto__",
                 _ => false,
             };
@@ -226,18 +352,21 @@ impl<'de> Visitor<'de> for Seed<'_, '_> {
     }
 }
 
-/// The JS value of `node`, whose strings lie in `text`.
-fn make<'e>(env: &'e Env, text: &str, node: Node) -> napi::Result<Unknown<'e>> {
+/// The JS value of `node`, whose strings lie in `texts`; a piece's text is let go once its
+/// values are made.
+fn make<'e>(env: &'e Env, texts: &mut [Vec<u8>], node: Node) -> napi::Result<Unknown<'e>> {
     match node {
         Node::Null => Null.into_unknown(env),
         Node::Bool(v) => v.into_unknown(env),
         Node::Number(v) => v.into_unknown(env),
-        Node::Text(range) => match text.get(range) {
-            Some(slice) => string(env, slice, None),
-            None => Err(napi::Error::from_reason(
-                "a string outside the answer's text",
-            )),
-        },
+        Node::Text(index, range) => {
+            let slice = texts
+                .get(index)
+                .and_then(|text| text.get(range))
+                .and_then(|bytes| std::str::from_utf8(bytes).ok())
+                .ok_or_else(|| napi::Error::from_reason("a string outside the answer's text"))?;
+            string(env, slice, None)
+        }
         Node::Unescaped(owned) => {
             let owned = String::from(owned);
             string(env, &owned.clone(), Some(owned))
@@ -247,18 +376,25 @@ fn make<'e>(env: &'e Env, text: &str, node: Node) -> napi::Result<Unknown<'e>> {
                 .map_err(|_| napi::Error::from_reason("an array too long for JS"))?;
             let mut array = env.create_array(length)?;
             for (index, item) in (0..length).zip(items) {
-                array.set(index, make(env, text, item)?)?;
+                array.set(index, make(env, texts, item)?)?;
             }
             array.into_unknown(env)
         }
         Node::Object(fields) => {
             let mut object = Object::new(env)?;
             for (key, value) in fields {
-                let key = make(env, text, key)?;
-                let value = make(env, text, value)?;
+                let key = make(env, texts, key)?;
+                let value = make(env, texts, value)?;
                 object.set_property(key, value)?;
             }
             object.into_unknown(env)
+        }
+        Node::Piece(index, root) => {
+            let value = make(env, texts, *root)?;
+            if let Some(text) = texts.get_mut(index) {
+                *text = Vec::new();
+            }
+            Ok(value)
         }
     }
 }
