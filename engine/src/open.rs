@@ -52,7 +52,11 @@ impl Parts {
     }
 }
 
-const FORMAT_MARKER: &[u8] = b"grove\x00\x0c";
+const FORMAT_MARKER: &[u8] = b"grove\x00\x0d";
+/// Layout 12 is layout 13 with no payload stored compressed: layout 13 reads its payloads as
+/// they are (behind the tags `01` and `"`), so opening it only rewrites the marker (a layout-12
+/// build cannot read a payload stored compressed, docs/format.md, "Payloads").
+const FORMAT_MARKER_12: &[u8] = b"grove\x00\x0c";
 /// Layout 11 is layout 12 with every payload stored as written: layout 12 reads those as they
 /// are (a value that starts with its quote), so opening it only rewrites the marker (a
 /// layout-11 build cannot read a payload stored decoded, docs/format.md, "Payloads").
@@ -435,9 +439,10 @@ fn start(kv: Box<dyn Kv>, opening: Opening) -> Result<Parts> {
     let marker = inner.kv.get(&marker_key)?;
     if read_only {
         match marker {
-            // Layouts 7 to 11 are read as they are (a writer only rewrites their marker).
+            // Layouts 7 to 12 are read as they are (a writer only rewrites their marker).
             Some(m)
                 if m == FORMAT_MARKER
+                    || m == FORMAT_MARKER_12
                     || m == FORMAT_MARKER_11
                     || m == FORMAT_MARKER_10
                     || m == FORMAT_MARKER_9
@@ -457,7 +462,8 @@ fn start(kv: Box<dyn Kv>, opening: Opening) -> Result<Parts> {
     match marker {
         Some(m) if m == FORMAT_MARKER => {}
         Some(m)
-            if m == FORMAT_MARKER_11
+            if m == FORMAT_MARKER_12
+                || m == FORMAT_MARKER_11
                 || m == FORMAT_MARKER_10
                 || m == FORMAT_MARKER_9
                 || m == FORMAT_MARKER_8

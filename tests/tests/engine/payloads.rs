@@ -11,14 +11,16 @@ use super::user;
 
 /// A user message carrying a base64 "image" of `kb` KiB made from `seed`.
 fn image(seed: u8, kb: usize) -> NewEntry {
+    // Base64 of bytes that do not compress, as an image's (xorshift, seeded).
+    let mut x = 0x9e37_79b9_7f4a_7c15u64 ^ u64::from(seed);
     let data: String = (0..kb * 1024)
-        .map(|i| {
-            let n = (i as u32)
-                .wrapping_mul(2_654_435_761)
-                .wrapping_add(u32::from(seed) * 7919);
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
             char::from(
                 b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
-                    [(n >> 26) as usize],
+                    [(x >> 58) as usize],
             )
         })
         .collect();
@@ -27,6 +29,35 @@ fn image(seed: u8, kb: usize) -> NewEntry {
             r#"{{"role":"user","content":[{{"type":"text","text":"look"}},{{"type":"image","data":"{data}","mimeType":"image/png"}}],"timestamp":1}}"#
         ),
     }
+}
+
+/// The store at `dir` as an older build left it: each payload of `stored` rewritten by `value`,
+/// the marker `marker`. Opened again, it reads as before (`before`: session `b` exported),
+/// verifies, and has the current marker.
+fn left_by_an_older_build(
+    dir: &std::path::Path,
+    store: Store,
+    stored: &[(Vec<u8>, Vec<u8>)],
+    value: impl Fn(&[u8]) -> Vec<u8>,
+    marker: &[u8],
+    before: &[u8],
+) -> Store {
+    let mut batch = WriteBatch::new();
+    for (key, stored) in stored {
+        batch.put(key.clone(), value(stored));
+    }
+    let key = grove::keys::meta(grove::keys::META_FORMAT);
+    batch.put(key.clone(), marker.to_vec());
+    store.kv().apply(batch).unwrap();
+    drop(store);
+    let store = Store::open_with(StoreConfig::new(dir)).unwrap();
+    assert!(export(&store.session("b").unwrap()) == before);
+    assert!(store.verify().unwrap().is_ok());
+    assert_eq!(
+        store.kv().get(&key).unwrap(),
+        Some(b"grove\x00\x0d".to_vec())
+    );
+    store
 }
 
 fn export(s: &Session) -> Vec<u8> {
@@ -252,36 +283,39 @@ fn base64_payloads_are_stored_decoded_and_a_layout_11_store_reads_as_written() {
     };
     let stored = payloads(&store);
     assert_eq!(stored.len(), 3);
-    let mut sizes: Vec<(u8, usize)> = stored.iter().map(|(_, v)| (v[0], v.len())).collect();
-    sizes.sort_unstable();
+    // Each payload's form (behind the zstd tag when compressed): base64 decoded behind its
+    // tag, text as written; the text and the repeating blob compressed, the image not.
+    let form = |v: &[u8]| match v[0] {
+        0x02 => zstd::block::decompress(&v[1..], 1 << 20).unwrap(),
+        _ => v.to_vec(),
+    };
+    let mut forms: Vec<(u8, u8, usize)> = stored
+        .iter()
+        .map(|(_, v)| (v[0], form(v)[0], form(v).len()))
+        .collect();
+    forms.sort_unstable();
     assert_eq!(
-        sizes,
+        forms,
         [
-            (0x01, 1 + 5000),
-            (0x01, 1 + 6 * 1024),
-            (b'"', text.len() + 2)
+            (0x01, 0x01, 1 + 6 * 1024),
+            (0x02, 0x01, 1 + 5000),
+            (0x02, b'"', text.len() + 2)
         ],
-        "base64 decoded behind its tag, text as written"
+        "base64 decoded behind its tag, text as written, compressed when that saves"
     );
-    // As a layout-11 build left it: every payload as written.
-    let mut batch = WriteBatch::new();
-    for (key, value) in &stored {
-        batch.put(
-            key.clone(),
-            grove_codec::payload::line_form(value.clone()).unwrap(),
-        );
-    }
-    let marker = grove::keys::meta(grove::keys::META_FORMAT);
-    batch.put(marker.clone(), b"grove\x00\x0b".to_vec());
-    store.kv().apply(batch).unwrap();
+    // As a layout-12 build left it: no payload compressed.
     drop(s);
-    drop(store);
-    let store = Store::open_with(StoreConfig::new(dir.path())).unwrap();
-    assert!(export(&store.session("b").unwrap()) == before);
-    assert!(store.verify().unwrap().is_ok());
-    assert_eq!(
-        store.kv().get(&marker).unwrap(),
-        Some(b"grove\x00\x0c".to_vec())
+    let store = left_by_an_older_build(dir.path(), store, &stored, form, b"grove\x00\x0c", &before);
+    assert!(payloads(&store).iter().all(|(_, v)| v[0] != 0x02));
+    // As a layout-11 build left it: every payload as written.
+    let as_written = |v: &[u8]| grove_codec::payload::line_form(v.to_vec()).unwrap();
+    let store = left_by_an_older_build(
+        dir.path(),
+        store,
+        &stored,
+        as_written,
+        b"grove\x00\x0b",
+        &before,
     );
     let as_written = payloads(&store);
     assert!(as_written.iter().all(|(_, v)| v[0] == b'"'));
