@@ -113,6 +113,7 @@ describe("openStore", () => {
 				flags: [true, false, null],
 				empty: { list: [], object: {} },
 				nested: [[[{ deep: `${"x".repeat(2000)}é` }]]],
+				escaped: `line ${i}\n"two"\t\\`.repeat(300),
 			},
 		}));
 		for (const inlineReads of [true, false]) {

@@ -365,12 +365,18 @@ fn make<'e>(env: &'e Env, texts: &mut [Vec<u8>], node: Node) -> napi::Result<Unk
                 .and_then(|text| text.get(range))
                 .and_then(|bytes| std::str::from_utf8(bytes).ok())
                 .ok_or_else(|| napi::Error::from_reason("a string outside the answer's text"))?;
-            string(env, slice, None)
+            match external(slice) {
+                true => {
+                    JsStringLatin1::from_data(env, slice.as_bytes().to_vec())?.into_unknown(env)
+                }
+                false => env.create_string(slice)?.into_unknown(env),
+            }
         }
-        Node::Unescaped(owned) => {
-            let owned = String::from(owned);
-            string(env, &owned.clone(), Some(owned))
-        }
+        Node::Unescaped(owned) => match external(&owned) {
+            true => JsStringLatin1::from_data(env, owned.into_boxed_bytes().into_vec())?
+                .into_unknown(env),
+            false => env.create_string(&owned)?.into_unknown(env),
+        },
         Node::Array(items) => {
             let length = u32::try_from(items.len())
                 .map_err(|_| napi::Error::from_reason("an array too long for JS"))?;
@@ -399,11 +405,7 @@ fn make<'e>(env: &'e Env, texts: &mut [Vec<u8>], node: Node) -> napi::Result<Unk
     }
 }
 
-/// A JS string of `slice` (the text of `owned` when given): external when long and ASCII.
-fn string<'e>(env: &'e Env, slice: &str, owned: Option<String>) -> napi::Result<Unknown<'e>> {
-    if slice.len() >= EXTERNAL_BYTES && slice.is_ascii() {
-        let bytes = owned.map_or_else(|| slice.as_bytes().to_vec(), String::into_bytes);
-        return JsStringLatin1::from_data(env, bytes)?.into_unknown(env);
-    }
-    env.create_string(slice)?.into_unknown(env)
+/// Whether a string is made an external one: long and ASCII.
+fn external(text: &str) -> bool {
+    text.len() >= EXTERNAL_BYTES && text.is_ascii()
 }
