@@ -70,5 +70,11 @@ for client in typescript python; do
     echo "readme-steps: the $client LangGraph example did not print its thread's 4 messages"
     status=1
   fi
+  # The OpenAI Agents SDK example: two turns, a branch from before the second, a question there.
+  if printf '%s\n' "$block" | grep -q 'openai_agents_quickstart\.py' \
+    && ! printf '%s\n' "$out" | grep -q "^session quickstart: 4 items, 2 branches, last answer: '11 characters'"; then
+    echo "readme-steps: the $client OpenAI Agents SDK example did not print its branch's 4 items"
+    status=1
+  fi
 done
 exit "$status"
