@@ -8,7 +8,8 @@ import the SDK: the protocol is structural, so `Runner.run(agent, input, session
 takes it as it is.
 
 The mapping, in short:
-- An SDK session is the grove session `oa-` + the hex of the SDK's session id (any text).
+- An SDK session is the grove session `oa-` + the hex of the SDK's session id (any text; `oa.` +
+  its SHA-256 when that would be too long).
 - An item is a `custom` entry (`customType` `openai.agents.item`, the item as `data`), a child
   of the item before it; `add_items` appends a batch as one chain, atomically.
 - The history is the items on the active path, root first: `pop_item` and `clear_session` move
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import hashlib
 import secrets
 import time
 from collections.abc import Sequence
@@ -46,8 +48,12 @@ JsonObject = dict[str, Any]
 
 
 def session_of(sdk_session_id: str) -> str:
-    """The grove session of an SDK session id: `oa-` and the id's UTF-8 bytes in hex."""
-    return f"oa-{sdk_session_id.encode().hex()}"
+    """The grove session of an SDK session id: `oa-` and the id's UTF-8 bytes in hex, or, when
+    that would be over grove's 256 bytes, `oa.` and the id's SHA-256 (as the TypeScript client)."""
+    hex_id = f"oa-{sdk_session_id.encode().hex()}"
+    if len(hex_id) <= 256:
+        return hex_id
+    return f"oa.{hashlib.sha256(sdk_session_id.encode()).hexdigest()}"
 
 
 def _now() -> str:

@@ -6,6 +6,7 @@ fixture is the store in this process with GROVE_TRANSPORT=in-process)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import uuid
 from collections.abc import AsyncIterator
@@ -199,5 +200,13 @@ async def test_branches_persist_and_switch(server: Server) -> None:
         await again.close()
 
 
-async def test_any_sdk_session_id_is_a_grove_session() -> None:
+async def test_any_sdk_session_id_is_a_grove_session(server: Server) -> None:
     assert session_of("user:42/é") == "oa-" + "user:42/é".encode().hex()
+    long = "x" * 200
+    assert session_of(long) == "oa." + hashlib.sha256(long.encode()).hexdigest()
+    session = GroveSession(long, server.socket_url)
+    try:
+        await session.add_items([user("long")])
+        assert await session.get_items() == [user("long")]
+    finally:
+        await session.close()

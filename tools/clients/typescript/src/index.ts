@@ -2,7 +2,8 @@
  * The grove client: `GroveClient` for every route of `grove serve`, `openStore` for a store in
  * this process (the native addon) with the same client, and `GroveError`.
  * The pi adapter lives in `./pi.js` (it needs `@earendil-works/pi-agent-core`), the LangGraph
- * checkpointer in `./langgraph.js` (it needs `@langchain/langgraph-checkpoint`).
+ * checkpointer in `./langgraph.js` (it needs `@langchain/langgraph-checkpoint`), the OpenAI Agents
+ * SDK session in `./openai-agents.js`.
  */
 export { AppendBatcher, type AppendBatcherOptions } from "./batcher.js";
 export { applyContextChange, GroveClient, type GroveClientOptions } from "./client.js";
