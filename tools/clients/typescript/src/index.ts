@@ -3,7 +3,8 @@
  * this process (the native addon) with the same client, and `GroveError`.
  * The pi adapter lives in `./pi.js` (it needs `@earendil-works/pi-agent-core`), the LangGraph
  * checkpointer in `./langgraph.js` (it needs `@langchain/langgraph-checkpoint`), the OpenAI Agents
- * SDK session in `./openai-agents.js`.
+ * SDK session in `./openai-agents.js`, pi 0.85–0.99's commit-based `Storage` and `SessionRepo` in
+ * `./pi-storage.js`.
  */
 export { AppendBatcher, type AppendBatcherOptions } from "./batcher.js";
 export { applyContextChange, GroveClient, type GroveClientOptions } from "./client.js";
