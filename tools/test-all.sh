@@ -82,6 +82,9 @@ export GROVE_BIN="$PWD/target/debug/grove"
 (
   cd tools/clients/typescript
   npm ci --no-audit --no-fund
+  # The Claude Agent SDK for its store's test, apart: without its optional dependencies, the
+  # Claude Code binaries (hundreds of MB), which the test does not run.
+  (cd test/claude-agent-sdk && npm ci --omit=optional --no-audit --no-fund)
   # The native addon (napi-rs) in the dev profile: the tests' build.
   GROVE_NATIVE_DEBUG=1 npm run build:native
   npx tsc --noEmit -p .
@@ -89,7 +92,8 @@ export GROVE_BIN="$PWD/target/debug/grove"
   # The transport-neutral tests again, on a store opened in each test process (openStore).
   GROVE_TRANSPORT=in-process NO_COLOR=1 CI=1 npx vitest run test/client.test.ts \
     test/differential.test.ts test/harness.test.ts test/langgraph.test.ts test/operations.test.ts \
-    test/pi.test.ts test/replay.test.ts test/openai-agents.test.ts test/pi-storage.test.ts
+    test/pi.test.ts test/replay.test.ts test/openai-agents.test.ts test/pi-storage.test.ts \
+    test/claude-agent-sdk/claude-agent-sdk.test.ts
 ) || status=1
 # The bindings' own code has no unsafe: only what napi-rs's and PyO3's macros generate.
 if grep -rnw unsafe tools/clients/typescript/native/src tools/clients/python/native/src; then

@@ -60,6 +60,12 @@ def session_of(key: Any, prefix: str = "cc") -> str:
     return sid if subpath is None else f"{sid}-{_part(subpath)}"
 
 
+def _summary(session_id: str, entry: JsonObject) -> SessionSummaryEntry:
+    """The SDK's summary of a stored summary entry."""
+    data = entry.get("data") or {}
+    return cast("SessionSummaryEntry", {"session_id": session_id, "mtime": _ms(entry["timestamp"]), "data": data.get("data", {})})
+
+
 def _ms(timestamp: str) -> int:
     """Epoch milliseconds of a grove timestamp (ISO 8601, UTC)."""
     return int(datetime.datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp() * 1000)
@@ -163,8 +169,7 @@ class GroveSessionStore:
                 continue
             found = await self._last(sid)
             if found is not None and found[1].get("customType") == SUMMARY:
-                summary = found[1]
-                summaries.append(cast("SessionSummaryEntry", {**summary["data"], "mtime": _ms(summary["timestamp"])}))
+                summaries.append(_summary(found[0]["sessionId"], found[1]))
         return summaries
 
     async def delete(self, key: SessionKey) -> None:
@@ -222,17 +227,15 @@ class GroveSessionStore:
         return True
 
     async def _folded(self, sid: str, key: Any, entries: list[Any]) -> JsonObject:
-        """The summary after `entries`: the SDK's fold of the last one (without its `mtime`,
-        which is the stored summary's timestamp)."""
+        """What the summary entry after `entries` holds: the `data` of the SDK's fold of the last
+        summary (whose `session_id` is the key's and `mtime` the stored summary's timestamp)."""
         from claude_agent_sdk import fold_session_summary
 
         found = await self._last(sid)
         prev = None
         if found is not None and found[1].get("customType") == SUMMARY:
-            prev = {**found[1]["data"], "mtime": _ms(found[1]["timestamp"])}
-        folded: JsonObject = dict(fold_session_summary(cast("Optional[SessionSummaryEntry]", prev), key, entries))
-        folded.pop("mtime", None)
-        return folded
+            prev = _summary(key["session_id"], found[1])
+        return {"data": fold_session_summary(prev, key, entries)["data"]}
 
     async def _last(self, sid: str) -> Optional[tuple[JsonObject, JsonObject]]:
         """The session's key (its header's) and last entry; None when it is gone or empty."""

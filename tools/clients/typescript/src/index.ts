@@ -4,7 +4,7 @@
  * The pi adapter lives in `./pi.js` (it needs `@earendil-works/pi-agent-core`), the LangGraph
  * checkpointer in `./langgraph.js` (it needs `@langchain/langgraph-checkpoint`), the OpenAI Agents
  * SDK session in `./openai-agents.js`, pi 0.85–0.99's commit-based `Storage` and `SessionRepo` in
- * `./pi-storage.js`.
+ * `./pi-storage.js`, the Claude Agent SDK's session store in `./claude-agent-sdk.js`.
  */
 export { AppendBatcher, type AppendBatcherOptions } from "./batcher.js";
 export { applyContextChange, GroveClient, type GroveClientOptions } from "./client.js";
