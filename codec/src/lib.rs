@@ -11,6 +11,7 @@ pub mod digest;
 pub mod entry;
 pub mod error;
 pub mod fields;
+pub mod foreign;
 #[cfg(feature = "gen")]
 pub mod gen;
 pub mod header;

@@ -276,6 +276,24 @@ impl Store {
         crate::exchange::import::import_file(&self.logs, self.actor(), path, options)
     }
 
+    /// Imports another tool's transcript (a Claude Code session, a Codex rollout) as a new
+    /// session whose entries keep each original line byte for byte (docs/format.md, "Foreign
+    /// transcripts"); `Flavor::Foreign` exports it back.
+    pub fn import_foreign_file(
+        &self,
+        path: &Path,
+        format: grove_codec::foreign::Format,
+        options: ImportOptions,
+    ) -> Result<ImportReport> {
+        crate::exchange::foreign::import_foreign_file(
+            &self.logs,
+            self.actor(),
+            path,
+            format,
+            options,
+        )
+    }
+
     /// Imports pi session JSONL from any reader.
     pub fn import_reader(
         &self,

@@ -69,8 +69,102 @@ fn common_prefix(a: &str, b: &str) -> usize {
     a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count()
 }
 
+/// The original line a foreign transcript's entry keeps (`data`, or `text` parsed), with the
+/// tool's name; `None` for any other entry.
+fn foreign_line(entry: &Value) -> Option<(&'static str, Value)> {
+    if str_field(entry, "type") != Some("custom") {
+        return None;
+    }
+    let tool = match str_field(entry, "customType")?.split('.').next()? {
+        "claude-code" => "claude-code",
+        "codex" => "codex",
+        _ => return None,
+    };
+    let line = match (entry.get("data"), str_field(entry, "text")) {
+        (Some(data), _) => data.clone(),
+        (None, Some(text)) => serde_json::from_str(text).ok()?,
+        (None, None) => return None,
+    };
+    Some((tool, line))
+}
+
+/// The type column and preview of a foreign transcript's line: Claude Code's role (or line
+/// type) and message text; Codex's item type and text.
+fn foreign_preview(tool: &str, line: &Value) -> (String, String) {
+    if tool == "claude-code" {
+        let ty = str_field(line, "type").unwrap_or("?");
+        let text = match ty {
+            "user" | "assistant" => line
+                .get("message")
+                .and_then(|m| m.get("content"))
+                .map(claude_content)
+                .unwrap_or_default(),
+            "system" => str_field(line, "content").unwrap_or_default().to_owned(),
+            "summary" => str_field(line, "summary").unwrap_or_default().to_owned(),
+            "custom-title" => str_field(line, "customTitle")
+                .unwrap_or_default()
+                .to_owned(),
+            "tag" => str_field(line, "tag").unwrap_or_default().to_owned(),
+            _ => String::new(),
+        };
+        return (ty.to_owned(), clip(&text));
+    }
+    let payload = line.get("payload").unwrap_or(line);
+    let ty = str_field(payload, "type")
+        .or_else(|| str_field(line, "type"))
+        .unwrap_or("item");
+    let text = match ty {
+        "message" => payload
+            .get("content")
+            .map(claude_content)
+            .unwrap_or_default(),
+        "function_call" => format!("[call {}]", str_field(payload, "name").unwrap_or("tool")),
+        "function_call_output" => str_field(payload, "output").unwrap_or_default().to_owned(),
+        "reasoning" => payload
+            .get("summary")
+            .map(claude_content)
+            .unwrap_or_default(),
+        _ => str_field(payload, "message").unwrap_or_default().to_owned(),
+    };
+    let kind = match (ty, str_field(payload, "role")) {
+        ("message", Some(role)) => role.to_owned(),
+        _ => ty.to_owned(),
+    };
+    (kind, clip(&text))
+}
+
+/// The visible text of Claude's or Codex's content: a string, or blocks (text kept, tool
+/// calls and results named).
+fn claude_content(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter_map(|b| match str_field(b, "type") {
+                Some("text" | "input_text" | "output_text" | "summary_text") => {
+                    str_field(b, "text").map(str::to_owned)
+                }
+                Some("tool_use") => {
+                    Some(format!("[call {}]", str_field(b, "name").unwrap_or("tool")))
+                }
+                Some("tool_result") => Some(match b.get("content") {
+                    Some(inner) => format!("[result] {}", claude_content(inner)),
+                    None => "[result]".to_owned(),
+                }),
+                Some("image" | "input_image") => Some("[image]".to_owned()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join(" "),
+        _ => String::new(),
+    }
+}
+
 /// The type column of an entry line: the role for messages, else the `type`.
 pub fn kind_of(line: &Value) -> String {
+    if let Some((tool, original)) = foreign_line(line) {
+        return foreign_preview(tool, &original).0;
+    }
     let ty = str_field(line, "type").unwrap_or("?");
     if ty == "message" {
         line.get("message")
@@ -119,7 +213,10 @@ pub fn entry_preview(entry: &Value) -> String {
             Some(n) if !n.is_empty() => n.to_owned(),
             _ => "(name cleared)".to_owned(),
         },
-        "custom" => field("customType"),
+        "custom" => match foreign_line(entry) {
+            Some((tool, original)) => foreign_preview(tool, &original).1,
+            None => field("customType"),
+        },
         "custom_message" => {
             let content = entry.get("content").map(content_text).unwrap_or_default();
             format!("[{}] {content}", field("customType"))

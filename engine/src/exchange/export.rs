@@ -1,11 +1,14 @@
 //! Export to pi v3 JSONL in two flavors (spec §3.6): `harness` writes every log record,
 //! leaf lines included; `cli` writes no leaf lines and puts the active leaf last, where
-//! pi's SessionManager resumes, or refuses when that would change what pi shows.
+//! pi's SessionManager resumes, or refuses when that would change what pi shows. A session
+//! imported from another tool's transcript (`exchange::foreign`) is also written back as that
+//! file, byte for byte (`Foreign`).
 
 use std::collections::HashMap;
 use std::io::Write;
 
 use grove_codec::fields::Fields;
+use grove_codec::foreign::{self, Format};
 use grove_codec::jsstr::{self, JsString};
 use grove_codec::EntryKind;
 
@@ -20,6 +23,11 @@ pub enum Flavor {
     Harness,
     /// No leaf lines; the active leaf is the last line (pi-CLI reads the leaf).
     Cli,
+    /// The transcript file of another tool the session was imported from (a Claude Code
+    /// transcript, a Codex rollout), byte for byte: its original lines in log order, the
+    /// entries appended since and leaf lines left out. A session not imported from that
+    /// format is [`GroveError::ExportIncompatible`].
+    Foreign(Format),
 }
 
 /// What an export did.
@@ -43,6 +51,52 @@ pub(crate) fn export(s: &Handle, flavor: Flavor, out: &mut dyn Write) -> Result<
             let mut lines = 0;
             for entry in s.log() {
                 writeln!(out, "{}", entry?.line).map_err(io)?;
+                lines += 1;
+            }
+            Ok(ExportReport {
+                lines,
+                relocated: None,
+            })
+        }
+        Flavor::Foreign(format) => {
+            let incompatible = |reason: String| GroveError::ExportIncompatible { reason };
+            let final_newline = match foreign::header_format(&s.record.header) {
+                Some((was, final_newline)) if was == format => final_newline,
+                Some((was, _)) => {
+                    return Err(incompatible(format!(
+                        "session {} was imported from a {} transcript, not {}",
+                        s.id(),
+                        was.name(),
+                        format.name()
+                    )))
+                }
+                None => {
+                    return Err(incompatible(format!(
+                        "session {} was not imported from a {} transcript",
+                        s.id(),
+                        format.name()
+                    )))
+                }
+            };
+            // Each line is written once the next is found, so the last can go without its
+            // newline when the file had none.
+            let mut lines = 0;
+            let mut held: Option<Vec<u8>> = None;
+            for entry in s.entries() {
+                let Some(line) = foreign::original_line(format, &entry?.line) else {
+                    continue;
+                };
+                if let Some(previous) = held.replace(line) {
+                    out.write_all(&previous).map_err(io)?;
+                    out.write_all(b"\n").map_err(io)?;
+                    lines += 1;
+                }
+            }
+            if let Some(last) = held {
+                out.write_all(&last).map_err(io)?;
+                if final_newline {
+                    out.write_all(b"\n").map_err(io)?;
+                }
                 lines += 1;
             }
             Ok(ExportReport {

@@ -1,4 +1,5 @@
-//! Sessions in and out of a store: pi JSONL import ([`import`]) and export ([`export`]),
+//! Sessions in and out of a store: pi JSONL import ([`import`]) and export ([`export`]), other
+//! tools' transcripts imported line for line ([`foreign`]),
 //! forks into new sessions ([`fork`]) and audit files ([`audit`]), signed with an ed25519 key
 //! ([`signing`], the `audit-sign` feature).
 //!
@@ -7,6 +8,7 @@
 
 pub mod audit;
 pub mod export;
+pub mod foreign;
 pub mod fork;
 pub mod import;
 pub mod signing;

@@ -111,7 +111,9 @@ pub(crate) fn tree_upto(
             label_timestamp: label.map(|l| l.timestamp.clone()),
             on_active_path: active.contains(&entry.seq),
             is_leaf: leaf == Some(entry.seq),
-            bookkeeping: entry.kind().is_bookkeeping(),
+            bookkeeping: entry.kind().is_bookkeeping()
+                && !(entry.kind() == EntryKind::Custom
+                    && grove_codec::foreign::is_message_line(&entry.line)),
             seq: entry.seq,
         });
     }

@@ -7,6 +7,7 @@ mod campaign;
 mod errors;
 mod escape;
 mod export_target;
+mod foreign;
 mod fork;
 mod gen;
 mod hints;

@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use clap::ValueEnum;
+use grove::codec::foreign::Format;
 use grove::{ExportReport, Flavor, Session};
 
 use crate::env::Env;
@@ -20,9 +21,13 @@ use crate::output_file::write_output;
 pub struct Args {
     /// The session (id or unique id prefix).
     session: String,
-    /// The output flavor.
+    /// The output flavor (of pi's JSONL).
     #[arg(long, value_enum, default_value_t = FlavorArg::Harness)]
     flavor: FlavorArg,
+    /// The output format: pi's JSONL (in `--flavor`), or, for a session imported from another
+    /// tool's transcript, that file back, byte for byte (`claude-code`, `codex`).
+    #[arg(long, value_enum, default_value_t = FormatArg::Pi)]
+    format: FormatArg,
     /// Write to FILE instead of stdout. A regular file is replaced through a temporary file
     /// in the same directory, synced and renamed into place, so it is never left partly
     /// written, and keeps its permissions; a symbolic link is followed (it stays a link); a
@@ -33,7 +38,7 @@ pub struct Args {
     /// Write an audit file instead: the session's records, its operation log, every digest
     /// and its seal, in one self-contained file that `grove verify --file` checks without a
     /// store (docs/format.md, "Audit file").
-    #[arg(long, conflicts_with = "flavor")]
+    #[arg(long, conflicts_with_all = ["flavor", "format"])]
     audit: bool,
     /// Sign the audit file with the ed25519 key in KEYFILE (64 hex digits; `grove keygen`
     /// makes one).
@@ -42,8 +47,16 @@ pub struct Args {
     /// Write one self-contained HTML page instead: the session's tree (the active path
     /// marked, labels, branch summaries and compactions), each entry's content and the
     /// context at any entry, with no network access (docs/cli.md).
-    #[arg(long, conflicts_with_all = ["flavor", "audit"])]
+    #[arg(long, conflicts_with_all = ["flavor", "format", "audit"])]
     html: bool,
+}
+
+/// `--format` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum FormatArg {
+    Pi,
+    ClaudeCode,
+    Codex,
 }
 
 /// `--flavor` values.
@@ -61,9 +74,11 @@ pub fn run(args: Args, env: &mut Env<'_>) -> CmdResult {
     if args.html {
         return export_html(&session, &args, env);
     }
-    let flavor = match args.flavor {
-        FlavorArg::Harness => Flavor::Harness,
-        FlavorArg::Cli => Flavor::Cli,
+    let flavor = match (args.format, args.flavor) {
+        (FormatArg::ClaudeCode, _) => Flavor::Foreign(Format::ClaudeCode),
+        (FormatArg::Codex, _) => Flavor::Foreign(Format::Codex),
+        (FormatArg::Pi, FlavorArg::Harness) => Flavor::Harness,
+        (FormatArg::Pi, FlavorArg::Cli) => Flavor::Cli,
     };
     let report = match &args.output {
         None => session.export(flavor, &mut *env.out)?,

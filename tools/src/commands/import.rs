@@ -1,25 +1,36 @@
-//! `grove import`: pi session files into the store, one new session per file.
+//! `grove import`: session files into the store, one new session per file: pi's JSONL, or
+//! another tool's transcript (Claude Code's, Codex's rollouts) kept line for line.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use clap::ValueEnum;
+use grove::codec::foreign::Format;
 use grove::codec::reader::{Diagnostic, DEFAULT_MAX_LINE_BYTES};
-use grove::{GroveError, ImportOptions, ImportReport, LeafRule, Strictness};
+use grove::{detect_file, Detected, GroveError, ImportOptions, ImportReport, LeafRule, Strictness};
 
 use crate::env::Env;
 use crate::error::{CmdResult, CommandError};
 
-/// Import pi session JSONL files; each file becomes a new session.
+/// Import session files; each file becomes a new session.
+///
+/// pi's session JSONL, or another tool's transcript: Claude Code's
+/// (`~/.claude/projects/PROJECT/SESSION.jsonl`, subagents' under `SESSION/subagents/`) and
+/// Codex's rollouts (`~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`), whose every line is kept
+/// byte for byte (`grove export --format` gives the file back) and linked into a tree by the
+/// tool's own links. A directory is read for its `.jsonl` files, in name order, at any depth.
 ///
 /// Files are imported in order, each atomically; the first file that fails stops the command
 /// (the files before it stay imported). Diagnostics (skipped lines, a torn final line, blank
 /// lines, legacy migration, duplicate ids) go to stderr with the file and line.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The files to import.
+    /// The files (or directories of them) to import.
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
+    /// The files' format: `auto` tells it from each file's first line.
+    #[arg(long, value_enum, default_value_t = FormatArg::Auto)]
+    format: FormatArg,
     /// Skip malformed lines (reported on stderr) instead of failing the import.
     #[arg(long)]
     lenient: bool,
@@ -36,6 +47,15 @@ pub struct Args {
     /// Print one JSON object per file: {"session": ID, "entries": N}.
     #[arg(long)]
     json: bool,
+}
+
+/// `--format` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum FormatArg {
+    Auto,
+    Pi,
+    ClaudeCode,
+    Codex,
 }
 
 /// `--leaf-rule` values.
@@ -61,10 +81,18 @@ pub fn run(args: Args, env: &mut Env<'_>) -> CmdResult {
         max_line_bytes: usize::try_from(args.max_line_bytes).unwrap_or(usize::MAX),
         ..ImportOptions::default()
     };
-    for file in &args.files {
-        let report = store
-            .import_file(file, options.clone())
-            .map_err(|e| in_file(e, file))?;
+    for file in &files(&args.files)? {
+        let format = match args.format {
+            FormatArg::Auto => detect_file(file).map_err(|e| in_file(e, file))?,
+            FormatArg::Pi => Detected::Pi,
+            FormatArg::ClaudeCode => Detected::Foreign(Format::ClaudeCode),
+            FormatArg::Codex => Detected::Foreign(Format::Codex),
+        };
+        let report = match format {
+            Detected::Pi => store.import_file(file, options.clone()),
+            Detected::Foreign(format) => store.import_foreign_file(file, format, options.clone()),
+        }
+        .map_err(|e| in_file(e, file))?;
         report_diagnostics(file, &report)?;
         if args.json {
             let session = serde_json::Value::String(report.session.clone());
@@ -85,6 +113,40 @@ pub fn run(args: Args, env: &mut Env<'_>) -> CmdResult {
         }
     }
     Ok(())
+}
+
+/// The files to import: each file named, and each directory's `.jsonl` files at any depth, in
+/// name order.
+fn files(named: &[PathBuf]) -> Result<Vec<PathBuf>, CommandError> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), CommandError> {
+        let read = |source| CommandError::File {
+            path: dir.to_owned(),
+            source,
+        };
+        let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+            .map_err(read)?
+            .map(|e| e.map(|e| e.path()))
+            .collect::<Result<_, _>>()
+            .map_err(read)?;
+        found.sort();
+        for path in found {
+            if path.is_dir() {
+                walk(&path, out)?;
+            } else if path.extension().is_some_and(|e| e == "jsonl") {
+                out.push(path);
+            }
+        }
+        Ok(())
+    }
+    let mut out = Vec::new();
+    for path in named {
+        if path.is_dir() {
+            walk(path, &mut out)?;
+        } else {
+            out.push(path.clone());
+        }
+    }
+    Ok(out)
 }
 
 /// Writes what the import noticed to stderr, one line per problem.

@@ -6,6 +6,7 @@
 
 use axum::http::StatusCode;
 use axum::response::Response;
+use grove::codec::foreign::Format;
 use grove::{
     CreateSession, Flavor, ForkMode, ForkOptions, ForkPosition, ImportOptions, Session,
     SessionSummary,
@@ -239,7 +240,12 @@ pub(super) async fn export(
     Path(sid): Path<String>,
     Query(q): Query<ExportQuery>,
 ) -> ApiResult<Response> {
-    let flavors = [("harness", Flavor::Harness), ("cli", Flavor::Cli)];
+    let flavors = [
+        ("harness", Flavor::Harness),
+        ("cli", Flavor::Cli),
+        ("claude-code", Flavor::Foreign(Format::ClaudeCode)),
+        ("codex", Flavor::Foreign(Format::Codex)),
+    ];
     let flavor = choice("flavor", q.flavor.as_deref(), &flavors)?.unwrap_or(Flavor::Harness);
     let store = state.store()?;
     ndjson(&state, move |sink| {
