@@ -41,7 +41,7 @@ pub use crate::core::error::{GroveError, LostWrites, Result};
 pub use crate::core::payloads::{PayloadStats, DEFAULT_PAYLOAD_THRESHOLD};
 pub use crate::exchange::audit::{verify_audit, AuditReport};
 pub use crate::exchange::export::{ExportReport, Flavor};
-pub use crate::exchange::foreign::{detect_file, Detected};
+pub use crate::exchange::foreign::{complete_lines_len, detect_file, session_id_of_file, Detected};
 pub use crate::exchange::fork::{ForkMode, ForkOptions, ForkPosition};
 pub use crate::exchange::import::{ImportOptions, ImportReport, LeafRule};
 pub use crate::exchange::signing::AuditKey;

@@ -291,6 +291,26 @@ impl Store {
             path,
             format,
             options,
+            None,
+        )
+    }
+
+    /// [`Store::import_foreign_file`] of the first `bytes` of the file only: the complete lines
+    /// of a transcript its tool is still writing (`grove import --watch`).
+    pub fn import_foreign_prefix(
+        &self,
+        path: &Path,
+        format: grove_codec::foreign::Format,
+        options: ImportOptions,
+        bytes: u64,
+    ) -> Result<ImportReport> {
+        crate::exchange::foreign::import_foreign_file(
+            &self.logs,
+            self.actor(),
+            path,
+            format,
+            options,
+            Some(bytes),
         )
     }
 

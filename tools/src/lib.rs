@@ -14,6 +14,7 @@ mod escape;
 #[cfg(feature = "postgres")]
 mod etcd_args;
 mod exit;
+mod follow;
 mod graph;
 mod output;
 mod output_file;

@@ -102,9 +102,17 @@ impl<R: BufRead> Lines<R> {
     }
 }
 
-/// The session id of a transcript: its file's name (a subagent's transcript,
-/// `SESSION/subagents/agent-ID.jsonl`, is `SESSION.agent-ID`), else the id its lines name.
-fn session_id(path: &Path, survey: &Survey) -> Result<String> {
+/// The session id a transcript's file name gives it (`STEM`, or `SESSION.STEM` for a subagent's
+/// `SESSION/subagents/STEM.jsonl`), when it is a valid one.
+pub fn session_id_of_file(path: &Path) -> Option<String> {
+    let named = file_session_id(path);
+    crate::core::util::check_session_id(&named)
+        .ok()
+        .map(|()| named)
+}
+
+/// `STEM`, or `SESSION.STEM` for a subagent's `SESSION/subagents/STEM.jsonl`.
+fn file_session_id(path: &Path) -> String {
     let stem = path
         .file_stem()
         .and_then(|s| s.to_str())
@@ -116,10 +124,16 @@ fn session_id(path: &Path, survey: &Survey) -> Result<String> {
             .and_then(|n| n.to_str())
             .map(str::to_owned)
     };
-    let named = match (dir_name(parent), dir_name(parent.and_then(Path::parent))) {
+    match (dir_name(parent), dir_name(parent.and_then(Path::parent))) {
         (Some(sub), Some(session)) if sub == "subagents" => format!("{session}.{stem}"),
         _ => stem,
-    };
+    }
+}
+
+/// The session id of a transcript: its file's name (a subagent's transcript,
+/// `SESSION/subagents/agent-ID.jsonl`, is `SESSION.agent-ID`), else the id its lines name.
+fn session_id(path: &Path, survey: &Survey) -> Result<String> {
+    let named = file_session_id(path);
     for candidate in [Some(named), survey.session_id.clone()]
         .into_iter()
         .flatten()
@@ -135,14 +149,44 @@ fn session_id(path: &Path, survey: &Survey) -> Result<String> {
     })
 }
 
-/// Imports another tool's transcript at `path` as a new session.
+/// The number of bytes of `path` up to and with its last LF: its complete lines, as a file
+/// another tool is still writing has them.
+pub fn complete_lines_len(path: &Path) -> Result<u64> {
+    use std::io::{Seek, SeekFrom};
+    let mut file = std::fs::File::open(path).map_err(io_error(path))?;
+    let mut end = file.metadata().map_err(io_error(path))?.len();
+    // Back from the end, a block at a time, to the last LF.
+    let mut block = vec![0u8; 64 * 1024];
+    while end > 0 {
+        let start = end.saturating_sub(block.len() as u64);
+        let len = (end - start) as usize;
+        file.seek(SeekFrom::Start(start)).map_err(io_error(path))?;
+        file.read_exact(&mut block[..len]).map_err(io_error(path))?;
+        if let Some(at) = block[..len].iter().rposition(|&b| b == b'\n') {
+            return Ok(start + at as u64 + 1);
+        }
+        end = start;
+    }
+    Ok(0)
+}
+
+/// Imports another tool's transcript at `path` as a new session; with `read_limit`, only its
+/// first that many bytes (a followed file's complete lines, [`complete_lines_len`]).
 pub(crate) fn import_foreign_file(
     logs: &Arc<Logs>,
     actor: &str,
     path: &Path,
     format: Format,
     options: ImportOptions,
+    read_limit: Option<u64>,
 ) -> Result<ImportReport> {
+    let open = |path: &Path| -> Result<BufReader<std::io::Take<std::fs::File>>> {
+        let file = std::fs::File::open(path).map_err(io_error(path))?;
+        Ok(BufReader::with_capacity(
+            1 << 20,
+            file.take(read_limit.unwrap_or(u64::MAX)),
+        ))
+    };
     if options.strictness == grove_codec::reader::Strictness::Lenient {
         return Err(GroveError::InvalidArgument(format!(
             "a {} import keeps every line of {}; it cannot skip malformed ones (fix the line)",

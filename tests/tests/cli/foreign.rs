@@ -190,3 +190,111 @@ fn exports_of_the_wrong_format_are_refused() {
     // `auto` takes pi's JSONL as before.
     assert!(g.ok(&["ls"]).contains("seed-harness"));
 }
+
+#[test]
+fn watch_follows_files_as_they_grow_and_goes_on_where_it_stopped() {
+    let g = Grove::new();
+    let source = std::fs::read(foreign(&format!(
+        "claude-code/-home-user-work-demo/{SESSION}.jsonl"
+    )))
+    .unwrap();
+    let lines: Vec<&[u8]> = source.split_inclusive(|&b| b == b'\n').collect();
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("project");
+    std::fs::create_dir(&project).unwrap();
+    let file = project.join("s1.jsonl");
+    let write = |parts: &[&[u8]]| {
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&file)
+            .unwrap();
+        for part in parts {
+            std::io::Write::write_all(&mut f, part).unwrap();
+        }
+    };
+    let round = || {
+        g.ok(&[
+            "import",
+            "--watch",
+            "--rounds",
+            "1",
+            "--json",
+            project.to_str().unwrap(),
+        ])
+    };
+    let added = |out: &str| -> Vec<(String, u64)> {
+        out.lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .map(|v| {
+                (
+                    v["session"].as_str().unwrap().to_owned(),
+                    v["lines"].as_u64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    // Nothing yet: an empty directory, then a file with half a line.
+    assert_eq!(round(), "");
+    write(&[&lines[0][..10]]);
+    assert_eq!(round(), "");
+    // Its first lines, then more and a line being written: only complete lines are taken,
+    // each run going on where the last stopped (every run is a restart).
+    write(&[&lines[0][10..], lines[1], lines[2], lines[3]]);
+    assert_eq!(added(&round()), [("s1".to_owned(), 4)]);
+    write(&lines[4..12]);
+    write(&[&lines[12][..20]]);
+    assert_eq!(added(&round()), [("s1".to_owned(), 12)]);
+    assert_eq!(added(&round()), [("s1".to_owned(), 12)]);
+    write(&[&lines[12][20..]]);
+    write(&lines[13..]);
+    // A new file appears beside it.
+    std::fs::copy(
+        foreign("claude-code/unterminated.jsonl"),
+        project.join("s2.jsonl"),
+    )
+    .unwrap();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(project.join("s2.jsonl"))
+        .and_then(|mut f| std::io::Write::write_all(&mut f, b"\n"))
+        .unwrap();
+    let out = round();
+    assert_eq!(
+        added(&out),
+        [("s1".to_owned(), lines.len() as u64), ("s2".to_owned(), 2)]
+    );
+    let exported = g.run(&["export", "s1", "--format", "claude-code"]);
+    assert_eq!(exported.stdout, source);
+    // A malformed line leaves that file (reported), a rewritten file too; the rest goes on.
+    write(&[b"not json\n"]);
+    std::fs::write(
+        project.join("s2.jsonl"),
+        b"{\"type\":\"user\",\"uuid\":\"x\"}\n",
+    )
+    .unwrap();
+    let out = g.run(&[
+        "import",
+        "--watch",
+        "--rounds",
+        "1",
+        project.to_str().unwrap(),
+    ]);
+    assert!(out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("s1.jsonl: left:") && err.contains("not a claude-code line"),
+        "{err}"
+    );
+    assert!(
+        err.contains("s2.jsonl: left:") && err.contains("rewritten"),
+        "{err}"
+    );
+    // The session kept every good line; verify is clean.
+    let store = g.open();
+    let session = store.session("s1").unwrap();
+    assert_eq!(session.leaf().unwrap(), Some(uuid(13)));
+    drop(session);
+    drop(store);
+    assert!(g.ok(&["verify"]).contains("0 problem(s)"));
+}

@@ -47,6 +47,23 @@ pub struct Args {
     /// Print one JSON object per file: {"session": ID, "entries": N}.
     #[arg(long)]
     json: bool,
+    /// Follow the files (and the directories' `.jsonl` files, new ones too) as another tool
+    /// writes them: import each one's complete lines, then append the lines it gains, every
+    /// `--interval` seconds, until interrupted. Idempotent: the sessions are the cursor, so a
+    /// watch started again goes on where the last stopped. Claude Code and Codex transcripts only.
+    #[arg(long)]
+    watch: bool,
+    /// Seconds between two looks at the files, with `--watch`.
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = 1.0,
+        requires = "watch"
+    )]
+    interval: f64,
+    /// Stop after this many looks, with `--watch` (1: catch up once, as a cron job would).
+    #[arg(long, value_name = "N", requires = "watch")]
+    rounds: Option<u64>,
 }
 
 /// `--format` values.
@@ -66,6 +83,9 @@ enum LeafRuleArg {
 }
 
 pub fn run(args: Args, env: &mut Env<'_>) -> CmdResult {
+    if args.watch {
+        return watch(args, env);
+    }
     let store = env.open_store()?;
     let options = ImportOptions {
         strictness: if args.lenient {
@@ -113,6 +133,109 @@ pub fn run(args: Args, env: &mut Env<'_>) -> CmdResult {
         }
     }
     Ok(())
+}
+
+/// `--watch`: follows the files, a round every `--interval` seconds. A file that fails (a
+/// malformed line, a rewrite) is reported once and left; the others go on.
+fn watch(args: Args, env: &mut Env<'_>) -> CmdResult {
+    use std::collections::{HashMap, HashSet};
+
+    use crate::follow::Follower;
+
+    if args.lenient || args.format == FormatArg::Pi {
+        return Err(CommandError::invalid(
+            "--watch follows Claude Code and Codex transcripts, every line kept",
+            "leave out --lenient and --format pi",
+        ));
+    }
+    if !(args.interval.is_finite() && args.interval >= 0.0) {
+        return Err(CommandError::invalid(
+            "--interval takes a number of seconds",
+            "for example --interval 0.5",
+        ));
+    }
+    let store = env.open_store()?;
+    let options = ImportOptions {
+        max_line_bytes: usize::try_from(args.max_line_bytes).unwrap_or(usize::MAX),
+        ..ImportOptions::default()
+    };
+    let mut followers: HashMap<PathBuf, Follower> = HashMap::new();
+    let mut left: HashSet<PathBuf> = HashSet::new();
+    let mut round = 0u64;
+    loop {
+        round += 1;
+        for file in files(&args.files)? {
+            if left.contains(&file) {
+                continue;
+            }
+            let outcome = match followers.get_mut(&file) {
+                Some(follower) => follower.catch_up(&store).map(|added| (added, None)),
+                None => {
+                    let format = match args.format {
+                        FormatArg::ClaudeCode => Some(Format::ClaudeCode),
+                        FormatArg::Codex => Some(Format::Codex),
+                        _ => match detect_file(&file) {
+                            Ok(Detected::Foreign(format)) => Some(format),
+                            Ok(Detected::Pi) => None,
+                            Err(e) => return Err(in_file(e, &file)),
+                        },
+                    };
+                    let Some(format) = format else {
+                        // Not another tool's transcript (yet: an empty file says nothing).
+                        continue;
+                    };
+                    match Follower::start(&store, &file, format, &options) {
+                        Ok(None) => continue,
+                        Ok(Some((mut follower, imported))) => {
+                            let added = follower.catch_up(&store);
+                            let session = follower.session.clone();
+                            followers.insert(file.clone(), follower);
+                            added.map(|added| (imported + added, Some(session)))
+                        }
+                        Err(e) => Err(e),
+                    }
+                }
+            };
+            match outcome {
+                Ok((0, None)) => {}
+                Ok((added, started)) => {
+                    let session = followers
+                        .get(&file)
+                        .map(|f| f.session.clone())
+                        .unwrap_or_default();
+                    let total = followers.get(&file).map_or(0, |f| f.lines);
+                    let verb = if started.is_some() {
+                        "following"
+                    } else {
+                        "appended to"
+                    };
+                    if args.json {
+                        let id = serde_json::Value::String(session);
+                        writeln!(
+                            env.out,
+                            r#"{{"session":{id},"added":{added},"lines":{total}}}"#
+                        )?;
+                    } else {
+                        writeln!(
+                            env.out,
+                            "{}: {verb} session {session} (+{added} lines, {total} in all)",
+                            file.display()
+                        )?;
+                    }
+                    env.out.flush()?;
+                }
+                Err(e) => {
+                    eprintln!("{}: left: {e}", file.display());
+                    followers.remove(&file);
+                    left.insert(file);
+                }
+            }
+        }
+        if args.rounds.is_some_and(|n| round >= n) {
+            return Ok(());
+        }
+        std::thread::sleep(std::time::Duration::from_secs_f64(args.interval));
+    }
 }
 
 /// The files to import: each file named, and each directory's `.jsonl` files at any depth, in
