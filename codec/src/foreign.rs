@@ -30,6 +30,12 @@ pub enum Format {
     ClaudeCode,
     /// Codex's rollout files.
     Codex,
+    /// pi 0.84's lane-based JSONL (`{"kind":"header","version":4}`: entry, record, lane and
+    /// fact lines).
+    PiLanes,
+    /// pi 0.85–0.99's commit log (`{"v":4,"kind":"header","storageVersion":1}`: one commit a
+    /// line, a write or an array of writes).
+    PiCommits,
 }
 
 impl Format {
@@ -38,6 +44,8 @@ impl Format {
         match self {
             Format::ClaudeCode => "claude-code",
             Format::Codex => "codex",
+            Format::PiLanes => "pi-lanes",
+            Format::PiCommits => "pi-commits",
         }
     }
 
@@ -46,6 +54,8 @@ impl Format {
         match name {
             "claude-code" => Some(Format::ClaudeCode),
             "codex" => Some(Format::Codex),
+            "pi-lanes" => Some(Format::PiLanes),
+            "pi-commits" => Some(Format::PiCommits),
             _ => None,
         }
     }
@@ -78,6 +88,26 @@ struct Fields<'a> {
     payload: Option<&'a RawValue>,
     #[serde(borrow)]
     id: Option<&'a RawValue>,
+    #[serde(borrow)]
+    kind: Option<&'a RawValue>,
+    #[serde(borrow)]
+    version: Option<&'a RawValue>,
+    #[serde(borrow)]
+    v: Option<&'a RawValue>,
+    #[serde(rename = "parentId", borrow)]
+    parent_id: Option<&'a RawValue>,
+    #[serde(borrow)]
+    lane: Option<&'a RawValue>,
+    #[serde(rename = "leafId", borrow)]
+    leaf_id: Option<&'a RawValue>,
+    #[serde(rename = "createdAt", borrow)]
+    created_at: Option<&'a RawValue>,
+    #[serde(borrow)]
+    namespace: Option<&'a RawValue>,
+    #[serde(borrow)]
+    key: Option<&'a RawValue>,
+    #[serde(borrow)]
+    value: Option<&'a RawValue>,
 }
 
 /// A Codex `session_meta` payload's fields.
@@ -99,13 +129,22 @@ fn is_true(raw: Option<&RawValue>) -> bool {
 
 /// Which format a file is in, from its first line: Claude Code's lines carry `sessionId` and
 /// `uuid`/`parentUuid` or are its metadata lines, Codex's `{timestamp, type, payload}` (or, in
-/// older rollouts, a first line `{id, timestamp, instructions}`); `None` for anything else
-/// (pi's JSONL among it).
+/// older rollouts, a first line `{id, timestamp, instructions}`), pi 0.84's header is
+/// `{"kind":"header","version":4}` and pi 0.85's `{"v":4,"kind":"header"}`; `None` for anything
+/// else (pi's v1–v3 JSONL among it).
 pub fn detect(first_line: &[u8]) -> Option<Format> {
     let fields: Fields<'_> = serde_json::from_slice(trim(first_line)).ok()?;
     let ty = text(fields.ty);
     if ty.as_deref() == Some("session") {
         return None;
+    }
+    if text(fields.kind).as_deref() == Some("header") {
+        if fields.v.is_some_and(|v| v.get() == "4") {
+            return Some(Format::PiCommits);
+        }
+        if fields.version.is_some_and(|v| v.get() == "4") {
+            return Some(Format::PiLanes);
+        }
     }
     if fields.payload.is_some() && fields.timestamp.is_some() && ty.is_some() {
         return Some(Format::Codex);
@@ -162,6 +201,9 @@ pub struct Translated {
     pub cwd: Option<String>,
     /// The line's timestamp.
     pub timestamp: Option<String>,
+    /// The main branch's leaf this line sets (pi's lanes and branch tips): an entry id, or
+    /// `None` for the root position.
+    pub leaf_hint: Option<Option<String>>,
 }
 
 /// Translates the lines of one file in order; the same lines give the same entries.
@@ -192,7 +234,7 @@ impl Translator {
     }
 
     /// The next line (its bytes without the LF): its entry, or why it is not a line of the
-    /// format (not a JSON object: malformed, or a line cut short).
+    /// format (not a JSON object, or for pi's commit log an array: malformed, or cut short).
     pub fn line(&mut self, raw: &[u8]) -> Result<Translated, LineError> {
         self.line += 1;
         let (line, offset) = (self.line, self.offset);
@@ -203,58 +245,28 @@ impl Translator {
             reason,
         };
         let core = trim(raw);
-        if core.first() != Some(&b'{') {
+        let array = self.format == Format::PiCommits && core.first() == Some(&b'[');
+        if core.first() != Some(&b'{') && !array {
             return Err(fail(format!(
                 "not a {} line: a JSON object was expected",
                 self.format.name()
             )));
         }
-        let fields: Fields<'_> = serde_json::from_slice(core)
-            .map_err(|e| fail(format!("not a {} line: {e}", self.format.name())))?;
-        let (kind, uuid, parent_uuid, main_message, session_id, cwd) = match self.format {
-            Format::ClaudeCode => {
-                let kind = text(fields.ty).unwrap_or_else(|| "line".to_owned());
-                let main = matches!(kind.as_str(), "user" | "assistant")
-                    && !is_true(fields.is_sidechain)
-                    && !is_true(fields.is_meta)
-                    && fields.team_name.is_none_or(|t| t.get() == "null");
-                let parent = text(fields.parent_uuid).or_else(|| text(fields.logical_parent_uuid));
-                (
-                    kind,
-                    text(fields.uuid),
-                    parent,
-                    main,
-                    text(fields.session_id),
-                    text(fields.cwd),
-                )
-            }
-            Format::Codex => {
-                let kind = text(fields.ty);
-                let meta: SessionMeta<'_> = match (kind.as_deref(), fields.payload) {
-                    (Some("session_meta"), Some(p)) => {
-                        serde_json::from_str(p.get()).unwrap_or_default()
-                    }
-                    _ => SessionMeta::default(),
-                };
-                // An older rollout's first line: `{id, timestamp, instructions, git?}`.
-                let legacy =
-                    fields.ty.is_none() && fields.id.is_some() && fields.timestamp.is_some();
-                let session = if legacy {
-                    text(fields.id)
-                } else {
-                    text(meta.id)
-                };
-                let kind = match (kind, legacy) {
-                    (Some(k), _) => k,
-                    (None, true) => "session_meta".to_owned(),
-                    (None, false) => "item".to_owned(),
-                };
-                let main = kind == "response_item" || kind == "item";
-                (kind, None, None, main, session, text(meta.cwd))
+        let not_a_line =
+            |e: serde_json::Error| fail(format!("not a {} line: {e}", self.format.name()));
+        let info = if array {
+            let writes: Vec<Fields<'_>> = serde_json::from_slice(core).map_err(not_a_line)?;
+            commit_info(&writes)
+        } else {
+            let fields: Fields<'_> = serde_json::from_slice(core).map_err(not_a_line)?;
+            match self.format {
+                Format::ClaudeCode => claude_info(&fields),
+                Format::Codex => codex_info(&fields),
+                Format::PiLanes => lanes_info(&fields),
+                Format::PiCommits => commit_info(std::slice::from_ref(&fields)),
             }
         };
-        let timestamp = text(fields.timestamp);
-        let id = match uuid.as_ref() {
+        let id = match info.own_id.as_ref() {
             Some(u)
                 if !u.is_empty()
                     && !self.ids.contains(u)
@@ -270,20 +282,18 @@ impl Translator {
                 id
             }
         };
-        let parent = match self.format {
-            Format::ClaudeCode if uuid.is_some() => parent_uuid
-                .as_ref()
-                .and_then(|p| self.uuids.get(p))
-                .cloned(),
-            _ => self.previous.clone(),
+        let parent = match info.own_id {
+            Some(_) => info.link.as_ref().and_then(|p| self.uuids.get(p)).cloned(),
+            None => self.previous.clone(),
         };
-        let stamp = timestamp
+        let stamp = info
+            .timestamp
             .clone()
             .or_else(|| self.previous_timestamp.clone())
             .unwrap_or_else(|| "1970-01-01T00:00:00.000Z".to_owned());
         let mut out = Vec::with_capacity(raw.len() + 128);
         out.extend_from_slice(b"{\"type\":\"custom\",\"customType\":");
-        push_json_string(&mut out, &format!("{}.{kind}", self.format.name()));
+        push_json_string(&mut out, &format!("{}.{}", self.format.name(), info.kind));
         out.extend_from_slice(b",\"id\":");
         push_json_string(&mut out, &id);
         out.extend_from_slice(b",\"parentId\":");
@@ -303,21 +313,177 @@ impl Translator {
         }
         out.push(b'}');
         self.ids.insert(id.clone());
-        if let Some(u) = uuid {
-            self.uuids.entry(u).or_insert_with(|| id.clone());
+        if let Some(u) = &info.own_id {
+            self.uuids.entry(u.clone()).or_insert_with(|| id.clone());
         }
         self.previous = Some(id.clone());
         self.previous_timestamp = Some(stamp);
+        // A leaf the line names, as the entry id it got (a pi entry id not seen is none).
+        let leaf_hint = info
+            .leaf_hint
+            .map(|target| target.and_then(|t| self.uuids.get(&t).cloned()));
         Ok(Translated {
             id,
             parent,
             line: out,
-            main_message,
-            parent_uuid,
-            session_id,
-            cwd,
-            timestamp,
+            main_message: info.main,
+            parent_uuid: info.link,
+            session_id: info.session_id,
+            cwd: info.cwd,
+            timestamp: info.timestamp,
+            leaf_hint,
         })
+    }
+}
+
+/// What a line says of itself, per format.
+#[derive(Default)]
+struct LineInfo {
+    /// The line's type (the `customType`'s second part).
+    kind: String,
+    /// The id the line gives itself (Claude's `uuid`, a pi entry's `id`); lines without one
+    /// follow the line before them.
+    own_id: Option<String>,
+    /// The id of the line's parent (Claude's `parentUuid` or `logicalParentUuid`, a pi entry's
+    /// `parentId`).
+    link: Option<String>,
+    /// A main-chain message (Claude Code's leaf rule).
+    main: bool,
+    session_id: Option<String>,
+    cwd: Option<String>,
+    timestamp: Option<String>,
+    /// The line moves the main branch's leaf to this id (pi's lanes and branch tips).
+    leaf_hint: Option<Option<String>>,
+}
+
+fn claude_info(fields: &Fields<'_>) -> LineInfo {
+    let kind = text(fields.ty).unwrap_or_else(|| "line".to_owned());
+    let main = matches!(kind.as_str(), "user" | "assistant")
+        && !is_true(fields.is_sidechain)
+        && !is_true(fields.is_meta)
+        && fields.team_name.is_none_or(|t| t.get() == "null");
+    LineInfo {
+        kind,
+        own_id: text(fields.uuid),
+        link: text(fields.parent_uuid).or_else(|| text(fields.logical_parent_uuid)),
+        main,
+        session_id: text(fields.session_id),
+        cwd: text(fields.cwd),
+        timestamp: text(fields.timestamp),
+        leaf_hint: None,
+    }
+}
+
+fn codex_info(fields: &Fields<'_>) -> LineInfo {
+    let kind = text(fields.ty);
+    let meta: SessionMeta<'_> = match (kind.as_deref(), fields.payload) {
+        (Some("session_meta"), Some(p)) => serde_json::from_str(p.get()).unwrap_or_default(),
+        _ => SessionMeta::default(),
+    };
+    // An older rollout's first line: `{id, timestamp, instructions, git?}`.
+    let legacy = fields.ty.is_none() && fields.id.is_some() && fields.timestamp.is_some();
+    let kind = match (kind, legacy) {
+        (Some(k), _) => k,
+        (None, true) => "session_meta".to_owned(),
+        (None, false) => "item".to_owned(),
+    };
+    LineInfo {
+        main: kind == "response_item" || kind == "item",
+        kind,
+        session_id: if legacy {
+            text(fields.id)
+        } else {
+            text(meta.id)
+        },
+        cwd: text(meta.cwd),
+        timestamp: text(fields.timestamp),
+        ..LineInfo::default()
+    }
+}
+
+/// A pi time: a number of milliseconds (as ISO 8601), or a string as it is.
+fn pi_time(raw: Option<&RawValue>) -> Option<String> {
+    let raw = raw?;
+    match raw.get().parse::<f64>() {
+        Ok(ms) if ms.is_finite() => Some(crate::time::format_ms(ms as i64)),
+        _ => text(Some(raw)),
+    }
+}
+
+fn lanes_info(fields: &Fields<'_>) -> LineInfo {
+    let kind = text(fields.kind).unwrap_or_else(|| "line".to_owned());
+    let main_lane = text(fields.lane).as_deref() == Some("main");
+    match kind.as_str() {
+        "header" => LineInfo {
+            session_id: text(fields.id),
+            cwd: text(fields.cwd),
+            timestamp: pi_time(fields.created_at),
+            kind,
+            ..LineInfo::default()
+        },
+        "entry" => {
+            let id = text(fields.id);
+            LineInfo {
+                main: text(fields.ty).as_deref() == Some("message"),
+                leaf_hint: main_lane.then(|| id.clone()),
+                own_id: id,
+                link: text(fields.parent_id),
+                timestamp: pi_time(fields.timestamp),
+                kind,
+                ..LineInfo::default()
+            }
+        }
+        "lane" => LineInfo {
+            leaf_hint: main_lane.then(|| text(fields.leaf_id)),
+            kind,
+            ..LineInfo::default()
+        },
+        _ => LineInfo {
+            timestamp: pi_time(fields.timestamp),
+            kind,
+            ..LineInfo::default()
+        },
+    }
+}
+
+/// One commit of pi's commit log: its header, a single write, or an array of writes (its first
+/// entry is the line's place in the tree; `pi.branch.tip` of `main` moves the leaf).
+fn commit_info(writes: &[Fields<'_>]) -> LineInfo {
+    let kinds: Vec<String> = writes.iter().filter_map(|w| text(w.kind)).collect();
+    let kind = match (writes.len(), kinds.first()) {
+        (1, Some(k)) => k.clone(),
+        _ => "commit".to_owned(),
+    };
+    if kind == "header" {
+        let header = &writes[0];
+        return LineInfo {
+            session_id: text(header.id),
+            cwd: text(header.cwd),
+            timestamp: pi_time(header.created_at),
+            kind,
+            ..LineInfo::default()
+        };
+    }
+    let entry = writes
+        .iter()
+        .find(|w| text(w.kind).as_deref() == Some("entry"));
+    let mut leaf_hint = None;
+    for w in writes {
+        if text(w.kind).as_deref() == Some("value")
+            && text(w.namespace).as_deref() == Some("pi.branch.tip")
+            && text(w.key).as_deref() == Some("main")
+        {
+            leaf_hint = Some(text(w.value));
+        }
+    }
+    LineInfo {
+        kind,
+        own_id: entry.and_then(|e| text(e.id)),
+        link: entry.and_then(|e| text(e.parent_id)),
+        main: entry.is_some_and(|e| text(e.ty).as_deref() == Some("message")),
+        timestamp: entry.and_then(|e| pi_time(e.timestamp)),
+        leaf_hint,
+        ..LineInfo::default()
     }
 }
 
@@ -350,6 +516,8 @@ pub struct Survey {
     referenced: HashSet<String>,
     /// Every entry id given.
     ids: HashSet<String>,
+    /// The last leaf a line set (pi's lanes and branch tips).
+    hint: Option<Option<String>>,
     /// The file's format.
     format: Option<Format>,
 }
@@ -382,12 +550,28 @@ impl Survey {
         }
         self.ids.insert(t.id.clone());
         self.last = Some(t.id.clone());
+        if let Some(hint) = &t.leaf_hint {
+            self.hint = Some(hint.clone());
+        }
     }
 
     /// The leaf: Claude Code's rule (the last main-chain message no line names as its parent,
-    /// by position), Codex's (the last line); the last line when no message qualifies.
+    /// by position), Codex's (the last line), pi's (the `main` lane's or branch's last leaf);
+    /// the last line when no message qualifies.
     pub fn leaf(&self) -> Option<String> {
-        match self.format {
+        self.target().flatten()
+    }
+
+    /// [`Survey::leaf`], where `Some(None)` is the root position (a pi branch tip of null) and
+    /// `None` an empty file.
+    pub fn target(&self) -> Option<Option<String>> {
+        if matches!(self.format, Some(Format::PiLanes | Format::PiCommits)) {
+            if let Some(hint) = &self.hint {
+                return Some(hint.clone());
+            }
+        }
+        self.last.as_ref()?;
+        Some(match self.format {
             Some(Format::ClaudeCode) => self
                 .candidates
                 .iter()
@@ -396,7 +580,7 @@ impl Survey {
                 .cloned()
                 .or_else(|| self.last.clone()),
             _ => self.last.clone(),
-        }
+        })
     }
 
     /// The pi header line of the session: `id`, the first timestamp, the working directory
@@ -440,7 +624,7 @@ impl Survey {
     /// The leaf line that puts the session's leaf where the tool resumes (none for an empty
     /// file).
     pub fn leaf_line(&self) -> Option<Vec<u8>> {
-        let (leaf, last) = (self.leaf()?, self.last.clone()?);
+        let (leaf, last) = (self.target()?, self.last.clone()?);
         let mut out = Vec::new();
         out.extend_from_slice(b"{\"type\":\"leaf\",\"id\":");
         let mut id = "resume".to_owned();
@@ -458,7 +642,10 @@ impl Survey {
                 .unwrap_or("1970-01-01T00:00:00.000Z"),
         );
         out.extend_from_slice(b",\"targetId\":");
-        push_json_string(&mut out, &leaf);
+        match &leaf {
+            Some(leaf) => push_json_string(&mut out, leaf),
+            None => out.extend_from_slice(b"null"),
+        }
         out.push(b'}');
         Some(out)
     }
@@ -490,7 +677,8 @@ pub fn header_format(header: &str) -> Option<(Format, bool)> {
 }
 
 /// Whether an entry line is a transcript's message (Claude Code's `user`, `assistant` and
-/// `system` lines, Codex's response items and compactions), which the tree view shows as it
+/// `system` lines, Codex's response items and compactions, pi's entries and commits), which the
+/// tree view shows as it
 /// shows pi's messages; the tools' other lines (titles, tags, snapshots, events, turn contexts)
 /// are bookkeeping there, as pi's `custom` entries are.
 pub fn is_message_line(line: &str) -> bool {
@@ -514,6 +702,9 @@ pub fn is_message_line(line: &str) -> bool {
             | "codex.item"
             | "codex.message"
             | "codex.compacted"
+            | "pi-lanes.entry"
+            | "pi-commits.entry"
+            | "pi-commits.commit"
     )
 }
 

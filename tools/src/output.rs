@@ -78,6 +78,8 @@ fn foreign_line(entry: &Value) -> Option<(&'static str, Value)> {
     let tool = match str_field(entry, "customType")?.split('.').next()? {
         "claude-code" => "claude-code",
         "codex" => "codex",
+        "pi-lanes" => "pi-lanes",
+        "pi-commits" => "pi-commits",
         _ => return None,
     };
     let line = match (entry.get("data"), str_field(entry, "text")) {
@@ -91,6 +93,23 @@ fn foreign_line(entry: &Value) -> Option<(&'static str, Value)> {
 /// The type column and preview of a foreign transcript's line: Claude Code's role (or line
 /// type) and message text; Codex's item type and text.
 fn foreign_preview(tool: &str, line: &Value) -> (String, String) {
+    if tool == "pi-lanes" || tool == "pi-commits" {
+        // The line's entry (a commit's first), shown as pi's own entries are.
+        let entry = match line {
+            Value::Array(writes) => writes
+                .iter()
+                .find(|w| str_field(w, "kind") == Some("entry")),
+            one if str_field(one, "kind") == Some("entry") => Some(one),
+            _ => None,
+        };
+        return match entry {
+            Some(e) => (kind_of(e), entry_preview(e)),
+            None => (
+                str_field(line, "kind").unwrap_or("commit").to_owned(),
+                String::new(),
+            ),
+        };
+    }
     if tool == "claude-code" {
         let ty = str_field(line, "type").unwrap_or("?");
         let text = match ty {

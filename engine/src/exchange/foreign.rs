@@ -131,13 +131,15 @@ fn file_session_id(path: &Path) -> String {
 }
 
 /// The session id of a transcript: its file's name (a subagent's transcript,
-/// `SESSION/subagents/agent-ID.jsonl`, is `SESSION.agent-ID`), else the id its lines name.
-fn session_id(path: &Path, survey: &Survey) -> Result<String> {
-    let named = file_session_id(path);
-    for candidate in [Some(named), survey.session_id.clone()]
-        .into_iter()
-        .flatten()
-    {
+/// `SESSION/subagents/agent-ID.jsonl`, is `SESSION.agent-ID`), else the id its lines name; for
+/// pi's files, the header's id first.
+fn session_id(path: &Path, format: Format, survey: &Survey) -> Result<String> {
+    let named = Some(file_session_id(path));
+    let candidates = match format {
+        Format::PiLanes | Format::PiCommits => [survey.session_id.clone(), named],
+        Format::ClaudeCode | Format::Codex => [named, survey.session_id.clone()],
+    };
+    for candidate in candidates.into_iter().flatten() {
         if crate::core::util::check_session_id(&candidate).is_ok() {
             return Ok(candidate);
         }
@@ -217,7 +219,7 @@ pub(crate) fn import_foreign_file(
             reason: format!("an empty file is no {} transcript", format.name()),
         });
     }
-    let id = session_id(path, &survey)?;
+    let id = session_id(path, format, &survey)?;
     let fallback_cwd = path
         .parent()
         .map(|p| p.display().to_string())

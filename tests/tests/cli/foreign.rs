@@ -298,3 +298,53 @@ fn watch_follows_files_as_they_grow_and_goes_on_where_it_stopped() {
     drop(store);
     assert!(g.ok(&["verify"]).contains("0 problem(s)"));
 }
+
+/// pi's newer harness files, written by pi's own `JsonlSessionRepo` (0.84.4: lanes, records and
+/// facts; 0.99.1: one commit a line), import with pi's tree and leaf and export byte for byte.
+#[test]
+fn pi_lane_and_commit_files_import_as_pi_trees_and_export_byte_for_byte() {
+    let g = Grove::new();
+    for (dir, format, id, leaf, branch) in [
+        (
+            "pi-lanes",
+            "pi-lanes",
+            "0198aaaa-bbbb-7ccc-8ddd-eeeeeeeeeeee",
+            "e0000002",
+            "e0000003",
+        ),
+        (
+            "pi-commits",
+            "pi-commits",
+            "0199aaaa-bbbb-7ccc-8ddd-eeeeeeeeeeee",
+            "01a24e55-0480-7068-857d-845ddf73c58d",
+            "01a24e55-0485-7068-857d-845e21f84284",
+        ),
+    ] {
+        let dir = foreign(dir);
+        let out = g.ok(&["import", "--json", dir.to_str().unwrap()]);
+        assert!(out.contains(id), "{out}");
+        let file = std::fs::read_dir(&dir)
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        let exported = g.run(&["export", id, "--format", format]);
+        assert_eq!(exported.stdout, std::fs::read(&file).unwrap(), "{format}");
+        let store = g.open();
+        let session = store.session(id).unwrap();
+        // The main lane's (or branch's) leaf; the other lane a branch off the first message.
+        assert_eq!(session.leaf().unwrap().as_deref(), Some(leaf));
+        let first = session.entry(branch).unwrap().parent_id().unwrap();
+        assert!(
+            first == "e0000001" || first == "01a24e55-047d-7068-857d-8459e7c6846b",
+            "{first}"
+        );
+        assert_eq!(session.entry(&first).unwrap().parent_id(), None);
+        drop(session);
+        drop(store);
+        let tree = g.ok(&["tree", id, "--ascii"]);
+        assert!(tree.contains("user: Wie ist das Wetter?"), "{tree}");
+        assert!(tree.contains("assistant: Regnerisch."), "{tree}");
+    }
+}

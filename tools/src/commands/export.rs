@@ -25,7 +25,8 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = FlavorArg::Harness)]
     flavor: FlavorArg,
     /// The output format: pi's JSONL (in `--flavor`), or, for a session imported from another
-    /// tool's transcript, that file back, byte for byte (`claude-code`, `codex`).
+    /// tool's transcript, that file back, byte for byte (`claude-code`, `codex`, and pi's newer
+    /// `pi-lanes` and `pi-commits`).
     #[arg(long, value_enum, default_value_t = FormatArg::Pi)]
     format: FormatArg,
     /// Write to FILE instead of stdout. A regular file is replaced through a temporary file
@@ -57,6 +58,8 @@ enum FormatArg {
     Pi,
     ClaudeCode,
     Codex,
+    PiLanes,
+    PiCommits,
 }
 
 /// `--flavor` values.
@@ -77,6 +80,8 @@ pub fn run(args: Args, env: &mut Env<'_>) -> CmdResult {
     let flavor = match (args.format, args.flavor) {
         (FormatArg::ClaudeCode, _) => Flavor::Foreign(Format::ClaudeCode),
         (FormatArg::Codex, _) => Flavor::Foreign(Format::Codex),
+        (FormatArg::PiLanes, _) => Flavor::Foreign(Format::PiLanes),
+        (FormatArg::PiCommits, _) => Flavor::Foreign(Format::PiCommits),
         (FormatArg::Pi, FlavorArg::Harness) => Flavor::Harness,
         (FormatArg::Pi, FlavorArg::Cli) => Flavor::Cli,
     };

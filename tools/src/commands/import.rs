@@ -15,10 +15,10 @@ use crate::error::{CmdResult, CommandError};
 /// Import session files; each file becomes a new session.
 ///
 /// pi's session JSONL, or another tool's transcript: Claude Code's
-/// (`~/.claude/projects/PROJECT/SESSION.jsonl`, subagents' under `SESSION/subagents/`) and
-/// Codex's rollouts (`~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`), whose every line is kept
-/// byte for byte (`grove export --format` gives the file back) and linked into a tree by the
-/// tool's own links. A directory is read for its `.jsonl` files, in name order, at any depth.
+/// (`~/.claude/projects/PROJECT/SESSION.jsonl`, subagents' under `SESSION/subagents/`), Codex's
+/// rollouts (`~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`) and pi's newer harness files (0.84's
+/// lanes, 0.85–0.99's commit log), whose every line is kept byte for byte (`grove export
+/// --format` gives the file back) and linked into a tree by the tool's own links. A directory is read for its `.jsonl` files, in name order, at any depth.
 ///
 /// Files are imported in order, each atomically; the first file that fails stops the command
 /// (the files before it stay imported). Diagnostics (skipped lines, a torn final line, blank
@@ -73,6 +73,10 @@ enum FormatArg {
     Pi,
     ClaudeCode,
     Codex,
+    /// pi 0.84's lane-based JSONL.
+    PiLanes,
+    /// pi 0.85–0.99's commit log.
+    PiCommits,
 }
 
 /// `--leaf-rule` values.
@@ -107,6 +111,8 @@ pub fn run(args: Args, env: &mut Env<'_>) -> CmdResult {
             FormatArg::Pi => Detected::Pi,
             FormatArg::ClaudeCode => Detected::Foreign(Format::ClaudeCode),
             FormatArg::Codex => Detected::Foreign(Format::Codex),
+            FormatArg::PiLanes => Detected::Foreign(Format::PiLanes),
+            FormatArg::PiCommits => Detected::Foreign(Format::PiCommits),
         };
         let report = match format {
             Detected::Pi => store.import_file(file, options.clone()),
@@ -142,10 +148,15 @@ fn watch(args: Args, env: &mut Env<'_>) -> CmdResult {
 
     use crate::follow::Follower;
 
-    if args.lenient || args.format == FormatArg::Pi {
+    if args.lenient
+        || matches!(
+            args.format,
+            FormatArg::Pi | FormatArg::PiLanes | FormatArg::PiCommits
+        )
+    {
         return Err(CommandError::invalid(
             "--watch follows Claude Code and Codex transcripts, every line kept",
-            "leave out --lenient and --format pi",
+            "leave out --lenient and the pi formats",
         ));
     }
     if !(args.interval.is_finite() && args.interval >= 0.0) {
@@ -175,8 +186,11 @@ fn watch(args: Args, env: &mut Env<'_>) -> CmdResult {
                         FormatArg::ClaudeCode => Some(Format::ClaudeCode),
                         FormatArg::Codex => Some(Format::Codex),
                         _ => match detect_file(&file) {
-                            Ok(Detected::Foreign(format)) => Some(format),
-                            Ok(Detected::Pi) => None,
+                            Ok(Detected::Foreign(f @ (Format::ClaudeCode | Format::Codex))) => {
+                                Some(f)
+                            }
+                            // pi's files are followed by pi (or imported once).
+                            Ok(Detected::Foreign(_) | Detected::Pi) => None,
                             Err(e) => return Err(in_file(e, &file)),
                         },
                     };

@@ -245,6 +245,8 @@ pub(super) async fn export(
         ("cli", Flavor::Cli),
         ("claude-code", Flavor::Foreign(Format::ClaudeCode)),
         ("codex", Flavor::Foreign(Format::Codex)),
+        ("pi-lanes", Flavor::Foreign(Format::PiLanes)),
+        ("pi-commits", Flavor::Foreign(Format::PiCommits)),
     ];
     let flavor = choice("flavor", q.flavor.as_deref(), &flavors)?.unwrap_or(Flavor::Harness);
     let store = state.store()?;
