@@ -603,7 +603,12 @@ pub fn open_backend(dir: &Path, backend: &str) -> Result<Store, String> {
     open_backend_with(dir, backend, Durability::Sync)
 }
 
-/// Opens the store in `dir` with `durability` on the named backend (`sled` or `redb`).
+/// Opens the store in `dir` with `durability` on the named backend (`sled` or `redb`). The harness
+/// and its child take turns with the store: one that the other has just closed may be held for a
+/// moment after its last handle is dropped (its backend's threads end on their own), so the open
+/// waits for it (up to 30 s) instead of failing with `Locked` (a flake on a loaded machine:
+/// "cycle 7 (move): ... is in use by process ... (runner)"). A store a SIGKILLed child held is
+/// free at once: the kernel drops its lock with the process.
 pub fn open_backend_with(
     dir: &Path,
     backend: &str,
@@ -614,8 +619,13 @@ pub fn open_backend_with(
         "redb" => grove::Backend::Redb(dir.to_owned()),
         other => return Err(format!("unknown backend {other} (sled or redb)")),
     };
-    Store::open_with(StoreConfig::new(dir).backend(b).durability(durability))
-        .map_err(|e| e.to_string())
+    Store::open_with(
+        StoreConfig::new(dir)
+            .backend(b)
+            .durability(durability)
+            .lock_wait(Duration::from_secs(30)),
+    )
+    .map_err(|e| e.to_string())
 }
 
 /// Runs the harness as configured.
