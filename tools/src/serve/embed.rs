@@ -350,30 +350,11 @@ impl Embedded {
         headers: &[(String, String)],
         body: Vec<u8>,
     ) -> Result<(u16, Vec<u8>), EmbedError> {
-        // A small call goes straight to its route's handler (`routes::direct`).
         let body = axum::body::Bytes::from(body);
-        if let Some((method, client)) = direct(method, headers) {
-            let answered = self.run_here(INLINE.scope((), async {
-                let response =
-                    routes::direct::answer(&self.state, &method, target, &client, &body).await?;
-                let status = response.status().as_u16();
-                let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await;
-                Some(match bytes {
-                    Ok(bytes) => Ok((status, Vec::from(bytes))),
-                    Err(e) => Err(EmbedError::Body(e.to_string())),
-                })
-            }));
-            if let Some(answered) = answered {
-                return answered;
-            }
+        if let Some(answered) = self.answer_direct(method, target, headers, &body, false) {
+            return answered.map(|(status, pieces)| (status, pieces.joined()));
         }
-        let body = Vec::from(body);
-        let future = self.request(method, target, headers, body);
-        self.runtime.block_on(INLINE.scope((), async move {
-            let reply = future.await?;
-            let status = reply.status;
-            Ok((status, reply.all().await?))
-        }))
+        self.request_routed(method, target, headers, Vec::from(body))
     }
 
     /// [`Embedded::request_inline`] for a caller that makes values of the answer itself (node's
@@ -386,31 +367,59 @@ impl Embedded {
         headers: &[(String, String)],
         body: Vec<u8>,
     ) -> Result<(u16, Pieces), EmbedError> {
-        let bytes = axum::body::Bytes::from(body);
-        if let Some((method, client)) = direct(method, headers) {
-            let answered = self.run_here(INLINE.scope(
-                (),
-                PIECEWISE.scope((), async {
-                    let mut response =
-                        routes::direct::answer(&self.state, &method, target, &client, &bytes)
-                            .await?;
-                    let status = response.status().as_u16();
-                    if let Some(pieces) = response.extensions_mut().remove::<Pieces>() {
-                        return Some(Ok((status, pieces)));
-                    }
-                    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await;
-                    Some(match bytes {
-                        Ok(bytes) => Ok((status, Pieces::one(Vec::from(bytes)))),
-                        Err(e) => Err(EmbedError::Body(e.to_string())),
-                    })
-                }),
-            ));
-            if let Some(answered) = answered {
-                return answered;
-            }
+        let body = axum::body::Bytes::from(body);
+        if let Some(answered) = self.answer_direct(method, target, headers, &body, true) {
+            return answered;
         }
-        let (status, whole) = self.request_inline(method, target, headers, Vec::from(bytes))?;
+        let (status, whole) = self.request_routed(method, target, headers, Vec::from(body))?;
         Ok((status, Pieces::one(whole)))
+    }
+
+    /// A small call answered on this thread by its route's handler (`routes::direct`); `None`
+    /// when it is not one, or the handler leaves it to the router. With `pieces`
+    /// (`state::PIECEWISE`), a context's long messages come as pieces of their own.
+    fn answer_direct(
+        &self,
+        method: &str,
+        target: &str,
+        headers: &[(String, String)],
+        body: &axum::body::Bytes,
+        pieces: bool,
+    ) -> Option<Result<(u16, Pieces), EmbedError>> {
+        let (method, client) = direct(method, headers)?;
+        let answer = async {
+            let mut response =
+                routes::direct::answer(&self.state, &method, target, &client, body).await?;
+            let status = response.status().as_u16();
+            if let Some(pieces) = response.extensions_mut().remove::<Pieces>() {
+                return Some(Ok((status, pieces)));
+            }
+            let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await;
+            Some(match bytes {
+                Ok(bytes) => Ok((status, Pieces::one(Vec::from(bytes)))),
+                Err(e) => Err(EmbedError::Body(e.to_string())),
+            })
+        };
+        match pieces {
+            true => self.run_here(INLINE.scope((), PIECEWISE.scope((), answer))),
+            false => self.run_here(INLINE.scope((), answer)),
+        }
+    }
+
+    /// A request through the router, run to its end on this thread (`state::INLINE`).
+    fn request_routed(
+        &self,
+        method: &str,
+        target: &str,
+        headers: &[(String, String)],
+        body: Vec<u8>,
+    ) -> Result<(u16, Vec<u8>), EmbedError> {
+        let future = self.request(method, target, headers, body);
+        self.runtime.block_on(INLINE.scope((), async move {
+            let reply = future.await?;
+            let status = reply.status;
+            Ok((status, reply.all().await?))
+        }))
     }
 
     /// `future` run to its end on this thread. A small read, run inline, is ready when first

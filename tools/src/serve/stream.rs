@@ -31,6 +31,8 @@ use super::state::{State, INLINE, PIECEWISE};
 
 /// Bytes gathered before a chunk is handed over.
 const CHUNK: usize = 64 << 10;
+/// Chunks in flight between the reader and the connection.
+const DEPTH: usize = 8;
 /// The fewest bytes of a value written by [`Sink::value`] that a piecewise answer keeps as a
 /// piece of its own.
 pub const PIECE_BYTES: usize = 4 << 10;
@@ -70,8 +72,6 @@ impl Pieces {
         out
     }
 }
-/// Chunks in flight between the reader and the connection.
-const DEPTH: usize = 8;
 
 /// Where a producer writes its lines.
 pub struct Sink {
