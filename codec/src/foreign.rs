@@ -682,30 +682,27 @@ pub fn header_format(header: &str) -> Option<(Format, bool)> {
 /// shows pi's messages; the tools' other lines (titles, tags, snapshots, events, turn contexts)
 /// are bookkeeping there, as pi's `custom` entries are.
 pub fn is_message_line(line: &str) -> bool {
-    #[derive(Deserialize)]
-    struct Kind {
-        #[serde(rename = "customType")]
-        custom_type: Option<String>,
-    }
-    let Ok(Kind {
-        custom_type: Some(kind),
-    }) = serde_json::from_str::<Kind>(line)
-    else {
+    // The translation writes every entry's first bytes so, the type its `customType`'s first
+    // word: a prefix test, with no parse of the (perhaps large) line, as the tree view asks this
+    // of every `custom` entry (a LangGraph checkpoint's too).
+    const PREFIX: &str = "{\"type\":\"custom\",\"customType\":\"";
+    let Some(rest) = line.strip_prefix(PREFIX) else {
         return false;
     };
-    matches!(
-        kind.as_str(),
-        "claude-code.user"
-            | "claude-code.assistant"
-            | "claude-code.system"
-            | "codex.response_item"
-            | "codex.item"
-            | "codex.message"
-            | "codex.compacted"
-            | "pi-lanes.entry"
-            | "pi-commits.entry"
-            | "pi-commits.commit"
-    )
+    [
+        "claude-code.user\"",
+        "claude-code.assistant\"",
+        "claude-code.system\"",
+        "codex.response_item\"",
+        "codex.item\"",
+        "codex.message\"",
+        "codex.compacted\"",
+        "pi-lanes.entry\"",
+        "pi-commits.entry\"",
+        "pi-commits.commit\"",
+    ]
+    .iter()
+    .any(|kind| rest.starts_with(kind))
 }
 
 /// The original line an entry of a foreign session keeps (no newline), byte for byte; `None`
