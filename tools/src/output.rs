@@ -258,14 +258,29 @@ pub fn message_preview(message: &Value) -> String {
             let content = message.get("content").map(content_text).unwrap_or_default();
             format!("[{tool}] {content}")
         }
+        // Codex's items other than messages (a foreign session's context).
+        "" => match str_field(message, "type").unwrap_or_default() {
+            "function_call" | "custom_tool_call" | "local_shell_call" => {
+                format!("[call {}]", str_field(message, "name").unwrap_or("tool"))
+            }
+            "function_call_output" | "custom_tool_call_output" => match message.get("output") {
+                Some(Value::String(s)) => s.clone(),
+                Some(other) => content_text(other),
+                None => String::new(),
+            },
+            "reasoning" => message.get("summary").map(content_text).unwrap_or_default(),
+            _ => message.get("content").map(content_text).unwrap_or_default(),
+        },
         _ => message.get("content").map(content_text).unwrap_or_default(),
     };
     clip(&text)
 }
 
-/// The role of a message object.
+/// The role of a message object (a Codex item's `type` when it has none).
 pub fn role_of(message: &Value) -> &str {
-    str_field(message, "role").unwrap_or("?")
+    str_field(message, "role")
+        .or_else(|| str_field(message, "type"))
+        .unwrap_or("?")
 }
 
 /// The visible text of message content: a string, or blocks (text kept, others named).
@@ -276,11 +291,18 @@ fn content_text(content: &Value) -> String {
             let parts: Vec<String> = blocks
                 .iter()
                 .filter_map(|b| match str_field(b, "type") {
-                    Some("text") => str_field(b, "text").map(str::to_owned),
-                    Some("toolCall") => {
+                    // pi's blocks, and Claude's and Codex's (a foreign session's context).
+                    Some("text" | "input_text" | "output_text" | "summary_text") => {
+                        str_field(b, "text").map(str::to_owned)
+                    }
+                    Some("toolCall" | "tool_use") => {
                         Some(format!("[call {}]", str_field(b, "name").unwrap_or("tool")))
                     }
-                    Some("image") => Some("[image]".to_owned()),
+                    Some("tool_result") => Some(match b.get("content") {
+                        Some(inner) => format!("[result] {}", content_text(inner)),
+                        None => "[result]".to_owned(),
+                    }),
+                    Some("image" | "input_image") => Some("[image]".to_owned()),
                     _ => None,
                 })
                 .collect();

@@ -10,6 +10,7 @@
 
 use crate::context::build::*;
 use crate::context::build::{project, Context, ContextOptions, SelectionPath, SettingsScope};
+use crate::context::foreign;
 use crate::context::plan;
 use crate::context::views;
 use crate::context::views::Views;
@@ -45,7 +46,10 @@ pub(crate) fn build_context_at(
 ) -> Result<Context> {
     match leaf {
         None => Ok(Context::empty()),
-        Some(leaf) => crate::context::views::view_context(s, views, leaf, options),
+        Some(leaf) => match foreign::format_of(s) {
+            Some(format) => foreign::context(s, format, leaf),
+            None => crate::context::views::view_context(s, views, leaf, options),
+        },
     }
 }
 
@@ -56,9 +60,10 @@ pub(crate) fn build_context_from_scratch(
     leaf: Option<&str>,
     options: ContextOptions,
 ) -> Result<Context> {
-    match paths::start_seq(s, leaf)? {
-        None => Ok(Context::empty()),
-        Some(seq) => Ok(fold_context(s, seq, options)?.0),
+    match (paths::start_seq(s, leaf)?, foreign::format_of(s)) {
+        (None, _) => Ok(Context::empty()),
+        (Some(seq), Some(format)) => foreign::context(s, format, seq),
+        (Some(seq), None) => Ok(fold_context(s, seq, options)?.0),
     }
 }
 
@@ -126,6 +131,9 @@ pub(crate) fn for_each_message(
     let Some(start) = paths::start_seq(s, leaf)? else {
         return Ok(Context::empty());
     };
+    if let Some(format) = foreign::format_of(s) {
+        return replay(foreign::context(s, format, start)?, each);
+    }
     if let Some(ctx) = views::cached_context(s, views, start, options) {
         return replay(ctx, each);
     }

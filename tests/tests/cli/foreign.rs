@@ -348,3 +348,130 @@ fn pi_lane_and_commit_files_import_as_pi_trees_and_export_byte_for_byte() {
         assert!(tree.contains("assistant: Regnerisch."), "{tree}");
     }
 }
+
+/// The context of an imported transcript follows the tool's own rules: Claude Code's chain from
+/// the leaf to the compaction boundary (at an older entry, the branch it was on), Codex's history
+/// with the compaction standing for what came before; the CLI, the built context and the streamed
+/// one agree.
+#[test]
+fn contexts_follow_the_tools_own_rules() {
+    let g = Grove::new();
+    g.ok(&[
+        "import",
+        foreign("claude-code/-home-user-work-demo")
+            .to_str()
+            .unwrap(),
+    ]);
+    g.ok(&["import", foreign("codex").to_str().unwrap()]);
+    let json = |args: &[&str]| -> serde_json::Value { serde_json::from_str(&g.ok(args)).unwrap() };
+    let text = |m: &serde_json::Value| -> String {
+        match &m["content"] {
+            serde_json::Value::String(s) => s.clone(),
+            serde_json::Value::Array(blocks) => blocks
+                .iter()
+                .filter_map(|b| b["text"].as_str().or(b["type"].as_str()))
+                .collect::<Vec<_>>()
+                .join("|"),
+            other => other.to_string(),
+        }
+    };
+
+    let claude = json(&["context", SESSION, "--json"]);
+    let messages: Vec<String> = claude["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(text)
+        .collect();
+    assert_eq!(messages.len(), 3, "{messages:?}");
+    assert!(messages[0].starts_with("This session is being continued"));
+    assert_eq!(messages[1..], ["Danke!", "Gern geschehen."]);
+    assert_eq!(
+        claude["model"],
+        serde_json::json!({"modelId": "claude-sonnet-4-5"})
+    );
+
+    let codex_id = "rollout-2026-11-30T09-15-00-0199ab12-3456-7def-8abc-0123456789ab";
+    let codex = json(&["context", codex_id, "--json"]);
+    let messages: Vec<String> = codex["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(text)
+        .collect();
+    assert_eq!(
+        messages,
+        [
+            "Liste die Dateien auf",
+            "Summary: the user listed the files of the repository.",
+            "Danke"
+        ]
+    );
+    assert_eq!(
+        codex["model"],
+        serde_json::json!({"modelId": "gpt-5-codex"})
+    );
+    assert_eq!(codex["thinkingLevel"], "medium");
+
+    let store = g.open();
+    let options = grove::ContextOptions::grove();
+    // Before Claude Code's compaction, on the branch of the second question.
+    let session = store.session(SESSION).unwrap();
+    let at = uuid(7);
+    let before = session.build_context_with(Some(&at), options).unwrap();
+    let texts: Vec<String> = before
+        .messages
+        .iter()
+        .map(|m| text(&serde_json::from_str(m).unwrap()))
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            "Wie ist das Wetter in Zürich?",
+            "thinking|tool_use",
+            "tool_result",
+            "Sonnig, 24 °C.",
+            "Und nächste Woche?",
+            "Wechselhaft."
+        ]
+    );
+    // Before Codex's compaction: the items as they were, the call answered.
+    let rollout = store.session(codex_id).unwrap();
+    let early = rollout.build_context_with(Some("L8"), options).unwrap();
+    let kinds: Vec<String> = early
+        .messages
+        .iter()
+        .map(|m| {
+            serde_json::from_str::<serde_json::Value>(m).unwrap()["type"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "message",
+            "reasoning",
+            "function_call",
+            "function_call_output",
+            "message"
+        ]
+    );
+    // Streamed and built agree, at the leaf and at an entry.
+    for (s, leaf) in [
+        (&session, None),
+        (&session, Some(at.as_str())),
+        (&rollout, None),
+    ] {
+        let built = s.build_context_with(leaf, options).unwrap().to_json();
+        let mut streamed = Vec::new();
+        s.write_context(leaf, options, &mut streamed).unwrap();
+        assert_eq!(String::from_utf8(streamed).unwrap(), built);
+        let scratch = s
+            .build_context_from_scratch(leaf, options)
+            .unwrap()
+            .to_json();
+        assert_eq!(scratch, built);
+    }
+}

@@ -8,7 +8,10 @@ fixture a store in this process)."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import pathlib
+import re
+import shutil
 import subprocess
 import sys
 import uuid
@@ -18,6 +21,7 @@ from typing import Any
 import pytest
 from claude_agent_sdk import (
     InMemorySessionStore,
+    get_session_messages,
     delete_session_via_store,
     fork_session_via_store,
     get_session_info_from_store,
@@ -35,7 +39,7 @@ from claude_agent_sdk.types import SessionKey, SessionListSubkeysKey
 from grove_client import AsyncGroveClient
 from grove_client.claude_agent_sdk import GroveSessionStore, session_of
 
-from .conftest import Server
+from .conftest import Server, grove_bin
 
 
 @pytest.fixture
@@ -180,3 +184,37 @@ def test_the_example_runs(tmp_path: pathlib.Path) -> None:
     done = subprocess.run([sys.executable, str(example), str(tmp_path / "store")], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout == "claude session: 4 messages, fork: 2 messages, 2 sessions listed\n"
+
+
+FOREIGN = pathlib.Path(__file__).resolve().parents[4] / "tests" / "fixtures" / "foreign" / "claude-code"
+
+
+@pytest.mark.parametrize("project", ["-home-user-work-demo", "-home-user-work-tools"])
+def test_the_context_of_an_imported_transcript_is_the_sdks_conversation(
+    project: str, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`grove import --format claude-code` then `grove context`: the messages are exactly what
+    the SDK's `get_session_messages` reads from the same file (its leaf, its chain stopping at
+    the compaction boundary, the parallel tool calls and results put back, meta and sidechain
+    lines left out), and the session's leaf is the SDK's."""
+    config = tmp_path / "claude"
+    projects = config / "projects"
+    projects.mkdir(parents=True)
+    source = FOREIGN / project
+    shutil.copytree(source, projects / project)
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
+    store = tmp_path / "store"
+    report = subprocess.run([grove_bin(), "--store", str(store), "import", "--format", "claude-code", str(source)],
+                            check=True, capture_output=True, text=True).stdout
+    # "FILE: session ID (N entries, leaf LEAF)"
+    leaves = dict(re.findall(r"session (\S+) \(\d+ entries, leaf (\S+)\)", report))
+    sessions = [p.stem for p in source.glob("*.jsonl")]
+    assert sessions
+    for sid in sessions:
+        expected = get_session_messages(sid)
+        assert expected, f"the SDK reads no messages from {sid}"
+        out = subprocess.run([grove_bin(), "--store", str(store), "context", sid, "--json"],
+                             check=True, capture_output=True, text=True).stdout
+        got = json.loads(out)["messages"]
+        assert got == [m.message for m in expected], sid
+        assert leaves[sid] == expected[-1].uuid, sid

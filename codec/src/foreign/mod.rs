@@ -23,6 +23,11 @@ use serde_json::value::RawValue;
 
 use crate::error::LineError;
 
+pub mod chain;
+pub mod history;
+
+use chain::Link;
+
 /// A transcript format other than pi's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
@@ -108,6 +113,14 @@ struct Fields<'a> {
     key: Option<&'a RawValue>,
     #[serde(borrow)]
     value: Option<&'a RawValue>,
+    #[serde(rename = "agentId", borrow)]
+    agent_id: Option<&'a RawValue>,
+    #[serde(rename = "sourceToolAssistantUUID", borrow)]
+    source_tool_assistant: Option<&'a RawValue>,
+    #[serde(borrow)]
+    message: Option<&'a RawValue>,
+    #[serde(borrow)]
+    record_type: Option<&'a RawValue>,
 }
 
 /// A Codex `session_meta` payload's fields.
@@ -117,14 +130,12 @@ struct SessionMeta<'a> {
     id: Option<&'a RawValue>,
     #[serde(borrow)]
     cwd: Option<&'a RawValue>,
+    #[serde(borrow)]
+    model_provider: Option<&'a RawValue>,
 }
 
 fn text(raw: Option<&RawValue>) -> Option<String> {
     raw.and_then(|r| serde_json::from_str::<String>(r.get()).ok())
-}
-
-fn is_true(raw: Option<&RawValue>) -> bool {
-    raw.is_some_and(|r| r.get() == "true")
 }
 
 /// Which format a file is in, from its first line: Claude Code's lines carry `sessionId` and
@@ -190,11 +201,8 @@ pub struct Translated {
     pub parent: Option<String>,
     /// The pi entry line (no newline).
     pub line: Vec<u8>,
-    /// Whether the line is a main-chain message (Claude Code's rule for the leaf: a `user` or
-    /// `assistant` line, not a sidechain's, not meta, not a team's).
-    pub main_message: bool,
-    /// The `uuid` the line's parent link names, if any (Claude Code).
-    pub parent_uuid: Option<String>,
+    /// A Claude Code transcript entry's part in the leaf rule ([`chain::leaf`]).
+    pub claude: Option<Link>,
     /// The session id, working directory and time the line names, if any.
     pub session_id: Option<String>,
     /// The working directory the line names.
@@ -326,8 +334,7 @@ impl Translator {
             id,
             parent,
             line: out,
-            main_message: info.main,
-            parent_uuid: info.link,
+            claude: info.claude,
             session_id: info.session_id,
             cwd: info.cwd,
             timestamp: info.timestamp,
@@ -347,8 +354,8 @@ struct LineInfo {
     /// The id of the line's parent (Claude's `parentUuid` or `logicalParentUuid`, a pi entry's
     /// `parentId`).
     link: Option<String>,
-    /// A main-chain message (Claude Code's leaf rule).
-    main: bool,
+    /// A Claude Code transcript entry's part in the leaf rule.
+    claude: Option<Link>,
     session_id: Option<String>,
     cwd: Option<String>,
     timestamp: Option<String>,
@@ -358,15 +365,24 @@ struct LineInfo {
 
 fn claude_info(fields: &Fields<'_>) -> LineInfo {
     let kind = text(fields.ty).unwrap_or_else(|| "line".to_owned());
-    let main = matches!(kind.as_str(), "user" | "assistant")
-        && !is_true(fields.is_sidechain)
-        && !is_true(fields.is_meta)
-        && fields.team_name.is_none_or(|t| t.get() == "null");
+    let claude = match text(fields.uuid) {
+        Some(uuid) if chain::is_transcript_type(&kind) => {
+            let (message, main) =
+                chain::link_flags(&kind, fields.is_sidechain, fields.is_meta, fields.team_name);
+            Some(Link {
+                uuid,
+                parent: text(fields.parent_uuid).filter(|p| !p.is_empty()),
+                message,
+                main,
+            })
+        }
+        _ => None,
+    };
     LineInfo {
         kind,
         own_id: text(fields.uuid),
         link: text(fields.parent_uuid).or_else(|| text(fields.logical_parent_uuid)),
-        main,
+        claude,
         session_id: text(fields.session_id),
         cwd: text(fields.cwd),
         timestamp: text(fields.timestamp),
@@ -388,7 +404,6 @@ fn codex_info(fields: &Fields<'_>) -> LineInfo {
         (None, false) => "item".to_owned(),
     };
     LineInfo {
-        main: kind == "response_item" || kind == "item",
         kind,
         session_id: if legacy {
             text(fields.id)
@@ -424,7 +439,6 @@ fn lanes_info(fields: &Fields<'_>) -> LineInfo {
         "entry" => {
             let id = text(fields.id);
             LineInfo {
-                main: text(fields.ty).as_deref() == Some("message"),
                 leaf_hint: main_lane.then(|| id.clone()),
                 own_id: id,
                 link: text(fields.parent_id),
@@ -480,7 +494,6 @@ fn commit_info(writes: &[Fields<'_>]) -> LineInfo {
         kind,
         own_id: entry.and_then(|e| text(e.id)),
         link: entry.and_then(|e| text(e.parent_id)),
-        main: entry.is_some_and(|e| text(e.ty).as_deref() == Some("message")),
         timestamp: entry.and_then(|e| pi_time(e.timestamp)),
         leaf_hint,
         ..LineInfo::default()
@@ -510,10 +523,8 @@ pub struct Survey {
     pub last: Option<String>,
     /// Whether the file ends with a newline.
     pub final_newline: bool,
-    /// Main-chain messages in order, with the uuid they have (Claude Code's leaf rule).
-    candidates: Vec<String>,
-    /// Claude `uuid`s some line names as its parent.
-    referenced: HashSet<String>,
+    /// Claude Code's transcript entries in order, with the entry id each got (the leaf rule).
+    links: Vec<(Link, String)>,
     /// Every entry id given.
     ids: HashSet<String>,
     /// The last leaf a line set (pi's lanes and branch tips).
@@ -542,11 +553,8 @@ impl Survey {
         if self.first_timestamp.is_none() {
             self.first_timestamp.clone_from(&t.timestamp);
         }
-        if let Some(p) = &t.parent_uuid {
-            self.referenced.insert(p.clone());
-        }
-        if t.main_message {
-            self.candidates.push(t.id.clone());
+        if let Some(link) = &t.claude {
+            self.links.push((link.clone(), t.id.clone()));
         }
         self.ids.insert(t.id.clone());
         self.last = Some(t.id.clone());
@@ -555,8 +563,7 @@ impl Survey {
         }
     }
 
-    /// The leaf: Claude Code's rule (the last main-chain message no line names as its parent,
-    /// by position), Codex's (the last line), pi's (the `main` lane's or branch's last leaf);
+    /// The leaf: Claude Code's rule (the Agent SDK's, [`chain::leaf`]), Codex's (the last line), pi's (the `main` lane's or branch's last leaf);
     /// the last line when no message qualifies.
     pub fn leaf(&self) -> Option<String> {
         self.target().flatten()
@@ -572,13 +579,12 @@ impl Survey {
         }
         self.last.as_ref()?;
         Some(match self.format {
-            Some(Format::ClaudeCode) => self
-                .candidates
-                .iter()
-                .rev()
-                .find(|id| !self.referenced.contains(*id))
-                .cloned()
-                .or_else(|| self.last.clone()),
+            Some(Format::ClaudeCode) => {
+                let links: Vec<&Link> = self.links.iter().map(|(l, _)| l).collect();
+                chain::leaf(&links)
+                    .map(|i| self.links[i].1.clone())
+                    .or_else(|| self.last.clone())
+            }
             _ => self.last.clone(),
         })
     }
