@@ -137,8 +137,11 @@ impl Kept {
             ("message", Some("user")) => {
                 let parts: Vec<Part<'_>> = item
                     .content
-                    .and_then(|c| serde_json::from_str(c.get()).ok())
-                    .unwrap_or_default();
+                    .and_then(|c| serde_json::from_str::<Vec<&RawValue>>(c.get()).ok())
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter_map(|p| serde_json::from_str(p.get()).ok())
+                    .collect();
                 Some(
                     parts
                         .iter()

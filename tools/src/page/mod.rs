@@ -68,6 +68,8 @@ pub fn write_session_page(session: &Session, out: &mut dyn Write) -> CmdResult<P
         },
         "leaf": session.leaf()?,
         "roots": tree.roots,
+        // Another tool's transcript: the page builds its context by that tool's rules.
+        "format": grove_codec::foreign::header_format(&record.header).map(|(f, _)| f.name()),
     });
     let head = head.to_string();
     // `{…head…, "nodes": [...], "lines": [...]}`: the head's closing brace is reopened.

@@ -3,7 +3,8 @@
 // One page, two sources of data. Export mode (`grove export --html`): the session is embedded
 // as JSON in the #grove-data element (the tree as the server's tree route gives it, and every
 // entry's line), and the context at an entry is computed here from the entries, by the rules of
-// engine/src/context.rs with grove's default options. Server mode (`GET /view` of `grove serve`):
+// engine/src/context.rs with grove's default options (for another tool's transcript, by that
+// tool's rules, as engine/src/context/foreign.rs builds it). Server mode (`GET /view` of `grove serve`):
 // the page holds no data; it reads the session list, a session's tree, entries and operations and
 // the context at an entry from the server's routes, with the bearer token given in the URL
 // fragment (`/view#token=TOKEN`, docs/api.md).
@@ -611,6 +612,328 @@
 		return { messages, model, thinkingLevel: thinking, activeToolNames: tools };
 	}
 
+	// ---- the context of another tool's transcript (export mode) ----
+	// engine/src/context/foreign.rs, codec/src/foreign/chain.rs and history.rs (docs/format.md,
+	// "Foreign transcripts"): Claude Code's is the Claude Agent SDK's conversation, Codex's the
+	// history Codex rebuilds from a rollout.
+
+	/** The original line an entry of a foreign session keeps, parsed (null for any other). */
+	function originalOf(i) {
+		const e = entryOf(i);
+		if (!isObject(e) || e.type !== "custom" || typeof e.customType !== "string") return null;
+		if (has(e, "data")) return e.data;
+		if (typeof e.text === "string") {
+			try {
+				return JSON.parse(e.text);
+			} catch {
+				return null;
+			}
+		}
+		return null;
+	}
+
+	/** Python's truthiness of a JSON value. */
+	function pyTruthy(v) {
+		if (Array.isArray(v)) return v.length > 0;
+		if (isObject(v)) return Object.keys(v).length > 0;
+		return truthy(v);
+	}
+
+	function blockIds(e, blockType, field) {
+		const m = e.message;
+		if (!isObject(m) || !Array.isArray(m.content)) return [];
+		const ids = [];
+		for (const b of m.content) if (isObject(b) && b.type === blockType && typeof b[field] === "string") ids.push(b[field]);
+		return ids;
+	}
+
+	function messageIdOf(e) {
+		if (e.type !== "assistant" || !isObject(e.message)) return null;
+		const id = e.message.id;
+		return typeof id === "string" && id !== "" ? id : null;
+	}
+
+	/** The Claude Agent SDK's conversation at node `leaf` (`get_session_messages`). */
+	function computeClaudeContext(leaf) {
+		const types = new Set(["user", "assistant", "progress", "system", "attachment"]);
+		const entries = []; // [node index, line] of each transcript entry, in file order
+		const at = new Map(); // node index -> position in entries
+		for (let i = 0; i < view.nodes.length; i++) {
+			const l = originalOf(i);
+			if (isObject(l) && types.has(l.type) && typeof l.uuid === "string") {
+				at.set(i, entries.length);
+				entries.push(l);
+			}
+		}
+		const empty = { messages: [], model: null, thinkingLevel: "off", activeToolNames: null };
+		let start = -1;
+		const seenNodes = new Set();
+		for (let i = leaf; i >= 0 && !seenNodes.has(i); i = view.parent[i]) {
+			seenNodes.add(i);
+			if (at.has(i)) {
+				start = at.get(i);
+				break;
+			}
+		}
+		if (start < 0) return empty;
+		const byUuid = new Map(); // uuid -> its last entry (a Map keeps the first insertion's order)
+		for (const e of entries) byUuid.set(e.uuid, e);
+		const parentOf = (e) => (typeof e.parentUuid === "string" && e.parentUuid !== "" ? byUuid.get(e.parentUuid) : undefined);
+		let chain = [];
+		const seen = new Set();
+		for (let cur = entries[start]; cur !== undefined; cur = parentOf(cur)) {
+			if (seen.has(cur.uuid)) break;
+			seen.add(cur.uuid);
+			chain.push(cur);
+		}
+		chain.reverse();
+		chain = recoverParallel(byUuid, chain, seen);
+		const messages = [];
+		let model = null;
+		for (const e of chain) {
+			if ((e.type !== "user" && e.type !== "assistant") || pyTruthy(e.isMeta) || pyTruthy(e.isSidechain) || pyTruthy(e.teamName)) continue;
+			messages.push(has(e, "message") ? e.message : null);
+			if (e.type === "assistant" && isObject(e.message) && typeof e.message.model === "string" && e.message.model !== "<synthetic>") {
+				model = { modelId: e.message.model };
+			}
+		}
+		return { messages, model, thinkingLevel: "off", activeToolNames: null };
+	}
+
+	/** `_recover_orphaned_parallel_tool_results`. */
+	function recoverParallel(byUuid, chain, seen) {
+		const chainAssistants = chain.filter((e) => e.type === "assistant");
+		const anchor = new Map();
+		for (const e of chainAssistants) {
+			const id = messageIdOf(e);
+			if (id) anchor.set(id, e);
+		}
+		if (anchor.size === 0) return chain;
+		const siblings = new Map();
+		const callOwner = new Map();
+		const resultEntries = [];
+		for (const e of byUuid.values()) {
+			const mid = messageIdOf(e);
+			if (mid) {
+				if (!siblings.has(mid)) siblings.set(mid, []);
+				siblings.get(mid).push(e);
+				for (const call of blockIds(e, "tool_use", "id")) {
+					if (!callOwner.has(call)) {
+						callOwner.set(call, e);
+						continue;
+					}
+					const owner = callOwner.get(call);
+					callOwner.set(call, owner !== null && messageIdOf(owner) === mid ? e : null);
+				}
+			} else if (e.type === "user" && typeof e.parentUuid === "string" && e.parentUuid !== "" && hasToolResult(e)) {
+				resultEntries.push(e);
+			}
+		}
+		const sameWriter = (a, b) => pyTruthy(a.isSidechain) === pyTruthy(b.isSidechain) && JSON.stringify(a.agentId) === JSON.stringify(b.agentId);
+		const byAssistant = new Map();
+		const add = (key, r) => {
+			if (!byAssistant.has(key)) byAssistant.set(key, []);
+			byAssistant.get(key).push(r);
+		};
+		for (const r of resultEntries) {
+			add(r.parentUuid, r);
+			if (typeof r.sourceToolAssistantUUID === "string") {
+				const source = byUuid.get(r.sourceToolAssistantUUID);
+				if (source !== undefined && sameWriter(r, source)) add(r.sourceToolAssistantUUID, r);
+			}
+			for (const call of blockIds(r, "tool_result", "tool_use_id")) {
+				const owner = callOwner.get(call);
+				if (owner && sameWriter(r, owner)) add(owner.uuid, r);
+			}
+		}
+		const position = new Map();
+		let k = 0;
+		for (const uuid of byUuid.keys()) position.set(uuid, k++);
+		let answeredOnChain = null;
+		const processed = new Set();
+		const inserts = new Map();
+		const byTime = (a, b) => {
+			const x = typeof a.timestamp === "string" ? a.timestamp : "";
+			const y = typeof b.timestamp === "string" ? b.timestamp : "";
+			return x < y ? -1 : x > y ? 1 : 0;
+		};
+		for (const a of chainAssistants) {
+			const mid = messageIdOf(a);
+			if (!mid || processed.has(mid)) continue;
+			processed.add(mid);
+			const group = siblings.get(mid) || [a];
+			const members = new Set(group.map((m) => m.uuid));
+			const orphanedSiblings = group.filter((m) => !seen.has(m.uuid));
+			const orphanedResults = [];
+			const strays = [];
+			const collected = new Set();
+			for (const m of group) {
+				for (const r of byAssistant.get(m.uuid) || []) {
+					if (seen.has(r.uuid) || collected.has(r.uuid)) continue;
+					collected.add(r.uuid);
+					if (members.has(r.parentUuid)) orphanedResults.push(r);
+					else strays.push(r);
+				}
+			}
+			if (strays.length > 0) {
+				if (answeredOnChain === null) answeredOnChain = new Set(chain.flatMap((e) => blockIds(e, "tool_result", "tool_use_id")));
+				const answered = new Set(answeredOnChain);
+				for (const r of orphanedResults) for (const id of blockIds(r, "tool_result", "tool_use_id")) answered.add(id);
+				strays.sort((x, y) => position.get(x.uuid) - position.get(y.uuid));
+				for (const r of strays) {
+					const calls = blockIds(r, "tool_result", "tool_use_id");
+					const open = calls.some((c) => !answered.has(c) && callOwner.get(c) && members.has(callOwner.get(c).uuid));
+					if (!open) continue;
+					for (const c of calls) answered.add(c);
+					orphanedResults.push(r);
+				}
+			}
+			if (orphanedSiblings.length === 0 && orphanedResults.length === 0) continue;
+			orphanedSiblings.sort(byTime);
+			orphanedResults.sort(byTime);
+			const recovered = orphanedSiblings.concat(orphanedResults);
+			for (const r of recovered) seen.add(r.uuid);
+			inserts.set(anchor.get(mid).uuid, recovered);
+		}
+		if (inserts.size === 0) return chain;
+		const out = [];
+		for (const e of chain) {
+			out.push(e);
+			for (const r of inserts.get(e.uuid) || []) out.push(r);
+		}
+		return out;
+	}
+
+	/** Whether a line's message content has a tool_result block. */
+	function hasToolResult(e) {
+		const m = e.message;
+		return isObject(m) && Array.isArray(m.content) && m.content.some((b) => isObject(b) && b.type === "tool_result");
+	}
+
+	const CODEX_ROLLOUT = new Set(["session_meta", "response_item", "event_msg", "turn_context", "compacted"]);
+	const CODEX_RECORDED = new Set(["function_call", "function_call_output", "custom_tool_call", "custom_tool_call_output", "local_shell_call", "reasoning", "web_search_call", "compaction", "compaction_summary", "context_compaction", "tool_search_call", "tool_search_output", "image_generation_call", "agent_message", "mcp_tool_call", "mcp_tool_call_output"]);
+	const CODEX_CONTEXTUAL = ["<environment_context>", "<turn_aborted>", "<user_instructions>", "# agents.md instructions", "<skill>", "<user_shell_command>", "<subagent_notification>"];
+
+	/** A user message's input_text parts joined, or null for any other item. */
+	function userText(item) {
+		if (!isObject(item) || item.type !== "message" || item.role !== "user") return null;
+		const parts = Array.isArray(item.content) ? item.content : [];
+		return parts.filter((p) => isObject(p) && p.type === "input_text" && typeof p.text === "string").map((p) => p.text).join("");
+	}
+
+	function userTurn(item) {
+		const t = userText(item);
+		if (t === null) return false;
+		const start = t.trimStart().toLowerCase();
+		return !CODEX_CONTEXTUAL.some((c) => start.startsWith(c));
+	}
+
+	/** Codex's middle truncation to `tokens` tokens of 4 bytes. */
+	function truncateMiddle(text, tokens) {
+		const bytes = new TextEncoder().encode(text);
+		const budget = tokens * 4;
+		if (bytes.length <= budget) return text;
+		let left = Math.floor(budget / 2);
+		while (left > 0 && (bytes[left] & 0xc0) === 0x80) left--;
+		let right = bytes.length - (budget - Math.floor(budget / 2));
+		while (right < bytes.length && (bytes[right] & 0xc0) === 0x80) right++;
+		const d = new TextDecoder();
+		return `${d.decode(bytes.subarray(0, left))}…${Math.ceil((right - left) / 4)} tokens truncated…${d.decode(bytes.subarray(right))}`;
+	}
+
+	/** The history Codex rebuilds from the rollout's lines on the path to node `leaf`. */
+	function computeCodexContext(leaf) {
+		const path = [];
+		const seenNodes = new Set();
+		for (let i = leaf; i >= 0 && !seenNodes.has(i); i = view.parent[i]) {
+			seenNodes.add(i);
+			path.push(i);
+		}
+		path.reverse();
+		let items = [];
+		const summaries = new Set();
+		let model = null;
+		let effort = null;
+		let provider = null;
+		const str = (v) => (typeof v === "string" ? v : null);
+		const record = (item) => {
+			if (!isObject(item) || typeof item.type !== "string") return;
+			if (item.type === "message" ? item.role !== "system" : CODEX_RECORDED.has(item.type)) items.push(item);
+		};
+		for (const i of path) {
+			const l = originalOf(i);
+			if (!isObject(l) || has(l, "record_type")) continue;
+			const p = l.payload;
+			if (l.type === "response_item" && has(l, "payload")) record(p);
+			else if (l.type === "compacted" && isObject(p)) {
+				const message = str(p.message) ?? "";
+				if (Array.isArray(p.replacement_history)) {
+					items = p.replacement_history.filter((x) => isObject(x) && typeof x.type === "string");
+				} else {
+					const users = items.filter(userTurn).map(userText).filter((t) => !summaries.has(t));
+					let remaining = 20000;
+					const selected = [];
+					for (let k = users.length - 1; k >= 0 && remaining > 0; k--) {
+						const tokens = Math.ceil(new TextEncoder().encode(users[k]).length / 4);
+						if (tokens <= remaining) {
+							selected.push(users[k]);
+							remaining -= tokens;
+						} else {
+							selected.push(truncateMiddle(users[k], remaining));
+							break;
+						}
+					}
+					selected.reverse();
+					selected.push(message === "" ? "(no summary available)" : message);
+					items = selected.map((text) => ({ type: "message", role: "user", content: [{ type: "input_text", text }] }));
+				}
+				summaries.add(message);
+			} else if (l.type === "event_msg" && isObject(p) && p.type === "thread_rolled_back") {
+				const n = Number.isInteger(p.num_turns) && p.num_turns > 0 ? p.num_turns : 0;
+				const turns = [];
+				items.forEach((item, k) => {
+					if (userTurn(item)) turns.push(k);
+				});
+				if (turns.length > 0 && n > 0) items = items.slice(0, n >= turns.length ? turns[0] : turns[turns.length - n]);
+			} else if (l.type === "turn_context" && isObject(p)) {
+				model = str(p.model) ?? model;
+				effort = str(p.effort);
+			} else if (l.type === "session_meta" && isObject(p)) {
+				provider = str(p.model_provider) ?? provider;
+			} else if (typeof l.type === "string" && !CODEX_ROLLOUT.has(l.type) && !has(l, "payload")) {
+				record(l);
+			}
+		}
+		// As before each request: every call answered, no output without its call.
+		const answerOf = (item) => (item.type === "function_call" || item.type === "local_shell_call" ? "function_call_output" : item.type === "custom_tool_call" ? "custom_tool_call_output" : null);
+		const calls = new Set();
+		const outputs = new Set();
+		for (const item of items) {
+			if (typeof item.call_id !== "string") continue;
+			const answer = answerOf(item);
+			if (answer) calls.add(`${answer} ${item.call_id}`);
+			if (item.type === "function_call_output" || item.type === "custom_tool_call_output") outputs.add(`${item.type} ${item.call_id}`);
+		}
+		const messages = [];
+		for (const item of items) {
+			const id = typeof item.call_id === "string" ? item.call_id : null;
+			if ((item.type === "function_call_output" || item.type === "custom_tool_call_output") && (id === null || !calls.has(`${item.type} ${id}`))) continue;
+			messages.push(item);
+			const answer = answerOf(item);
+			if (answer && id !== null && !outputs.has(`${answer} ${id}`)) messages.push({ type: answer, call_id: id, output: "aborted" });
+		}
+		const m = model === null ? null : provider === null ? { modelId: model } : { provider, modelId: model };
+		return { messages, model: m, thinkingLevel: effort ?? "off", activeToolNames: null };
+	}
+
+	/** The context at node `leaf` of the exported session, by its format's rules. */
+	function contextOfExported(leaf) {
+		if (data.format === "claude-code") return computeClaudeContext(leaf);
+		if (data.format === "codex") return computeCodexContext(leaf);
+		if (data.format === "pi-lanes" || data.format === "pi-commits") return { messages: [], model: null, thinkingLevel: "off", activeToolNames: null };
+		return computeContext(leaf);
+	}
+
 	// ---- the server ----
 	const fragment = new URLSearchParams(location.hash.slice(1));
 	const token = fragment.get("token");
@@ -797,10 +1120,10 @@
 		const s = data.session;
 		$("title").textContent = s.name ? `${s.name} (${s.id})` : s.id;
 		document.title = `grove · ${s.name || s.id}`;
-		load({ nodes: data.nodes, roots: data.roots }, data.leaf, (i) => data.lines[i], computeContext);
+		load({ nodes: data.nodes, roots: data.roots }, data.leaf, (i) => data.lines[i], contextOfExported);
 	} else {
 		startServer().catch((err) => showError(err.message || String(err)));
 	}
 	// For tests and the console: what is shown.
-	window.groveView = { view, computeContext: (id) => computeContext(view.indexOf.get(id)), reveal: (id) => reveal(view.indexOf.get(id)) };
+	window.groveView = { view, computeContext: (id) => contextOfExported(view.indexOf.get(id)), reveal: (id) => reveal(view.indexOf.get(id)) };
 })();

@@ -288,6 +288,40 @@ describe("grove export --html", () => {
 		await page.close();
 	});
 
+	it("computes the context grove builds at every entry of Claude Code's and Codex's transcripts", async () => {
+		// The tools' own rules (docs/format.md, "Foreign transcripts"), ported to the page: the
+		// page's context at each entry equals `grove context --from ID --json`.
+		const foreign = resolve(fixtures, "../foreign");
+		const imported: { session: string }[] = [];
+		for (const dir of ["claude-code/-home-user-work-demo", "claude-code/-home-user-work-tools", "codex"]) {
+			for (const line of grove(["import", join(foreign, dir), "--json"]).trim().split("\n")) imported.push(JSON.parse(line));
+		}
+		const page = await (await theBrowser()).newPage();
+		const errors: string[] = [];
+		page.on("pageerror", (e) => errors.push(String(e)));
+		let compared = 0;
+		let nonEmpty = 0;
+		for (const [k, { session }] of imported.entries()) {
+			await page.goto(exportHtml(session, `foreign-${k}`));
+			await page.waitForFunction(() => document.getElementById("status")?.textContent !== "");
+			const ids: string[] = await page.evaluate(() => window.groveView.view.nodes.map((n) => n.id));
+			const computed: unknown[] = JSON.parse(
+				await page.evaluate((want) => JSON.stringify(want.map((id) => window.groveView.computeContext(id))), ids),
+			);
+			for (const [i, id] of ids.entries()) {
+				const expected = groveContext(session, id) as { messages: unknown[] };
+				expect(computed[i], `${session}: context at ${id}`).toEqual(expected);
+				compared++;
+				if (expected.messages.length > 0) nonEmpty++;
+			}
+		}
+		await page.close();
+		expect(errors).toEqual([]);
+		expect(imported.length).toBe(5);
+		expect(compared).toBeGreaterThan(50);
+		expect(nonEmpty).toBeGreaterThan(40);
+	}, 300_000);
+
 	it("computes the context grove's server builds at the entries of every pi-oracle fixture", async () => {
 		const files = readdirSync(fixtures).filter((f) => f.endsWith(".jsonl"));
 		let sessions = 0;
