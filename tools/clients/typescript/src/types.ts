@@ -86,7 +86,7 @@ export interface ImportResult {
 	warnings: unknown[];
 }
 
-export type ExportFlavor = "harness" | "cli";
+export type ExportFlavor = "harness" | "cli" | "claude-code" | "codex" | "pi-lanes" | "pi-commits";
 
 export type ForkMode = "path" | "rechained" | "copy";
 

@@ -1,0 +1,76 @@
+/**
+ * pi 0.84's lane-based storage on grove (src/pi-lanes.ts): pi's own backend conformance suite from
+ * the npm package (pi-agent-core 0.84.4, `createSessionBackendConformance`, every case) on
+ * `GrovePiLaneRepo`; then what the mapping promises on grove's side (one entry per line, pi's file
+ * back from `grove export --format pi-lanes`, a second writer refused). On the run's server, or in
+ * this process (GROVE_TRANSPORT=in-process).
+ */
+import { randomUUID } from "node:crypto";
+import * as pi from "pi-agent-core-084";
+import type { JsonlSessionMetadata, Session, SessionRepo } from "pi-agent-core-084";
+import { createSessionBackendConformance } from "pi-agent-core-084/session/testing";
+import { afterAll, describe, expect, it } from "vitest";
+import { GrovePiLaneRepo, LANE_LINE } from "../src/pi-lanes.js";
+import { testClient } from "./clients.js";
+
+const client = testClient("pi-lanes-test");
+afterAll(() => client.close());
+
+/** A repo of its own: a prefix no other repo of the run uses. */
+function freshRepo(): GrovePiLaneRepo<Session<JsonlSessionMetadata>, JsonlSessionMetadata> {
+	return new GrovePiLaneRepo(client, pi, { prefix: `pl${randomUUID().replaceAll("-", "").slice(0, 12)}`, cwd: "/work/demo" });
+}
+
+// The adapter has pi's type (checked by tsc).
+const asRepo = (repo: GrovePiLaneRepo<Session<JsonlSessionMetadata>, JsonlSessionMetadata>): SessionRepo => repo;
+
+const cases = createSessionBackendConformance(async () => ({
+	repository: asRepo(freshRepo()),
+	async [Symbol.asyncDispose]() {},
+}));
+
+describe("pi 0.84.4's backend conformance on GrovePiLaneRepo", () => {
+	it("has pi's 30 cases", () => expect(cases).toHaveLength(30));
+	for (const c of cases) it(`${c.group} > ${c.name}`, () => c.run());
+});
+
+describe("on grove's side", () => {
+	it("keeps each line as one entry, exports pi's file and refuses a second writer", async () => {
+		const repo = freshRepo();
+		const session = await repo.create({ id: "kept" });
+		const first = await session.appendMessage({ role: "user", content: [{ type: "text", text: "Grüße 😀" }], timestamp: 1 });
+		await session.createLane("retry", first);
+		await session.view("retry").appendMessage({ role: "user", content: "again", timestamp: 2 });
+		await session.setName("named");
+		await session.setLabel(first, "first");
+		const metadata = await session.getMetadata();
+		const sid = repo.fs.sessionOf(metadata.path);
+
+		const entries = await client.entries(sid);
+		expect(entries.map((e) => e.customType)).toEqual(["header", "entry", "lane", "entry", "fact", "fact"].map((k) => LANE_LINE + k));
+		expect(entries.map((e) => e.parentId)).toEqual([null, ...entries.slice(0, -1).map((e) => e.id)]);
+		expect((await client.getSession(sid)).metadata).toMatchObject({ foreign: { format: "pi-lanes", file: metadata.path } });
+		// The lines are pi's: its own repository reads them back, and grove exports them as pi's file.
+		const file = await client.exportSession(sid, { flavor: "pi-lanes" });
+		const lines = file.trimEnd().split("\n");
+		expect(JSON.parse(lines[0] ?? "")).toMatchObject({ kind: "header", version: 4, id: "kept", cwd: "/work/demo" });
+		expect(lines).toHaveLength(6);
+		const again = await repo.open(metadata);
+		expect(await again.getName()).toBe("named");
+		expect(await again.getLanes()).toEqual(await session.getLanes());
+		expect(await again.getLog()).toEqual(await session.getLog());
+
+		// Two writers of one session: the one that appends second is refused, nothing interleaved.
+		const other = await freshRepoOn(repo).open(metadata);
+		await again.appendMessage({ role: "user", content: "from one", timestamp: 3 });
+		await expect(other.appendMessage({ role: "user", content: "from another", timestamp: 4 })).rejects.toMatchObject({ code: "storage" });
+		expect(await client.entries(sid)).toHaveLength(7);
+		const reread = await repo.open(metadata);
+		expect((await reread.findEntries()).map((e) => e.type)).toEqual(["message", "message", "message"]);
+	});
+});
+
+/** A second repository on the same sessions (another process's, say). */
+function freshRepoOn(repo: GrovePiLaneRepo<Session<JsonlSessionMetadata>, JsonlSessionMetadata>) {
+	return new GrovePiLaneRepo<Session<JsonlSessionMetadata>, JsonlSessionMetadata>(client, pi, { prefix: repo.fs.prefix, cwd: "/work/demo" });
+}
