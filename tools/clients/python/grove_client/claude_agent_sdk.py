@@ -106,7 +106,8 @@ class GroveSessionStore:
         self.prefix = prefix
         self._owned = not isinstance(client, AsyncGroveClient)
         self.client = client if isinstance(client, AsyncGroveClient) else AsyncGroveClient(client, token=token, name="claude-agent-sdk")
-        self._locks: dict[str, asyncio.Lock] = {}
+        # A lock per session being appended to, with its number of users: it goes with its last.
+        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
 
     async def close(self) -> None:
         """Closes the client, when this store made it."""
@@ -121,19 +122,32 @@ class GroveSessionStore:
         if not entries:
             return
         sid = session_of(key, self.prefix)
-        async with self._locks.setdefault(sid, asyncio.Lock()):
-            if not await self._exists(sid):
-                await self._create(sid, key)
-            news = _unique(entries)
-            try:
+        lock, users = self._locks.get(sid, (asyncio.Lock(), 0))
+        self._locks[sid] = (lock, users + 1)
+        try:
+            async with lock:
+                await self._append(sid, key, entries)
+        finally:
+            lock, users = self._locks[sid]
+            if users == 1:
+                del self._locks[sid]
+            else:
+                self._locks[sid] = (lock, users - 1)
+
+    async def _append(self, sid: str, key: SessionKey, entries: list[SessionStoreEntry]) -> None:
+        """One append, its session's lock held."""
+        if not await self._exists(sid):
+            await self._create(sid, key)
+        news = _unique(entries)
+        try:
+            await self.client.append_many(sid, await self._batch(sid, key, news))
+        except GroveError as error:
+            if error.code != "invalid_argument":
+                raise
+            # Some uuid is stored already (a batch the SDK sent again): append the rest.
+            news = [entry for entry in news if not await self._stored(sid, _uuid(entry))]
+            if news:
                 await self.client.append_many(sid, await self._batch(sid, key, news))
-            except GroveError as error:
-                if error.code != "invalid_argument":
-                    raise
-                # Some uuid is stored already (a batch the SDK sent again): append the rest.
-                news = [entry for entry in news if not await self._stored(sid, _uuid(entry))]
-                if news:
-                    await self.client.append_many(sid, await self._batch(sid, key, news))
 
     async def load(self, key: SessionKey) -> Optional[list[SessionStoreEntry]]:
         """Every entry appended under `key`, in order; None for a key never appended to."""

@@ -7,6 +7,7 @@ fixture a store in this process)."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import pathlib
@@ -218,3 +219,18 @@ def test_the_context_of_an_imported_transcript_is_the_sdks_conversation(
         got = json.loads(out)["messages"]
         assert got == [m.message for m in expected], sid
         assert leaves[sid] == expected[-1].uuid, sid
+
+
+async def test_concurrent_appends_keep_order_and_leave_no_lock_behind(client: AsyncGroveClient) -> None:
+    """Appends to one key wait for each other (their order kept); a session's lock goes with its
+    last append, so a long-lived store does not grow with every session it ever wrote."""
+    store = fresh(client)
+    sid = str(uuid.uuid4())
+    key: SessionKey = {"project_key": "p", "session_id": sid}
+    uuids = [str(uuid.uuid4()) for _ in range(8)]
+    batches: list[list[Any]] = [[{"type": "user", "uuid": u, "sessionId": sid}] for u in uuids]
+    await asyncio.gather(*(store.append(key, b) for b in batches))
+    loaded = await store.load(key)
+    assert loaded is not None
+    assert [e["uuid"] for e in loaded] == uuids
+    assert store._locks == {}

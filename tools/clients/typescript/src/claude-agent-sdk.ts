@@ -126,10 +126,15 @@ export class GroveSessionStore {
 			}
 		};
 		const next = (this.queues.get(sid) ?? Promise.resolve()).then(run, run);
-		this.queues.set(
-			sid,
-			next.catch(() => undefined),
+		const tail = next.then(
+			() => undefined,
+			() => undefined,
 		);
+		this.queues.set(sid, tail);
+		// The queue of a session goes once its last append is done: the map holds busy sessions only.
+		void tail.then(() => {
+			if (this.queues.get(sid) === tail) this.queues.delete(sid);
+		});
 		return next;
 	}
 

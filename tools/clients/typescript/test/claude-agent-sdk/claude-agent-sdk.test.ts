@@ -184,4 +184,15 @@ describe("GroveSessionStore", () => {
 		expect(await store.listSubkeys({ projectKey: key.projectKey, sessionId: key.sessionId })).toEqual([key.subpath]);
 		expect(() => new GroveSessionStore(client, { prefix: "c-c" })).toThrow(/letters and digits/);
 	});
+
+	it("keeps the order of concurrent appends to a key and no queue once they are done", async () => {
+		const store = fresh();
+		const key: SessionKey = { projectKey: "p", sessionId: randomUUID() };
+		const uuids = Array.from({ length: 8 }, () => randomUUID());
+		await Promise.all(uuids.map((uuid) => store.append(key, [{ type: "user", uuid, sessionId: key.sessionId }])));
+		expect(((await store.load(key)) ?? []).map((e) => e.uuid)).toEqual(uuids);
+		// A session's queue goes with its last append: a long-lived store holds busy sessions only.
+		await new Promise((resolve) => setImmediate(resolve));
+		expect((store as unknown as { queues: Map<string, unknown> }).queues.size).toBe(0);
+	});
 });
