@@ -7,6 +7,11 @@
  * compared. On the run's server, or in this process (GROVE_TRANSPORT=in-process).
  */
 import { randomUUID } from "node:crypto";
+import { EventEmitter } from "node:events";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { PassThrough } from "node:stream";
 import {
 	deleteSession,
 	foldSessionSummary,
@@ -17,7 +22,10 @@ import {
 	InMemorySessionStore,
 	listSessions,
 	listSubagents,
+	query,
 	renameSession,
+	type SpawnedProcess,
+	type SpawnOptions,
 	type SessionKey,
 	type SessionStore,
 	type SessionStoreEntry,
@@ -183,6 +191,84 @@ describe("GroveSessionStore", () => {
 		expect(await store.load(key)).toEqual([{ type: "x", n: 1 }]);
 		expect(await store.listSubkeys({ projectKey: key.projectKey, sessionId: key.sessionId })).toEqual([key.subpath]);
 		expect(() => new GroveSessionStore(client, { prefix: "c-c" })).toThrow(/letters and digits/);
+	});
+
+	it("resumes a session kept in grove: the SDK hands Claude Code the transcript and mirrors its new lines back", async () => {
+		// Claude Code itself is a stand-in here (the SDK's `spawnClaudeCodeProcess`): it speaks the
+		// SDK's stream-json, reads the transcript the SDK wrote for it from the store, and writes a
+		// line as Claude Code does, which the SDK mirrors into the store.
+		const store = fresh();
+		const dir = mkdtempSync(join(tmpdir(), "grove-resume-"));
+		try {
+			const projectKey = await projectKeyOf(dir);
+			const sid = randomUUID();
+			const old = [
+				{ type: "user", uuid: randomUUID(), parentUuid: null, sessionId: sid, message: { role: "user", content: "old" } },
+				{ type: "custom-title", customTitle: "Alt", sessionId: sid },
+			];
+			await store.append({ projectKey, sessionId: sid }, old);
+			let args: string[] = [];
+			let handed: unknown[] = [];
+			const claudeCode = (spawn: SpawnOptions): SpawnedProcess => {
+				args = spawn.args;
+				const transcript = join(spawn.env.CLAUDE_CONFIG_DIR ?? "", "projects", projectKey, `${sid}.jsonl`);
+				handed = readFileSync(transcript, "utf8").trim().split("\n").map((l) => JSON.parse(l));
+				const stdin = new PassThrough();
+				const stdout = new PassThrough();
+				const events = new EventEmitter();
+				const send = (o: object) => stdout.write(`${JSON.stringify(o)}\n`);
+				const proc = {
+					stdin,
+					stdout,
+					killed: false,
+					exitCode: null as number | null,
+					kill() {
+						proc.killed = true;
+						events.emit("exit", null, "SIGTERM");
+						return true;
+					},
+					on: (event: string, f: (...a: unknown[]) => void) => void events.on(event, f),
+					once: (event: string, f: (...a: unknown[]) => void) => void events.once(event, f),
+					off: (event: string, f: (...a: unknown[]) => void) => void events.off(event, f),
+				};
+				let buffered = "";
+				stdin.on("data", (chunk: Buffer) => {
+					buffered += chunk.toString("utf8");
+					for (let i = buffered.indexOf("\n"); i >= 0; i = buffered.indexOf("\n")) {
+						const line = buffered.slice(0, i);
+						buffered = buffered.slice(i + 1);
+						if (line.trim() === "") continue;
+						const m = JSON.parse(line) as { type: string; request_id?: string; request?: { subtype?: string }; message?: unknown };
+						if (m.type === "control_request") {
+							const response = m.request?.subtype === "initialize" ? { commands: [], models: [], account: {}, output_style: "default" } : {};
+							send({ type: "control_response", response: { subtype: "success", request_id: m.request_id, response } });
+						} else if (m.type === "user") {
+							const entry = { type: "user", uuid: randomUUID(), parentUuid: old[0]?.uuid, sessionId: sid, message: m.message };
+							send({ type: "transcript_mirror", filePath: transcript, entries: [entry] });
+							const usage = {};
+							send({ type: "result", subtype: "success", is_error: false, result: "ok", session_id: sid, uuid: randomUUID(), duration_ms: 1, duration_api_ms: 1, num_turns: 1, total_cost_usd: 0, usage, modelUsage: {}, permission_denials: [] });
+							setTimeout(() => {
+								stdout.end();
+								proc.exitCode = 0;
+								events.emit("exit", 0, null);
+							}, 20);
+						}
+					}
+				});
+				return proc as unknown as SpawnedProcess;
+			};
+			const seen: string[] = [];
+			const options = { cwd: dir, resume: sid, sessionStore: store, spawnClaudeCodeProcess: claudeCode, pathToClaudeCodeExecutable: "/bin/false", env: { ...process.env, ANTHROPIC_API_KEY: "none" } };
+			for await (const message of query({ prompt: "new", options })) seen.push(message.type);
+			expect(args).toContain(`--resume=${sid}`);
+			expect(handed).toEqual(old);
+			expect(seen.at(-1)).toBe("result");
+			const loaded = (await store.load({ projectKey, sessionId: sid })) ?? [];
+			expect(loaded.slice(0, 2)).toEqual(old);
+			expect(loaded.slice(2).map((e) => (e.message as { content?: unknown } | undefined)?.content)).toEqual([[{ type: "text", text: "new" }]]);
+		} finally {
+			rmSync(dir, { recursive: true, force: true });
+		}
 	});
 
 	it("keeps the order of concurrent appends to a key and no queue once they are done", async () => {
