@@ -362,6 +362,8 @@ fn contexts_follow_the_tools_own_rules() {
             .to_str()
             .unwrap(),
     ]);
+    let tools = foreign("claude-code/-home-user-work-tools");
+    g.ok(&["import", tools.to_str().unwrap()]);
     g.ok(&["import", foreign("codex").to_str().unwrap()]);
     let json = |args: &[&str]| -> serde_json::Value { serde_json::from_str(&g.ok(args)).unwrap() };
     let text = |m: &serde_json::Value| -> String {
@@ -413,6 +415,29 @@ fn contexts_follow_the_tools_own_rules() {
     );
     assert_eq!(codex["thinkingLevel"], "medium");
 
+    let newer = "rollout-2026-12-02T08-00-00-019a0000-1111-7222-8333-444455556666";
+    // Both newer fixtures come back byte for byte.
+    for (id, format, path) in [
+        (
+            newer,
+            "codex",
+            foreign(&format!("codex/2026/12/02/{newer}.jsonl")),
+        ),
+        (
+            "33333333-4444-4555-8666-777777777777",
+            "claude-code",
+            foreign("claude-code/-home-user-work-tools/33333333-4444-4555-8666-777777777777.jsonl"),
+        ),
+    ] {
+        let out = g.run(&["export", id, "--format", format]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(out.stdout, std::fs::read(&path).unwrap(), "{id}");
+    }
+
     let store = g.open();
     let options = grove::ContextOptions::grove();
     // Before Claude Code's compaction, on the branch of the second question.
@@ -458,6 +483,73 @@ fn contexts_follow_the_tools_own_rules() {
             "message"
         ]
     );
+    // A newer rollout with every item kind: a rollback, a compaction with its replacement.
+    let kinds_at = |leaf: Option<&str>| -> Vec<String> {
+        let ctx = store
+            .session(newer)
+            .unwrap()
+            .build_context_with(leaf, options)
+            .unwrap();
+        ctx.messages
+            .iter()
+            .map(|m| {
+                let v: serde_json::Value = serde_json::from_str(m).unwrap();
+                match v["role"].as_str() {
+                    Some(role) => role.to_owned(),
+                    None => v["type"].as_str().unwrap().to_owned(),
+                }
+            })
+            .collect()
+    };
+    // Before the rollback: the system message, the ghost snapshot, the unknown item and the
+    // output without its call left out; the interrupted call answered "aborted".
+    let before_rollback = [
+        "developer",
+        "user",
+        "user",
+        "reasoning",
+        "local_shell_call",
+        "function_call_output",
+        "custom_tool_call",
+        "custom_tool_call_output",
+        "web_search_call",
+        "assistant",
+    ];
+    let mut expected: Vec<&str> = before_rollback.to_vec();
+    expected.extend(["user", "function_call", "function_call_output"]);
+    assert_eq!(kinds_at(Some("L22")), expected);
+    // After it, the rolled-back turn is gone and the next one in its place.
+    assert_eq!(kinds_at(Some("L26")), expected);
+    let texts_at = |leaf: &str| -> Vec<String> {
+        let ctx = store
+            .session(newer)
+            .unwrap()
+            .build_context_with(Some(leaf), options)
+            .unwrap();
+        ctx.messages
+            .iter()
+            .map(|m| text(&serde_json::from_str(m).unwrap()))
+            .collect()
+    };
+    assert!(texts_at("L22").contains(&"Und b.txt?".to_owned()));
+    assert!(!texts_at("L26").contains(&"Und b.txt?".to_owned()));
+    assert!(texts_at("L26").contains(&"Und c.txt?".to_owned()));
+    // At the leaf: the replacement history, then what followed it, with the last settings.
+    assert_eq!(
+        kinds_at(None),
+        ["user", "user", "compaction", "user", "assistant"]
+    );
+    let last = store.session(newer).unwrap().build_context().unwrap();
+    assert_eq!(
+        last.model
+            .as_ref()
+            .map(|m| (m.provider.clone(), m.model_id.clone())),
+        Some((
+            Some("\"openai\"".to_owned()),
+            Some("\"gpt-5.1-codex-max\"".to_owned())
+        ))
+    );
+    assert_eq!(last.thinking_level, "\"xhigh\"");
     // Streamed and built agree, at the leaf and at an entry.
     for (s, leaf) in [
         (&session, None),

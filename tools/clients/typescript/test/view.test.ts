@@ -317,7 +317,7 @@ describe("grove export --html", () => {
 		}
 		await page.close();
 		expect(errors).toEqual([]);
-		expect(imported.length).toBe(5);
+		expect(imported.length).toBe(6);
 		expect(compared).toBeGreaterThan(50);
 		expect(nonEmpty).toBeGreaterThan(40);
 	}, 300_000);
