@@ -22,7 +22,7 @@ import { createHash } from "node:crypto";
 import { posix } from "node:path";
 import type { GroveClient } from "./client.js";
 import { GroveError } from "./errors.js";
-import type { WireEntry } from "./types.js";
+import type { SessionSummary, WireEntry } from "./types.js";
 
 /** The `customType` of a line's entry: this prefix and the line's `kind`. */
 export const LANE_LINE = "pi-lanes.";
@@ -248,18 +248,39 @@ export class GroveLaneFileSystem {
 		}
 	}
 
-	/** Every session file of this filesystem: its path and when its session was made. */
-	private async files(): Promise<{ path: string; mtimeMs: number }[]> {
-		const out: { path: string; mtimeMs: number }[] = [];
-		for (const s of await this.client.allSessions()) {
-			let path: string | undefined;
-			if (s.id.startsWith(`${this.prefix}-`)) {
-				path = Buffer.from(s.id.slice(this.prefix.length + 1), "hex").toString("utf8");
-			} else if (s.id.startsWith(`${this.prefix}.`)) {
-				const foreign = (await this.client.getSession(s.id)).metadata?.foreign as { file?: unknown } | undefined;
-				if (typeof foreign?.file === "string") path = foreign.file;
+	/** The sessions whose ids start with `start`, in id order, page by page (the store's id order makes it a range). */
+	private async *range(start: string): AsyncGenerator<SessionSummary, void, undefined> {
+		let after = start;
+		for (;;) {
+			const page = await this.client.listSessions({ after, limit: 500 });
+			for (const s of page.sessions) {
+				if (!s.id.startsWith(start)) return;
+				yield s;
 			}
-			if (path !== undefined && this.sessionOf(path) === s.id) out.push({ path, mtimeMs: Date.parse(s.created) });
+			if (page.next === null || page.next === undefined) return;
+			after = page.next;
+		}
+	}
+
+	/**
+	 * The session files under `dir` (at any depth): their paths and when their sessions were made.
+	 * A path's hex starts with its folder's, so the short paths are one range of ids; only the
+	 * few long ones (hashed) are read from their headers.
+	 */
+	private async files(dir: string): Promise<{ path: string; mtimeMs: number }[]> {
+		const folder = dir === "/" ? "/" : `${dir}/`;
+		const out: { path: string; mtimeMs: number }[] = [];
+		const short = `${this.prefix}-${Buffer.from(folder, "utf8").toString("hex")}`;
+		for await (const s of this.range(short)) {
+			const path = Buffer.from(s.id.slice(this.prefix.length + 1), "hex").toString("utf8");
+			if (this.sessionOf(path) === s.id) out.push({ path, mtimeMs: Date.parse(s.created) });
+		}
+		for await (const s of this.range(`${this.prefix}.`)) {
+			const foreign = (await this.client.getSession(s.id)).metadata?.foreign as { file?: unknown } | undefined;
+			const path = foreign?.file;
+			if (typeof path === "string" && path.startsWith(folder) && this.sessionOf(path) === s.id) {
+				out.push({ path, mtimeMs: Date.parse(s.created) });
+			}
 		}
 		return out;
 	}
@@ -275,7 +296,7 @@ export class GroveLaneFileSystem {
 			if (!children.has(childPath)) children.set(childPath, { name: child, path: childPath, ...info, kind });
 		};
 		try {
-			for (const f of await this.files()) if (under(f.path)) add(f.path, { kind: "file", size: 0, mtimeMs: f.mtimeMs });
+			for (const f of await this.files(dir)) if (under(f.path)) add(f.path, { kind: "file", size: 0, mtimeMs: f.mtimeMs });
 		} catch (e) {
 			return fail("unknown", `listing ${dir}: ${String(e)}`, dir);
 		}
@@ -288,7 +309,7 @@ export class GroveLaneFileSystem {
 		if (this.pending.has(path) || this.dirs.has(path)) return ok(true);
 		try {
 			if (await this.client.sessionExists(this.sessionOf(path))) return ok(true);
-			return ok((await this.files()).some((f) => f.path.startsWith(`${path}/`)));
+			return ok((await this.files(path)).length > 0);
 		} catch (e) {
 			return fail("unknown", `${path}: ${String(e)}`, path);
 		}

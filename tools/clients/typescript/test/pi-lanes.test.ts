@@ -70,6 +70,23 @@ describe("on grove's side", () => {
 	});
 });
 
+describe("long paths", () => {
+	it("names a session file over 120 characters by its hash and still lists, opens and forks it", async () => {
+		const repo = freshRepo();
+		const cwd = `/work/${"tief/".repeat(30)}projekt`;
+		const session = await repo.create({ id: "deep", cwd });
+		await session.appendMessage({ role: "user", content: "tief", timestamp: 1 });
+		const metadata = await session.getMetadata();
+		expect(repo.fs.sessionOf(metadata.path)).toMatch(new RegExp(`^${repo.fs.prefix}\\.[0-9a-f]{64}$`));
+		expect((await repo.list()).map((m) => m.id)).toEqual(["deep"]);
+		expect((await repo.list({ cwd })).map((m) => m.id)).toEqual(["deep"]);
+		expect((await (await repo.open(metadata)).findEntries()).map((e) => e.type)).toEqual(["message"]);
+		const fork = await repo.fork(metadata, { id: "deeper" });
+		expect((await fork.findEntries()).map((e) => e.type)).toEqual(["message"]);
+		expect((await repo.list()).map((m) => m.id).sort()).toEqual(["deep", "deeper"]);
+	});
+});
+
 /** A second repository on the same sessions (another process's, say). */
 function freshRepoOn(repo: GrovePiLaneRepo<Session<JsonlSessionMetadata>, JsonlSessionMetadata>) {
 	return new GrovePiLaneRepo<Session<JsonlSessionMetadata>, JsonlSessionMetadata>(client, pi, { prefix: repo.fs.prefix, cwd: "/work/demo" });
