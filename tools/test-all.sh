@@ -8,6 +8,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 status=0
+# Each phase's heading says how long the run has taken so far (CI must stay under 45 minutes).
+started=$(date +%s)
+phase() { echo "== $1 (at $(( $(date +%s) - started )) s)"; }
 # The temporary files of every test (Rust's tempfile, node's and Python's tmpdir) go to a folder of
 # this run, removed when it ends; what a test left there is named first, so a leak is seen.
 run_tmp="$(mktemp -d "${TMPDIR:-/tmp}/grove-test-run.XXXXXX")"
@@ -62,10 +65,10 @@ if [ -z "${GROVE_TEST_ETCD:-}" ]; then
   fi
 fi
 export GROVE_TEST_PG2="${GROVE_TEST_PG2:-}" GROVE_TEST_ETCD="${GROVE_TEST_ETCD:-}"
-echo "== Rust, the embedded core alone (grove-engine and grove-tools --no-default-features)"
+phase "Rust, the embedded core alone (grove-engine and grove-tools --no-default-features)"
 { cargo clippy -p grove-engine -p grove-tools --all-targets --no-default-features -- -D warnings \
   && cargo test -p grove-engine -p grove-tools --no-default-features --lib --bins; } || status=1
-echo "== Rust (cargo test --workspace)"
+phase "Rust (cargo test --workspace)"
 cargo test --workspace || status=1
 
 # chromium for the browser tests: Debian's package when it is missing and apt-get can install it.
@@ -74,7 +77,7 @@ if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/
   apt-get update -qq && apt-get install -y -qq chromium >/dev/null
 fi
 
-echo "== TypeScript client (tools/clients/typescript)"
+phase "TypeScript client (tools/clients/typescript)"
 # The workspace's own build of the binary (the one `cargo test --workspace` made: features unified
 # over the workspace, so nothing is compiled again).
 cargo build -q --workspace --bins
@@ -87,6 +90,7 @@ export GROVE_BIN="$PWD/target/debug/grove"
   (cd test/claude-agent-sdk && npm ci --omit=optional --no-audit --no-fund)
   # The native addon (napi-rs) in the dev profile: the tests' build.
   GROVE_NATIVE_DEBUG=1 npm run build:native
+  echo "(the native addon built at $(( $(date +%s) - started )) s)"
   npx tsc --noEmit -p .
   NO_COLOR=1 CI=1 npx vitest run
   # The transport-neutral tests again, on a store opened in each test process (openStore).
@@ -100,7 +104,7 @@ if grep -rnw unsafe tools/clients/typescript/native/src tools/clients/python/nat
   echo "the native modules' code names unsafe"
   status=1
 fi
-echo "== Python client (tools/clients/python)"
+phase "Python client (tools/clients/python)"
 (
   cd tools/clients/python
   # Its own virtual environment; Debian's python3 may need python3-venv for it.
@@ -116,6 +120,7 @@ echo "== Python client (tools/clients/python)"
   # Again with the tests' unix-socket client on a store in the test process (in-process:DIR).
   GROVE_TRANSPORT=in-process .venv/bin/python -m pytest -q -p no:cacheprovider
 ) || status=1
-echo "== The clients' README install steps (tools/clients/readme-steps.sh)"
+phase "The clients' README install steps (tools/clients/readme-steps.sh)"
 bash tools/clients/readme-steps.sh || status=1
+phase "done"
 exit "$status"
