@@ -183,3 +183,19 @@ pub fn truthy(raw: &RawValue) -> bool {
         _ => true,
     }
 }
+
+/// Adds `key` with a raw JSON value to an object's fields, when there is one.
+pub fn push_raw(fields: &mut Vec<(&'static str, String)>, key: &'static str, v: Option<&RawValue>) {
+    if let Some(v) = v {
+        fields.push((key, v.get().to_owned()));
+    }
+}
+
+/// A JSON object of fields whose values are JSON text, in their order.
+pub fn object(fields: &[(&str, String)]) -> String {
+    let parts: Vec<String> = fields
+        .iter()
+        .map(|(k, v)| format!("{}:{}", quote(k), v))
+        .collect();
+    format!("{{{}}}", parts.join(","))
+}

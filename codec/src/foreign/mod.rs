@@ -25,6 +25,7 @@ use crate::error::LineError;
 
 pub mod chain;
 pub mod history;
+pub mod lanes;
 
 use chain::Link;
 

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use grove_codec::fields::{Fields, MessageFields};
-use grove_codec::jsstr::{self, quote};
+use grove_codec::jsstr::{self, object, push_raw, quote};
 use grove_codec::migrate::set_keys;
 use grove_codec::record::NodeRecord;
 use grove_codec::time;
@@ -434,20 +434,6 @@ pub(crate) fn project(
         _ => {}
     }
     Ok(())
-}
-
-fn push_raw(m: &mut Vec<(&'static str, String)>, key: &'static str, v: Option<&RawValue>) {
-    if let Some(v) = v {
-        m.push((key, v.get().to_owned()));
-    }
-}
-
-fn object(m: &[(&str, String)]) -> String {
-    let parts: Vec<String> = m
-        .iter()
-        .map(|(k, v)| format!("{}:{}", quote(k), v))
-        .collect();
-    format!("{{{}}}", parts.join(","))
 }
 
 /// `Date.parse(entry.timestamp)` as JSON (`null` for NaN).

@@ -10,8 +10,11 @@
 //!   the response items on the path, a compaction replacing what came before it, a rollback
 //!   dropping turns; the model and reasoning effort of the last turn context.
 //!
-//! The context options are pi's and do not apply. pi's newer files (0.84's lanes, 0.85's
-//! commits) have no context here yet: their sessions read as empty.
+//! - **pi 0.84's lanes:** pi's own `buildSessionContext` of the branch
+//!   ([`grove_codec::foreign::lanes`]).
+//!
+//! The context options are grove's and pi v3's and do not apply. pi 0.85's commit logs have no
+//! context here yet: their sessions read as empty.
 //!
 //! May call: [`crate::context::build`] (the `Context` type), [`crate::tree`], [`crate::log`],
 //! [`crate::core`]; the rules are the codec's.
@@ -20,6 +23,7 @@ use std::sync::Arc;
 
 use grove_codec::foreign::chain::{self, ChainEntry};
 use grove_codec::foreign::history::History;
+use grove_codec::foreign::lanes::Lanes;
 use grove_codec::foreign::{self, Format};
 use grove_codec::jsstr::quote;
 use grove_codec::record::Parent;
@@ -46,7 +50,8 @@ pub(crate) fn context(s: &Handle, format: Format, leaf: u64) -> Result<Context> 
     match format {
         Format::ClaudeCode => claude(s, leaf),
         Format::Codex => codex(s, leaf),
-        Format::PiLanes | Format::PiCommits => Ok(Context::empty()),
+        Format::PiLanes => lanes(s, leaf),
+        Format::PiCommits => Ok(Context::empty()),
     }
 }
 
@@ -122,6 +127,43 @@ fn claude(s: &Handle, leaf: u64) -> Result<Context> {
         provider: None,
         model_id: Some(quote(&name)),
     });
+    Ok(ctx)
+}
+
+/// pi 0.84's lanes: pi's `buildSessionContext` of the branch from the entry at `leaf`, or, at a
+/// line that holds none and at the session's leaf, from the `main` lane's leaf as the file stood
+/// there. Ancestors come
+/// before their entries in the file, so the lines up to `leaf`'s are enough.
+fn lanes(s: &Handle, leaf: u64) -> Result<Context> {
+    // At the session's leaf, the `main` lane's branch: written through the 0.84 adapter, the
+    // leaf is the file's last line, whatever lane it wrote to.
+    let at_leaf = s.leaf_seq()? == Some(leaf);
+    let mut lanes = Lanes::new();
+    let mut start = None;
+    for entry in s.entries() {
+        let entry = entry?;
+        if entry.seq > leaf {
+            break;
+        }
+        let Some(line) = foreign::original_line(Format::PiLanes, &entry.line) else {
+            continue;
+        };
+        let held = lanes.line(&line);
+        if entry.seq == leaf {
+            start = held
+                .filter(|_| !at_leaf)
+                .or_else(|| lanes.main_leaf().map(str::to_owned));
+        }
+    }
+    let built = lanes.context(start.as_deref());
+    let mut ctx = Context::empty();
+    ctx.messages = Arc::new(built.messages.into_iter().map(Arc::from).collect());
+    ctx.entry_ids = Arc::new(built.entry_ids);
+    ctx.model = built
+        .model
+        .map(|(provider, model_id)| ModelRef { provider, model_id });
+    ctx.thinking_level = built.thinking_level;
+    ctx.active_tool_names = built.active_tool_names;
     Ok(ctx)
 }
 

@@ -926,11 +926,74 @@
 		return { messages, model: m, thinkingLevel: effort ?? "off", activeToolNames: null };
 	}
 
+	/** pi 0.84's `buildSessionContext` of the branch from node `leaf`'s entry, or, at a line that
+	 * holds none and at the session's leaf, from the `main` lane's leaf as the file stood there. */
+	function computeLanesContext(leaf) {
+		const entries = new Map();
+		let main = null;
+		let start = null;
+		for (let i = 0; i <= leaf && i < view.nodes.length; i++) {
+			const l = originalOf(i);
+			if (!isObject(l)) continue;
+			let held = null;
+			if (l.kind === "entry" && typeof l.id === "string") {
+				entries.set(l.id, l);
+				held = l.id;
+				if (l.lane === "main") main = l.id;
+			} else if (l.kind === "lane" && l.lane === "main") {
+				main = typeof l.leafId === "string" ? l.leafId : null;
+			}
+			if (i === leaf) start = held !== null && leaf !== view.leaf ? held : main;
+		}
+		const path = [];
+		for (let id = start; id !== null && entries.has(id) && path.length <= entries.size; ) {
+			const e = entries.get(id);
+			path.push(e);
+			id = typeof e.parentId === "string" ? e.parentId : null;
+		}
+		path.reverse();
+		let thinkingLevel = "off";
+		let model = null;
+		let activeToolNames = null;
+		for (const e of path) {
+			if (e.type === "thinking_level_change") {
+				if (has(e, "thinkingLevel")) thinkingLevel = e.thinkingLevel;
+			} else if (e.type === "model_change") model = synthetic(e, "", ["provider", "modelId"]);
+			else if (e.type === "message" && isObject(e.message) && e.message.role === "assistant") {
+				model = {};
+				if (has(e.message, "provider")) model.provider = e.message.provider;
+				if (has(e.message, "model")) model.modelId = e.message.model;
+			} else if (e.type === "active_tools_change") activeToolNames = has(e, "activeToolNames") ? e.activeToolNames : null;
+		}
+		if (model !== null) delete model.role;
+		let from = 0;
+		for (let k = path.length - 1; k >= 0; k--) {
+			if (path[k].type === "compaction") {
+				from = k;
+				break;
+			}
+		}
+		const messages = [];
+		for (const e of path.slice(from)) {
+			if (e.type === "message") {
+				const m = e.message;
+				if (has(e, "message") && !(isObject(m) && m.role === "assistant" && m.stopReason === "deferred")) messages.push(m);
+			} else if (e.type === "compaction") {
+				messages.push(synthetic(e, "compactionSummary", ["summary", "tokensBefore", "timestamp"]));
+				if (Array.isArray(e.retainedTail)) for (const m of e.retainedTail) messages.push(m);
+			} else if (e.type === "branch_summary" && truthy(e.summary)) {
+				messages.push(synthetic(e, "branchSummary", ["summary", "fromId", "timestamp"]));
+			}
+		}
+		return { messages, model, thinkingLevel, activeToolNames };
+	}
+
 	/** The context at node `leaf` of the exported session, by its format's rules. */
 	function contextOfExported(leaf) {
 		if (data.format === "claude-code") return computeClaudeContext(leaf);
 		if (data.format === "codex") return computeCodexContext(leaf);
-		if (data.format === "pi-lanes" || data.format === "pi-commits") return { messages: [], model: null, thinkingLevel: "off", activeToolNames: null };
+		if (data.format === "pi-lanes") return computeLanesContext(leaf);
+		if (data.format === "pi-commits") return { messages: [], model: null, thinkingLevel: "off", activeToolNames: null };
 		return computeContext(leaf);
 	}
 

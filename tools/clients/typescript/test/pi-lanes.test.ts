@@ -70,6 +70,45 @@ describe("on grove's side", () => {
 	});
 });
 
+describe("the context", () => {
+	it("is pi's own buildSessionContext of the main lane's branch, after every write", async () => {
+		const repo = freshRepo();
+		const session = await repo.create({ id: "context" });
+		const sid = repo.fs.sessionOf((await session.getMetadata()).path);
+		const compare = async (step: string) => {
+			const path = await session.findEntriesOnBranch({ order: "oldestFirst" });
+			expect(await client.context(sid), step).toEqual(JSON.parse(JSON.stringify(pi.buildSessionContext(path))));
+		};
+		const usage = { input: 1, output: 1, cacheRead: 0, cacheWrite: 0, totalTokens: 2, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } };
+		const answer = (text: string, stopReason = "stop") => ({ role: "assistant" as const, content: [{ type: "text" as const, text }], api: "anthropic-messages", provider: "anthropic", model: "claude-x", usage, stopReason, timestamp: 2 });
+		await compare("empty");
+		await session.appendEntry({ type: "thinking_level_change", id: "t1", thinkingLevel: "high" } as never, "main");
+		await compare("thinking");
+		const question = await session.appendMessage({ role: "user", content: "Wie viele Zeilen?", timestamp: 1 });
+		await session.appendMessage(answer("Drei.") as never);
+		await compare("a turn");
+		await session.appendEntry({ type: "model_change", id: "m1", provider: "openai", modelId: "gpt-x" } as never, "main");
+		await session.appendEntry({ type: "active_tools_change", id: "tools1", activeToolNames: ["read", "bash"] } as never, "main");
+		await session.appendMessage(answer("…", "deferred") as never);
+		await session.appendCustomEntry("note", { n: 1 });
+		await compare("settings, a deferred answer, a custom entry");
+		await session.appendRecord({ type: "usage", id: "u1", lane: "main", cause: "adjustment", usage } as never);
+		await compare("a record");
+		await session.createLane("side", question);
+		await session.view("side").appendMessage({ role: "user", content: "Nebenbei", timestamp: 3 });
+		await compare("a write on another lane");
+		await session.appendEntry({ type: "compaction", id: "c1", summary: "Drei Zeilen.", tokensBefore: 42, retainedTail: [{ role: "user", content: "Wie viele Zeilen?", timestamp: 1 }] } as never, "main");
+		await session.appendMessage({ role: "user", content: "Danke", timestamp: 4 });
+		await compare("a compaction with its retained tail");
+		await session.appendEntry({ type: "branch_summary", id: "b1", fromId: question, summary: "Nebenbei gefragt." } as never, "main");
+		await session.setName("named");
+		await compare("a branch summary and a fact");
+		await session.moveLane("main", question);
+		await compare("the main lane moved back");
+		expect(((await client.context(sid)) as { messages: unknown[] }).messages).toHaveLength(1);
+	});
+});
+
 describe("long paths", () => {
 	it("names a session file over 120 characters by its hash and still lists, opens and forks it", async () => {
 		const repo = freshRepo();

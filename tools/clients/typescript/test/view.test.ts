@@ -288,12 +288,12 @@ describe("grove export --html", () => {
 		await page.close();
 	});
 
-	it("computes the context grove builds at every entry of Claude Code's and Codex's transcripts", async () => {
+	it("computes the context grove builds at every entry of Claude Code's and Codex's transcripts and pi's lane files", async () => {
 		// The tools' own rules (docs/format.md, "Foreign transcripts"), ported to the page: the
 		// page's context at each entry equals `grove context --from ID --json`.
 		const foreign = resolve(fixtures, "../foreign");
 		const imported: { session: string }[] = [];
-		for (const dir of ["claude-code/-home-user-work-demo", "claude-code/-home-user-work-tools", "codex"]) {
+		for (const dir of ["claude-code/-home-user-work-demo", "claude-code/-home-user-work-tools", "codex", "pi-lanes", "pi-commits"]) {
 			for (const line of grove(["import", join(foreign, dir), "--json"]).trim().split("\n")) imported.push(JSON.parse(line));
 		}
 		const page = await (await theBrowser()).newPage();
@@ -317,7 +317,7 @@ describe("grove export --html", () => {
 		}
 		await page.close();
 		expect(errors).toEqual([]);
-		expect(imported.length).toBe(6);
+		expect(imported.length).toBe(8);
 		expect(compared).toBeGreaterThan(50);
 		expect(nonEmpty).toBeGreaterThan(40);
 	}, 300_000);
