@@ -1,4 +1,4 @@
-//! The context of pi 0.84's lane-based file: pi's own `buildSessionContext` (pi-agent-core
+//! The context of pi 0.84's lane-based file (and of 0.85–0.99's commit log): pi's own `buildSessionContext` (pi-agent-core
 //! 0.84.4, dist/harness/session/context.js) over the branch from an entry back to the root.
 //!
 //! - The settings are the last of each on the branch: a `thinking_level_change`'s level (`"off"`
@@ -11,7 +11,15 @@
 //!   `{"role":"branchSummary", summary, fromId, timestamp}`; custom entries give none.
 //!
 //! Where a position is not an entry (a record, a fact, a lane move), the branch is the `main`
-//! lane's as the file stood there. It owns those rules and calls nothing but serde_json.
+//! lane's as the file stood there.
+//!
+//! pi 0.85–0.99's commit logs ([`Lanes::commits`]) are read the same way, by 0.99.1's
+//! `buildSessionContext`, which gives messages alone (the settings are values there: the
+//! context's stay at their defaults) and leaves out an assistant message that stopped with
+//! `error`, `aborted` or `deferred`, in a compaction's retained tail too; a commit's entries are
+//! its `entry` writes, the `main` branch's tip its `pi.branch.tip` value.
+//!
+//! It owns those rules and calls nothing but serde_json.
 
 use std::collections::HashMap;
 
@@ -74,10 +82,12 @@ pub struct LanesContext {
     pub active_tool_names: Option<String>,
 }
 
-/// The entries of a file read so far, and its `main` lane's leaf.
+/// The entries of a file read so far, and its `main` lane's leaf (or branch's tip).
 #[derive(Debug, Clone, Default)]
 pub struct Lanes {
-    /// Each entry's line, by id.
+    /// A 0.85–0.99 commit log rather than a 0.84 lane file.
+    commits: bool,
+    /// Each entry's object text, by id.
     entries: HashMap<String, String>,
     /// Each entry's parent id.
     parents: HashMap<String, Option<String>>,
@@ -85,27 +95,64 @@ pub struct Lanes {
 }
 
 impl Lanes {
+    /// For pi 0.84's lane files.
     pub fn new() -> Lanes {
         Lanes::default()
     }
 
-    /// Takes in the file's next line; the id of the entry it holds, if it holds one.
+    /// For pi 0.85–0.99's commit logs: entries are a commit's `entry` writes, the `main`
+    /// branch's tip its `pi.branch.tip` value; the context is the messages alone.
+    pub fn commits() -> Lanes {
+        Lanes {
+            commits: true,
+            ..Lanes::default()
+        }
+    }
+
+    /// Takes in the file's next line; the id of the (last) entry it holds, if it holds one.
     pub fn line(&mut self, line: &[u8]) -> Option<String> {
-        let l: Fields<'_> = serde_json::from_slice(line).ok()?;
-        let main = text(l.lane).as_deref() == Some("main");
-        match text(l.kind).as_deref() {
+        let text_of_line = std::str::from_utf8(line).ok()?;
+        if !self.commits {
+            let l: Fields<'_> = serde_json::from_str(text_of_line).ok()?;
+            return self.write(&l, text_of_line, text(l.lane).as_deref() == Some("main"));
+        }
+        let writes: Vec<&RawValue> = match serde_json::from_str::<Vec<&RawValue>>(text_of_line) {
+            Ok(writes) => writes,
+            Err(_) => vec![serde_json::from_str::<&RawValue>(text_of_line).ok()?],
+        };
+        let mut held = None;
+        for w in writes {
+            let Ok(f) = serde_json::from_str::<Fields<'_>>(w.get()) else {
+                continue;
+            };
+            if text(f.kind).as_deref() == Some("value")
+                && text(f.namespace).as_deref() == Some("pi.branch.tip")
+                && text(f.key).as_deref() == Some("main")
+            {
+                self.main = text(f.value);
+                continue;
+            }
+            if let Some(id) = self.write(&f, w.get(), false) {
+                held = Some(id);
+            }
+        }
+        held
+    }
+
+    /// One write of an entry, a lane move (0.84) or anything else.
+    fn write(&mut self, f: &Fields<'_>, object: &str, main: bool) -> Option<String> {
+        match text(f.kind).as_deref() {
             Some("entry") => {
-                let id = text(l.id)?;
-                let kept = std::str::from_utf8(line).ok()?.to_owned();
-                self.parents.insert(id.clone(), text(l.parent_id));
-                self.entries.insert(id.clone(), kept);
+                let id = text(f.id)?;
+                self.parents.insert(id.clone(), text(f.parent_id));
+                self.entries.insert(id.clone(), object.to_owned());
                 if main {
                     self.main = Some(id.clone());
                 }
                 Some(id)
             }
-            Some("lane") if main => {
-                self.main = text(l.leaf_id);
+            Some("lane") if main && !self.commits => {
+                self.main = text(f.leaf_id);
                 None
             }
             _ => None,
@@ -140,7 +187,7 @@ impl Lanes {
             thinking_level: "\"off\"".to_owned(),
             ..LanesContext::default()
         };
-        for (_, f) in &parsed {
+        for (_, f) in parsed.iter().filter(|_| !self.commits) {
             match text(f.ty).as_deref() {
                 Some("thinking_level_change") => {
                     if let Some(t) = f.thinking_level {
@@ -167,11 +214,7 @@ impl Lanes {
             ctx.entry_ids.push(id.clone());
             match text(f.ty).as_deref() {
                 Some("message") => {
-                    let deferred = message(f).is_some_and(|m| {
-                        text(m.role).as_deref() == Some("assistant")
-                            && text(m.stop_reason).as_deref() == Some("deferred")
-                    });
-                    if let (Some(m), false) = (f.message, deferred) {
+                    if let Some(m) = f.message.filter(|m| self.in_context(m)) {
                         ctx.messages.push(m.get().to_owned());
                     }
                 }
@@ -185,7 +228,11 @@ impl Lanes {
                         .retained_tail
                         .and_then(|t| serde_json::from_str::<Vec<&RawValue>>(t.get()).ok())
                     {
-                        ctx.messages.extend(tail.iter().map(|m| m.get().to_owned()));
+                        ctx.messages.extend(
+                            tail.iter()
+                                .filter(|m| !self.commits || self.in_context(m))
+                                .map(|m| m.get().to_owned()),
+                        );
                     }
                 }
                 Some("branch_summary") if f.summary.is_some_and(jsstr::truthy) => {
@@ -199,6 +246,26 @@ impl Lanes {
             }
         }
         ctx
+    }
+}
+
+impl Lanes {
+    /// Whether a message goes into the context: not an assistant one that stopped `deferred`
+    /// (0.84), or `error`, `aborted` or `deferred` (0.85+).
+    fn in_context(&self, m: &RawValue) -> bool {
+        let Ok(m) = serde_json::from_str::<Message<'_>>(m.get()) else {
+            return true;
+        };
+        if text(m.role).as_deref() != Some("assistant") {
+            return true;
+        }
+        let stop = text(m.stop_reason);
+        let out: &[&str] = if self.commits {
+            &["error", "aborted", "deferred"]
+        } else {
+            &["deferred"]
+        };
+        !stop.is_some_and(|s| out.contains(&s.as_str()))
     }
 }
 

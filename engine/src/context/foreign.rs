@@ -10,11 +10,10 @@
 //!   the response items on the path, a compaction replacing what came before it, a rollback
 //!   dropping turns; the model and reasoning effort of the last turn context.
 //!
-//! - **pi 0.84's lanes:** pi's own `buildSessionContext` of the branch
+//! - **pi 0.84's lanes and 0.85–0.99's commits:** pi's own `buildSessionContext` of the branch
 //!   ([`grove_codec::foreign::lanes`]).
 //!
-//! The context options are grove's and pi v3's and do not apply. pi 0.85's commit logs have no
-//! context here yet: their sessions read as empty.
+//! The context options are grove's and pi v3's and do not apply.
 //!
 //! May call: [`crate::context::build`] (the `Context` type), [`crate::tree`], [`crate::log`],
 //! [`crate::core`]; the rules are the codec's.
@@ -50,8 +49,8 @@ pub(crate) fn context(s: &Handle, format: Format, leaf: u64) -> Result<Context> 
     match format {
         Format::ClaudeCode => claude(s, leaf),
         Format::Codex => codex(s, leaf),
-        Format::PiLanes => lanes(s, leaf),
-        Format::PiCommits => Ok(Context::empty()),
+        Format::PiLanes => lanes(s, leaf, format, Lanes::new()),
+        Format::PiCommits => lanes(s, leaf, format, Lanes::commits()),
     }
 }
 
@@ -130,22 +129,21 @@ fn claude(s: &Handle, leaf: u64) -> Result<Context> {
     Ok(ctx)
 }
 
-/// pi 0.84's lanes: pi's `buildSessionContext` of the branch from the entry at `leaf`, or, at a
+/// pi's lanes or commits: pi's `buildSessionContext` of the branch from the entry at `leaf`, or, at a
 /// line that holds none and at the session's leaf, from the `main` lane's leaf as the file stood
 /// there. Ancestors come
 /// before their entries in the file, so the lines up to `leaf`'s are enough.
-fn lanes(s: &Handle, leaf: u64) -> Result<Context> {
+fn lanes(s: &Handle, leaf: u64, format: Format, mut lanes: Lanes) -> Result<Context> {
     // At the session's leaf, the `main` lane's branch: written through the 0.84 adapter, the
     // leaf is the file's last line, whatever lane it wrote to.
     let at_leaf = s.leaf_seq()? == Some(leaf);
-    let mut lanes = Lanes::new();
     let mut start = None;
     for entry in s.entries() {
         let entry = entry?;
         if entry.seq > leaf {
             break;
         }
-        let Some(line) = foreign::original_line(Format::PiLanes, &entry.line) else {
+        let Some(line) = foreign::original_line(format, &entry.line) else {
             continue;
         };
         let held = lanes.line(&line);

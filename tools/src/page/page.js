@@ -926,22 +926,28 @@
 		return { messages, model: m, thinkingLevel: effort ?? "off", activeToolNames: null };
 	}
 
-	/** pi 0.84's `buildSessionContext` of the branch from node `leaf`'s entry, or, at a line that
-	 * holds none and at the session's leaf, from the `main` lane's leaf as the file stood there. */
-	function computeLanesContext(leaf) {
+	/** pi's `buildSessionContext` (0.84's, or with `commits` 0.99's) of the branch from node
+	 * `leaf`'s entry, or, at a line that holds none and at the session's leaf, from the `main`
+	 * lane's leaf (branch's tip) as the file stood there. */
+	function computeLanesContext(leaf, commits) {
 		const entries = new Map();
 		let main = null;
 		let start = null;
 		for (let i = 0; i <= leaf && i < view.nodes.length; i++) {
 			const l = originalOf(i);
-			if (!isObject(l)) continue;
 			let held = null;
-			if (l.kind === "entry" && typeof l.id === "string") {
-				entries.set(l.id, l);
-				held = l.id;
-				if (l.lane === "main") main = l.id;
-			} else if (l.kind === "lane" && l.lane === "main") {
-				main = typeof l.leafId === "string" ? l.leafId : null;
+			// A 0.84 line is one write; a 0.85+ commit line one write or an array of them.
+			for (const w of commits && Array.isArray(l) ? l : [l]) {
+				if (!isObject(w)) continue;
+				if (w.kind === "entry" && typeof w.id === "string") {
+					entries.set(w.id, w);
+					held = w.id;
+					if (!commits && w.lane === "main") main = w.id;
+				} else if (!commits && w.kind === "lane" && w.lane === "main") {
+					main = typeof w.leafId === "string" ? w.leafId : null;
+				} else if (commits && w.kind === "value" && w.namespace === "pi.branch.tip" && w.key === "main") {
+					main = typeof w.value === "string" ? w.value : null;
+				}
 			}
 			if (i === leaf) start = held !== null && leaf !== view.leaf ? held : main;
 		}
@@ -955,7 +961,11 @@
 		let thinkingLevel = "off";
 		let model = null;
 		let activeToolNames = null;
-		for (const e of path) {
+		// 0.85+: the settings are values, not entries; an assistant message that stopped with an
+		// error, aborted or deferred is left out (in a retained tail too).
+		const out = commits ? ["error", "aborted", "deferred"] : ["deferred"];
+		const inContext = (m) => !(isObject(m) && m.role === "assistant" && out.includes(m.stopReason));
+		for (const e of commits ? [] : path) {
 			if (e.type === "thinking_level_change") {
 				if (has(e, "thinkingLevel")) thinkingLevel = e.thinkingLevel;
 			} else if (e.type === "model_change") model = synthetic(e, "", ["provider", "modelId"]);
@@ -977,10 +987,10 @@
 		for (const e of path.slice(from)) {
 			if (e.type === "message") {
 				const m = e.message;
-				if (has(e, "message") && !(isObject(m) && m.role === "assistant" && m.stopReason === "deferred")) messages.push(m);
+				if (has(e, "message") && inContext(m)) messages.push(m);
 			} else if (e.type === "compaction") {
 				messages.push(synthetic(e, "compactionSummary", ["summary", "tokensBefore", "timestamp"]));
-				if (Array.isArray(e.retainedTail)) for (const m of e.retainedTail) messages.push(m);
+				if (Array.isArray(e.retainedTail)) for (const m of e.retainedTail) if (!commits || inContext(m)) messages.push(m);
 			} else if (e.type === "branch_summary" && truthy(e.summary)) {
 				messages.push(synthetic(e, "branchSummary", ["summary", "fromId", "timestamp"]));
 			}
@@ -992,8 +1002,7 @@
 	function contextOfExported(leaf) {
 		if (data.format === "claude-code") return computeClaudeContext(leaf);
 		if (data.format === "codex") return computeCodexContext(leaf);
-		if (data.format === "pi-lanes") return computeLanesContext(leaf);
-		if (data.format === "pi-commits") return { messages: [], model: null, thinkingLevel: "off", activeToolNames: null };
+		if (data.format === "pi-lanes" || data.format === "pi-commits") return computeLanesContext(leaf, data.format === "pi-commits");
 		return computeContext(leaf);
 	}
 

@@ -288,7 +288,7 @@ describe("grove export --html", () => {
 		await page.close();
 	});
 
-	it("computes the context grove builds at every entry of Claude Code's and Codex's transcripts and pi's lane files", async () => {
+	it("computes the context grove builds at every entry of Claude Code's and Codex's transcripts and pi's newer files", async () => {
 		// The tools' own rules (docs/format.md, "Foreign transcripts"), ported to the page: the
 		// page's context at each entry equals `grove context --from ID --json`.
 		const foreign = resolve(fixtures, "../foreign");
