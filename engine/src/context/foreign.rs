@@ -9,7 +9,6 @@
 //! - **Codex:** the history Codex rebuilds from a rollout ([`grove_codec::foreign::history`]):
 //!   the response items on the path, a compaction replacing what came before it, a rollback
 //!   dropping turns; the model and reasoning effort of the last turn context.
-//!
 //! - **pi 0.84's lanes and 0.85–0.99's commits:** pi's own `buildSessionContext` of the branch
 //!   ([`grove_codec::foreign::lanes`]).
 //!
@@ -129,29 +128,30 @@ fn claude(s: &Handle, leaf: u64) -> Result<Context> {
     Ok(ctx)
 }
 
-/// pi's lanes or commits: pi's `buildSessionContext` of the branch from the entry at `leaf`, or, at a
-/// line that holds none and at the session's leaf, from the `main` lane's leaf as the file stood
-/// there. Ancestors come
-/// before their entries in the file, so the lines up to `leaf`'s are enough.
+/// pi's lanes or commits: pi's `buildSessionContext` of the branch from the entry at `leaf`, or,
+/// at a line that holds none, from the `main` lane's leaf as the file stood there; at the
+/// session's leaf, from the `main` lane's leaf at the end of the file (an import puts the leaf
+/// there; written through the 0.84 adapter, the leaf is the file's last line, whatever lane it
+/// wrote to). Ancestors come before their entries in the file, so elsewhere the lines up to
+/// `leaf`'s are enough.
 fn lanes(s: &Handle, leaf: u64, format: Format, mut lanes: Lanes) -> Result<Context> {
-    // At the session's leaf, the `main` lane's branch: written through the 0.84 adapter, the
-    // leaf is the file's last line, whatever lane it wrote to.
     let at_leaf = s.leaf_seq()? == Some(leaf);
     let mut start = None;
     for entry in s.entries() {
         let entry = entry?;
-        if entry.seq > leaf {
+        if entry.seq > leaf && !at_leaf {
             break;
         }
         let Some(line) = foreign::original_line(format, &entry.line) else {
             continue;
         };
         let held = lanes.line(&line);
-        if entry.seq == leaf {
-            start = held
-                .filter(|_| !at_leaf)
-                .or_else(|| lanes.main_leaf().map(str::to_owned));
+        if entry.seq == leaf && !at_leaf {
+            start = held.or_else(|| lanes.main_leaf().map(str::to_owned));
         }
+    }
+    if at_leaf {
+        start = lanes.main_leaf().map(str::to_owned);
     }
     let built = lanes.context(start.as_deref());
     let mut ctx = Context::empty();

@@ -567,3 +567,40 @@ fn contexts_follow_the_tools_own_rules() {
         assert_eq!(scratch, built);
     }
 }
+
+/// A pi 0.84 file whose `main` lane was moved to an entry written on another lane: the import's
+/// leaf is that entry, and the context there is its branch (pi's `buildSessionContext`).
+#[test]
+fn a_moved_main_lane_is_the_leaf_and_its_branch_the_context() {
+    let g = Grove::new();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("moved.jsonl");
+    let lines = [
+        r#"{"kind":"header","version":4,"id":"moved","createdAt":1796610557882,"cwd":"/w"}"#,
+        r#"{"kind":"entry","lane":"main","type":"message","id":"e1","message":{"role":"user","content":"eins"},"parentId":null,"seq":1,"timestamp":1796610557900}"#,
+        r#"{"kind":"lane","seq":2,"lane":"side","leafId":"e1"}"#,
+        r#"{"kind":"entry","lane":"side","type":"message","id":"e2","message":{"role":"user","content":"zwei"},"parentId":"e1","seq":3,"timestamp":1796610557901}"#,
+        r#"{"kind":"lane","seq":4,"lane":"main","leafId":"e2"}"#,
+        r#"{"kind":"fact","seq":5,"fact":"name","name":"verschoben"}"#,
+    ];
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    g.ok(&["import", file.to_str().unwrap()]);
+    let ctx: serde_json::Value =
+        serde_json::from_str(&g.ok(&["context", "moved", "--json"])).unwrap();
+    let contents: Vec<&str> = ctx["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(contents, ["eins", "zwei"]);
+    // At e1: e1's branch alone.
+    let at_e1: serde_json::Value =
+        serde_json::from_str(&g.ok(&["context", "moved", "--from", "e1", "--json"])).unwrap();
+    assert_eq!(at_e1["messages"].as_array().unwrap().len(), 1);
+    let store = g.open();
+    assert_eq!(
+        store.session("moved").unwrap().leaf().unwrap().as_deref(),
+        Some("e2")
+    );
+}

@@ -933,7 +933,11 @@
 		const entries = new Map();
 		let main = null;
 		let start = null;
-		for (let i = 0; i <= leaf && i < view.nodes.length; i++) {
+		// At the session's leaf, the `main` lane's leaf at the end of the file; elsewhere the lines
+		// up to this one are enough (ancestors come first).
+		const atLeaf = leaf === view.leaf;
+		const last = atLeaf ? view.nodes.length - 1 : leaf;
+		for (let i = 0; i <= last && i < view.nodes.length; i++) {
 			const l = originalOf(i);
 			let held = null;
 			// A 0.84 line is one write; a 0.85+ commit line one write or an array of them.
@@ -949,8 +953,9 @@
 					main = typeof w.value === "string" ? w.value : null;
 				}
 			}
-			if (i === leaf) start = held !== null && leaf !== view.leaf ? held : main;
+			if (i === leaf && !atLeaf) start = held !== null ? held : main;
 		}
+		if (atLeaf) start = main;
 		const path = [];
 		for (let id = start; id !== null && entries.has(id) && path.length <= entries.size; ) {
 			const e = entries.get(id);
