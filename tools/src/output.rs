@@ -116,7 +116,7 @@ fn foreign_preview(tool: &str, line: &Value) -> (String, String) {
             "user" | "assistant" => line
                 .get("message")
                 .and_then(|m| m.get("content"))
-                .map(claude_content)
+                .map(content_text)
                 .unwrap_or_default(),
             "system" => str_field(line, "content").unwrap_or_default().to_owned(),
             "summary" => str_field(line, "summary").unwrap_or_default().to_owned(),
@@ -132,51 +132,12 @@ fn foreign_preview(tool: &str, line: &Value) -> (String, String) {
     let ty = str_field(payload, "type")
         .or_else(|| str_field(line, "type"))
         .unwrap_or("item");
-    let text = match ty {
-        "message" => payload
-            .get("content")
-            .map(claude_content)
-            .unwrap_or_default(),
-        "function_call" => format!("[call {}]", str_field(payload, "name").unwrap_or("tool")),
-        "function_call_output" => str_field(payload, "output").unwrap_or_default().to_owned(),
-        "reasoning" => payload
-            .get("summary")
-            .map(claude_content)
-            .unwrap_or_default(),
-        _ => str_field(payload, "message").unwrap_or_default().to_owned(),
-    };
+    let text = codex_item_text(ty, payload);
     let kind = match (ty, str_field(payload, "role")) {
         ("message", Some(role)) => role.to_owned(),
         _ => ty.to_owned(),
     };
     (kind, clip(&text))
-}
-
-/// The visible text of Claude's or Codex's content: a string, or blocks (text kept, tool
-/// calls and results named).
-fn claude_content(content: &Value) -> String {
-    match content {
-        Value::String(s) => s.clone(),
-        Value::Array(blocks) => blocks
-            .iter()
-            .filter_map(|b| match str_field(b, "type") {
-                Some("text" | "input_text" | "output_text" | "summary_text") => {
-                    str_field(b, "text").map(str::to_owned)
-                }
-                Some("tool_use") => {
-                    Some(format!("[call {}]", str_field(b, "name").unwrap_or("tool")))
-                }
-                Some("tool_result") => Some(match b.get("content") {
-                    Some(inner) => format!("[result] {}", claude_content(inner)),
-                    None => "[result]".to_owned(),
-                }),
-                Some("image" | "input_image") => Some("[image]".to_owned()),
-                _ => None,
-            })
-            .collect::<Vec<_>>()
-            .join(" "),
-        _ => String::new(),
-    }
 }
 
 /// The type column of an entry line: the role for messages, else the `type`.
@@ -259,21 +220,32 @@ pub fn message_preview(message: &Value) -> String {
             format!("[{tool}] {content}")
         }
         // Codex's items other than messages (a foreign session's context).
-        "" => match str_field(message, "type").unwrap_or_default() {
-            "function_call" | "custom_tool_call" | "local_shell_call" => {
-                format!("[call {}]", str_field(message, "name").unwrap_or("tool"))
-            }
-            "function_call_output" | "custom_tool_call_output" => match message.get("output") {
-                Some(Value::String(s)) => s.clone(),
-                Some(other) => content_text(other),
-                None => String::new(),
-            },
-            "reasoning" => message.get("summary").map(content_text).unwrap_or_default(),
-            _ => message.get("content").map(content_text).unwrap_or_default(),
-        },
+        "" => codex_item_text(str_field(message, "type").unwrap_or_default(), message),
         _ => message.get("content").map(content_text).unwrap_or_default(),
     };
     clip(&text)
+}
+
+/// The visible text of a Codex item of type `ty` (a rollout line's payload, or an item of a
+/// context): a message's content, a call's name, an output, a reasoning summary, else its
+/// `message` (a compaction's summary, an event's text) or content.
+fn codex_item_text(ty: &str, item: &Value) -> String {
+    match ty {
+        "function_call" | "custom_tool_call" | "local_shell_call" => {
+            format!("[call {}]", str_field(item, "name").unwrap_or("tool"))
+        }
+        "function_call_output" | "custom_tool_call_output" => match item.get("output") {
+            Some(Value::String(s)) => s.clone(),
+            Some(other) => content_text(other),
+            None => String::new(),
+        },
+        "reasoning" => item.get("summary").map(content_text).unwrap_or_default(),
+        "message" => item.get("content").map(content_text).unwrap_or_default(),
+        _ => match str_field(item, "message") {
+            Some(text) => text.to_owned(),
+            None => item.get("content").map(content_text).unwrap_or_default(),
+        },
+    }
 }
 
 /// The role of a message object (a Codex item's `type` when it has none).
@@ -283,7 +255,8 @@ pub fn role_of(message: &Value) -> &str {
         .unwrap_or("?")
 }
 
-/// The visible text of message content: a string, or blocks (text kept, others named).
+/// The visible text of message content, pi's or Claude's or Codex's: a string, or blocks (text
+/// kept, calls, results and images named).
 fn content_text(content: &Value) -> String {
     match content {
         Value::String(s) => s.clone(),
