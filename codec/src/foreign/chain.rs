@@ -73,9 +73,6 @@ pub struct ChainEntry {
     pub user: bool,
     /// `type` is `assistant`.
     pub assistant: bool,
-    /// A message the SDK returns (a `user` or `assistant` entry, not meta, not a sidechain's
-    /// or a team's).
-    pub visible: bool,
     /// `isSidechain`, truthy.
     pub sidechain: bool,
     /// `agentId` as JSON text (compared as the SDK compares it).
@@ -84,6 +81,10 @@ pub struct ChainEntry {
     pub message_id: Option<String>,
     /// An assistant entry's `message.model`, when a string.
     pub model: Option<String>,
+    /// For a message the SDK returns (a `user` or `assistant` entry, not meta, not a
+    /// sidechain's or a team's), its `message` as JSON text (`null` when it has none): what the
+    /// context hands out, kept from the one parse of the line.
+    pub message: Option<String>,
     /// The `id` of each `tool_use` block of `message.content`.
     pub tool_uses: Vec<String>,
     /// The `tool_use_id` of each `tool_result` block of `message.content`.
@@ -172,11 +173,9 @@ impl ChainEntry {
             .filter_map(|b| text(b.tool_use_id))
             .collect();
         let is_tool_result = user && parent.is_some() && of_type("tool_result").next().is_some();
+        let visible =
+            message && !truthy(l.is_meta) && !truthy(l.is_sidechain) && !truthy(l.team_name);
         Some(ChainEntry {
-            visible: message
-                && !truthy(l.is_meta)
-                && !truthy(l.is_sidechain)
-                && !truthy(l.team_name),
             link: Link {
                 uuid,
                 parent,
@@ -188,6 +187,7 @@ impl ChainEntry {
             sidechain: truthy(l.is_sidechain),
             agent_id: l.agent_id.map(|a| a.get().to_owned()),
             model: m.as_ref().and_then(|m| text(m.model)),
+            message: visible.then(|| l.message.map_or("null", |m| m.get()).to_owned()),
             message_id,
             tool_uses,
             tool_results,

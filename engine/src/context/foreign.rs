@@ -25,11 +25,9 @@ use grove_codec::foreign::lanes::Lanes;
 use grove_codec::foreign::{self, Format};
 use grove_codec::jsstr::quote;
 use grove_codec::record::Parent;
-use serde::Deserialize;
-use serde_json::value::RawValue;
 
 use crate::context::build::{Context, ModelRef};
-use crate::core::error::{GroveError, Result};
+use crate::core::error::Result;
 use crate::log::handle::Handle;
 use crate::tree::paths;
 
@@ -51,10 +49,6 @@ pub(crate) fn context(s: &Handle, format: Format, leaf: u64) -> Result<Context> 
         Format::PiLanes => lanes(s, leaf, format, Lanes::new()),
         Format::PiCommits => lanes(s, leaf, format, Lanes::commits()),
     }
-}
-
-fn corrupt(id: &str, what: &str) -> GroveError {
-    GroveError::Corrupt(format!("entry {id}: {what}"))
 }
 
 /// Claude Code: the Agent SDK's chain from the leaf's line (or, for a leaf on another kind of
@@ -100,21 +94,10 @@ fn claude(s: &Handle, leaf: u64) -> Result<Context> {
     let mut model = None;
     for &i in &selected {
         Arc::make_mut(&mut ctx.entry_ids).push(ids[i].clone());
-        if !entries[i].visible {
+        let Some(message) = entries[i].message.as_deref() else {
             continue;
-        }
-        let entry = s.entry_at(seqs[i])?;
-        let line = foreign::original_line(Format::ClaudeCode, &entry.line)
-            .ok_or_else(|| corrupt(&ids[i], "its original line is gone"))?;
-        #[derive(Deserialize)]
-        struct Message<'a> {
-            #[serde(borrow)]
-            message: Option<&'a RawValue>,
-        }
-        let m: Message<'_> = serde_json::from_slice(&line)
-            .map_err(|e| corrupt(&ids[i], &format!("not a JSON object: {e}")))?;
-        let text = m.message.map_or("null", |m| m.get());
-        Arc::make_mut(&mut ctx.messages).push(Arc::from(text));
+        };
+        Arc::make_mut(&mut ctx.messages).push(Arc::from(message));
         if entries[i].assistant {
             if let Some(name) = entries[i].model.as_deref().filter(|n| *n != "<synthetic>") {
                 model = Some(name.to_owned());

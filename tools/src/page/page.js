@@ -973,14 +973,17 @@
 		for (const e of commits ? [] : path) {
 			if (e.type === "thinking_level_change") {
 				if (has(e, "thinkingLevel")) thinkingLevel = e.thinkingLevel;
-			} else if (e.type === "model_change") model = synthetic(e, "", ["provider", "modelId"]);
+			} else if (e.type === "model_change") {
+				model = {};
+				if (has(e, "provider")) model.provider = e.provider;
+				if (has(e, "modelId")) model.modelId = e.modelId;
+			}
 			else if (e.type === "message" && isObject(e.message) && e.message.role === "assistant") {
 				model = {};
 				if (has(e.message, "provider")) model.provider = e.message.provider;
 				if (has(e.message, "model")) model.modelId = e.message.model;
 			} else if (e.type === "active_tools_change") activeToolNames = has(e, "activeToolNames") ? e.activeToolNames : null;
 		}
-		if (model !== null) delete model.role;
 		let from = 0;
 		for (let k = path.length - 1; k >= 0; k--) {
 			if (path[k].type === "compaction") {
