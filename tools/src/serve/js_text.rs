@@ -15,10 +15,11 @@
 /// Plane; bytes that are not UTF-8 as U+FFFD, as a lossy decoding would); JSON lines as one
 /// array of their values, blank lines skipped. Text that is not JSON is rewritten alike,
 /// never refused: the reader's parse refuses it as it would the original. One pass, eight
-/// bytes at a time between the characters it rewrites.
-pub fn ascii_json(text: Vec<u8>, lines: bool) -> String {
+/// bytes at a time between the characters it rewrites. The bytes returned are all ASCII (so
+/// also Latin-1 and UTF-8 text), and are not checked again on the way out.
+pub fn ascii_json(text: Vec<u8>, lines: bool) -> Vec<u8> {
     if !lines && text.is_ascii() {
-        return String::from_utf8(text).unwrap_or_default();
+        return text;
     }
     let mut out = Vec::with_capacity(text.len() + text.len() / 8 + 2);
     let mut rest = text.as_slice();
@@ -50,8 +51,7 @@ pub fn ascii_json(text: Vec<u8>, lines: bool) -> String {
     } else {
         escape_line(rest, false, &mut out);
     }
-    // Only ASCII was written.
-    String::from_utf8(out).unwrap_or_default()
+    out
 }
 
 /// Appends `text` to `out` with every character past ASCII escaped, up to the end or (with
@@ -129,24 +129,31 @@ mod tests {
     use proptest::prelude::*;
     use serde_json::Value;
 
+    /// [`ascii_json`] as a string (all of its bytes ASCII, else empty).
+    fn to_ascii(text: Vec<u8>, lines: bool) -> String {
+        let bytes = ascii_json(text, lines);
+        assert!(bytes.is_ascii());
+        String::from_utf8(bytes).unwrap_or_default()
+    }
+
     #[test]
     fn characters_past_ascii_are_escaped_and_lines_become_an_array() {
         let text = r#"{"a":"é😀\n","b":["ü"]}"#.to_owned();
-        let ascii = ascii_json(text.clone().into_bytes(), false);
+        let ascii = to_ascii(text.clone().into_bytes(), false);
         assert_eq!(ascii, r#"{"a":"\u00e9\ud83d\ude00\n","b":["\u00fc"]}"#);
         let same: Value = serde_json::from_str(&ascii).unwrap_or_default();
         assert_eq!(
             same,
             serde_json::from_str::<Value>(&text).unwrap_or_default()
         );
-        assert_eq!(ascii_json(b"{\"x\":1}".to_vec(), false), "{\"x\":1}");
+        assert_eq!(to_ascii(b"{\"x\":1}".to_vec(), false), "{\"x\":1}");
         assert_eq!(
-            ascii_json("1\n\n \n\"ß\"\n".as_bytes().to_vec(), true),
+            to_ascii("1\n\n \n\"ß\"\n".as_bytes().to_vec(), true),
             "[1,\"\\u00df\"]"
         );
-        assert_eq!(ascii_json(b"\"a\xffb\"".to_vec(), false), "\"a\\ufffdb\"");
-        assert_eq!(ascii_json(b"  1  \r\n\t2".to_vec(), true), "[1  \r,2]");
-        assert_eq!(ascii_json(Vec::new(), true), "[]");
+        assert_eq!(to_ascii(b"\"a\xffb\"".to_vec(), false), "\"a\\ufffdb\"");
+        assert_eq!(to_ascii(b"  1  \r\n\t2".to_vec(), true), "[1  \r,2]");
+        assert_eq!(to_ascii(Vec::new(), true), "[]");
     }
 
     proptest! {
@@ -169,12 +176,12 @@ mod tests {
                     text.push_str(" \n");
                 }
             }
-            let ascii = ascii_json(text.into_bytes(), true);
+            let ascii = to_ascii(text.into_bytes(), true);
             prop_assert!(ascii.is_ascii());
             let back: Vec<Value> = serde_json::from_str(&ascii).unwrap_or_default();
             prop_assert_eq!(&back, &values);
             for v in &values {
-                let one = ascii_json(v.to_string().into_bytes(), false);
+                let one = to_ascii(v.to_string().into_bytes(), false);
                 prop_assert!(one.is_ascii());
                 prop_assert_eq!(&serde_json::from_str::<Value>(&one).ok(), &Some(v.clone()));
             }

@@ -15,7 +15,7 @@
 use std::sync::Arc;
 
 use grove_tools::embed::{BodySender, EmbedError, Embedded, Options, Pieces, Reply};
-use napi::bindgen_prelude::{AsyncTask, Buffer, Either, Latin1String, Unknown};
+use napi::bindgen_prelude::{AsyncTask, Buffer, ToNapiValue, Unknown};
 use napi::{Env, ScopedTask};
 use napi_derive::napi;
 
@@ -43,18 +43,20 @@ pub struct NativeOptions {
 /// A whole answer (JSON; JSON lines when `lines`, made one array) as text: made a JS string
 /// once, for one `JSON.parse` (a `Buffer`'s allocation and finalizer, or an object around it,
 /// would cost more than a small read). The text is ASCII ([`grove_tools::js_text`]), so V8
-/// copies it into a one-byte string instead of decoding UTF-8 into two bytes a character. A
-/// status of 400 and above is an error whose message is `answer STATUS: BODY`, for the
-/// TypeScript side to make the `GroveError` of the body, as it does of an HTTP answer.
-fn answer_text(status: u16, body: Vec<u8>, lines: bool) -> napi::Result<Latin1String> {
+/// copies it into a one-byte string instead of decoding UTF-8 into two bytes a character, and
+/// it is not checked again on the way (Latin-1 takes any byte). An external string, which V8
+/// would not copy, cost more in a loop of large reads: each answer's buffer then lives until
+/// a collection, and the fresh pages they take cost more than the copy. A status of 400 and
+/// above is an error whose message is `answer STATUS: BODY`, for the TypeScript side to make
+/// the `GroveError` of the body, as it does of an HTTP answer.
+fn answer_text(env: &Env, status: u16, body: Vec<u8>, lines: bool) -> napi::Result<Unknown<'_>> {
     if status >= 400 {
         // Not UTF-8 (no route answers so): replaced as `Buffer.toString` would.
         let text = String::from_utf8_lossy(&body);
         return Err(napi::Error::from_reason(format!("answer {status}: {text}")));
     }
-    Ok(Latin1String::from(grove_tools::js_text::ascii_json(
-        body, lines,
-    )))
+    let ascii = grove_tools::js_text::ascii_json(body, lines);
+    env.create_string_latin1(&ascii)?.into_unknown(env)
 }
 
 /// A whole request run on a thread of node's pool ([`NativeStore::request_whole`]).
@@ -92,17 +94,17 @@ impl Whole {
         }
     }
 
-    fn into_js(self, env: &Env, lines: bool) -> napi::Result<Either<Latin1String, Unknown<'_>>> {
+    fn into_js(self, env: &Env, lines: bool) -> napi::Result<Unknown<'_>> {
         match self {
-            Whole::Text(status, body) => answer_text(status, body, lines).map(Either::A),
-            Whole::Tree(tree) => tree.into_js(env).map(Either::B),
+            Whole::Text(status, body) => answer_text(env, status, body, lines),
+            Whole::Tree(tree) => tree.into_js(env),
         }
     }
 }
 
 impl<'task> ScopedTask<'task> for WholeRequest {
     type Output = Whole;
-    type JsValue = Either<Latin1String, Unknown<'task>>;
+    type JsValue = Unknown<'task>;
 
     fn compute(&mut self) -> napi::Result<Self::Output> {
         let body = std::mem::take(&mut self.body);
@@ -257,7 +259,7 @@ impl NativeStore {
         headers: Vec<String>,
         body: Option<String>,
         lines: Option<bool>,
-    ) -> napi::Result<Either<Latin1String, Unknown<'e>>> {
+    ) -> napi::Result<Unknown<'e>> {
         let store = self.store()?;
         let pairs = pairs(headers)?;
         let body = body.map(String::into_bytes).unwrap_or_default();
