@@ -25,6 +25,7 @@ pub mod reader;
 pub mod record;
 pub mod shape;
 pub mod splice;
+pub mod text;
 pub mod time;
 pub mod writer;
 

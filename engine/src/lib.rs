@@ -19,6 +19,8 @@ mod log;
 mod maintain;
 mod open;
 mod ops;
+#[cfg(feature = "search")]
+mod search;
 pub mod session;
 pub mod store;
 mod tree;
@@ -58,6 +60,8 @@ pub use crate::ops::oplog::{Operation, PointInTime, Seal, SealCheck};
 pub use crate::ops::replay::{
     ContextChange, OperationStart, Poll, Replay, ReplayEvent, ReplayOptions, ReplayRecord,
 };
+#[cfg(feature = "search")]
+pub use crate::search::{IndexReport, SearchHit, SearchOptions, SearchResults};
 pub use crate::tree::proof::EntryProof;
 pub use crate::tree::whole::{Tree, TreeNode};
 pub use grove_codec as codec;

@@ -35,6 +35,8 @@ pub(crate) struct Parts {
     pub(crate) logs: Arc<Logs>,
     pub(crate) views: Arc<Views>,
     pub(crate) leases: Arc<Leases>,
+    #[cfg(feature = "search")]
+    pub(crate) search: Arc<crate::search::Search>,
 }
 
 impl Parts {
@@ -45,6 +47,8 @@ impl Parts {
         let hook = Arc::new(PersistDueViews(views.clone()));
         Parts {
             logs: Arc::new(Logs::new(inner.clone(), Some(hook))),
+            #[cfg(feature = "search")]
+            search: Arc::new(crate::search::Search::new(inner.spool_dir.clone())),
             inner,
             views,
             leases: Arc::new(Leases::default()),

@@ -41,6 +41,9 @@ pub struct Store {
     /// Who this handle's operations are stamped with ([`Store::with_actor`]); `None`:
     /// [`DEFAULT_ACTOR`].
     pub(crate) actor: Option<Arc<str>>,
+    /// The full-text index, opened at the first search.
+    #[cfg(feature = "search")]
+    pub(crate) search: Arc<crate::search::Search>,
 }
 
 impl Store {
@@ -52,6 +55,8 @@ impl Store {
             views: parts.views,
             leases: parts.leases,
             actor: None,
+            #[cfg(feature = "search")]
+            search: parts.search,
         }
     }
 
@@ -196,6 +201,38 @@ impl Store {
     /// processes make to a shared backend are not seen.
     pub fn on_commit(&self, listener: &Arc<crate::core::commits::CommitListener>) {
         self.inner.commits.listen(listener);
+    }
+
+    /// The entries whose text matches `query` (tantivy's query syntax; words must all occur
+    /// unless joined by `OR`; a malformed query is read leniently, never refused), best first.
+    /// The index first catches up with everything committed before the call, so an
+    /// acknowledged entry is always found (docs/design.md, "Search").
+    #[cfg(feature = "search")]
+    pub fn search(
+        &self,
+        query: &str,
+        options: &crate::search::SearchOptions,
+    ) -> Result<crate::search::SearchResults> {
+        self.search.search(&self.inner, &self.logs, query, options)
+    }
+
+    /// Brings the search index up to date with the log (what every search does first).
+    #[cfg(feature = "search")]
+    pub fn search_catch_up(&self) -> Result<crate::search::IndexReport> {
+        self.search.catch_up(&self.inner, &self.logs)
+    }
+
+    /// Forgets the search index and builds it again from the log (`grove search --reindex`).
+    #[cfg(feature = "search")]
+    pub fn search_reindex(&self) -> Result<crate::search::IndexReport> {
+        self.search.reindex(&self.inner, &self.logs)
+    }
+
+    /// The disagreements between the search index and the log, after a catch-up (part of
+    /// [`Store::verify`] for a store that has an index).
+    #[cfg(feature = "search")]
+    pub fn search_verify(&self) -> Result<Vec<String>> {
+        self.search.verify(&self.inner, &self.logs)
     }
 
     /// The key-value backend, for tools that inspect or repair stores at the lowest level.

@@ -166,6 +166,10 @@ pub enum GroveError {
     /// A stored value failed to decode or an index disagrees with the log.
     #[error("corrupt store: {0}")]
     Corrupt(String),
+    /// The full-text search index could not be opened, read or written (its files in the
+    /// store directory's `search/`; `grove search --reindex` rebuilds them from the log).
+    #[error("search index: {0}")]
+    SearchIndex(String),
     /// The key-value backend failed.
     #[error("storage: {0}")]
     Storage(#[from] KvError),
@@ -216,6 +220,7 @@ impl GroveError {
             | GroveError::DiskFull { .. }
             | GroveError::LostWrites(_)
             | GroveError::Corrupt(_)
+            | GroveError::SearchIndex(_)
             | GroveError::Storage(_)
             | GroveError::Io { .. }
             | GroveError::Poisoned(_) => "storage",
@@ -250,6 +255,7 @@ impl GroveError {
             GroveError::DiskFull { .. } => "DiskFull",
             GroveError::LostWrites(_) => "LostWrites",
             GroveError::Corrupt(_) => "Corrupt",
+            GroveError::SearchIndex(_) => "SearchIndex",
             GroveError::Poisoned(_) => "Poisoned",
             GroveError::Storage(KvError::Unavailable(_)) => "Unavailable",
             GroveError::Storage(_) => "Storage",

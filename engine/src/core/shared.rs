@@ -99,8 +99,15 @@ impl Inner {
         ordered: bool,
         durability: Durability,
     ) -> Result<()> {
+        let touched = self
+            .commits
+            .watching()
+            .then(|| crate::core::commits::touched_by(&ops));
         let committed = self.commit_unnoticed(ops, ordered, durability);
         if committed.is_ok() {
+            if let Some(touched) = touched {
+                self.commits.note(touched);
+            }
             self.commits.bump();
         }
         committed
@@ -123,6 +130,10 @@ impl Inner {
             return self.commit_ops(ops, ordered, durability).map(|()| true);
         }
         self.check_writable()?;
+        let touched = self
+            .commits
+            .watching()
+            .then(|| crate::core::commits::touched_by(&ops));
         match self.kv.apply_if_all(guards, ops) {
             Ok(true) => {}
             Ok(false) => return Ok(false),
@@ -130,6 +141,9 @@ impl Inner {
         }
         if durability != Durability::None {
             self.flush_or_poison()?;
+        }
+        if let Some(touched) = touched {
+            self.commits.note(touched);
         }
         self.commits.bump();
         Ok(true)

@@ -545,6 +545,21 @@ impl Handle {
         }
     }
 
+    /// The position the session's next record gets, without loading its state when no one
+    /// has: the stored head checkpoint's, or one past the last log value's last record.
+    #[cfg_attr(not(feature = "search"), allow(dead_code))]
+    pub(crate) fn next_seq(&self) -> Result<u64> {
+        self.state_is_current()?;
+        if let Some(index) = self.logs.id_index(self.sid).read().as_ref() {
+            return Ok(index.head.next_seq);
+        }
+        let checkpoint: HeadRecord = self.inner.require(&keys::head(self.sid))?;
+        Ok(match self.last_value()?.last() {
+            Some(&(last_seq, _)) => checkpoint.next_seq.max(last_seq + 1),
+            None => checkpoint.next_seq,
+        })
+    }
+
     /// The number of entries (leaf records excluded), without loading the session's state
     /// when no one has: the checkpoint's count, plus the records after it, minus the leaf
     /// records among them — counted by their leaf-history keys, and by their nodes for the

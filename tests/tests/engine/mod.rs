@@ -33,6 +33,7 @@ mod redb;
 mod reopen;
 mod replay;
 mod salvage;
+mod search;
 mod seed_questions;
 mod sled_guard;
 mod sled_scan;

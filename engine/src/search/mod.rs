@@ -1,0 +1,645 @@
+//! Full-text search across the sessions of a store (`Store::search`, `grove search`,
+//! `GET /v1/search`; docs/design.md "Search", docs/format.md "The search index").
+//!
+//! The index is tantivy's, in the store directory's `search/` (in memory for a store without
+//! a directory: it is built there at the first search). One document per entry that has text
+//! ([`grove_codec::text::searchable`]): the session's number, the entry's position, its type,
+//! role and time, and its text, indexed and not stored: a hit's snippet is made from the log,
+//! so the index holds no copy of what was said.
+//!
+//! **Never behind.** The index is derived from the log and catches up before every search:
+//! each commit's touched sessions are kept ([`crate::core::commits`]), and a search first
+//! indexes what those sessions appended past the index's marks (the position each session
+//! is indexed up to), then searches. The marks are the payload of tantivy's commit, written
+//! atomically with the documents, so a process killed at any moment leaves an index that is
+//! exactly as far as its marks say, and the next catch-up goes on from there. A session gone
+//! from the catalogue has its documents deleted. The first search after opening, a commit
+//! that published or deleted a session, and a store whose backend other processes write
+//! compare every session's head with its mark.
+//!
+//! This room owns the index's files, its schema, the catch-up and the queries. It may call
+//! the core (keys, shared state, commits), the log (handles, catalogue rows) and the tree
+//! (ancestors, for whether a hit is on its session's active path).
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+use std::path::PathBuf;
+
+use grove_codec::record::SessionRecord;
+use grove_codec::text::searchable;
+use grove_codec::EntryKind;
+use parking_lot::Mutex;
+use tantivy::collector::{Count, TopDocs};
+use tantivy::directory::MmapDirectory;
+use tantivy::query::{BooleanQuery, Occur, Query, QueryParser, RangeQuery, TermQuery};
+use tantivy::schema::{
+    Field, IndexRecordOption, Schema, Value as _, FAST, INDEXED, STORED, STRING, TEXT,
+};
+use tantivy::snippet::SnippetGenerator;
+use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
+
+use crate::core::error::{GroveError, Result};
+use crate::core::keys;
+use crate::core::shared::Inner;
+use crate::log::handle::Handle;
+use crate::log::shared::Logs;
+
+/// The version of the index's schema and marks; an index of another version is rebuilt.
+const VERSION: u64 = 1;
+
+/// The memory tantivy's writer may fill before it writes a segment.
+const WRITER_BYTES: usize = 32 << 20;
+
+/// Documents added between two commits of one catch-up, at most (a large import is indexed
+/// in steps, each one a commit with its marks).
+const COMMIT_EVERY: u64 = 100_000;
+
+/// The most characters of a hit's snippet.
+const SNIPPET_CHARS: usize = 160;
+
+/// What a search asks for.
+#[derive(Debug, Clone, Default)]
+pub struct SearchOptions {
+    /// Only this session's entries (its id).
+    pub session: Option<String>,
+    /// Only entries of these types (`message`, `compaction`, …) or message roles (`user`,
+    /// `assistant`, `toolResult`, …); empty: every type.
+    pub types: Vec<String>,
+    /// Only entries whose `timestamp` is at or after this time (ms since the Unix epoch).
+    pub since_ms: Option<i64>,
+    /// The most hits (best first); 0 means 20.
+    pub limit: usize,
+}
+
+/// One entry found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchHit {
+    /// The session's id.
+    pub session: String,
+    /// The entry's id.
+    pub entry: String,
+    /// Its position in the session log.
+    pub seq: u64,
+    /// Its `type`.
+    pub entry_type: String,
+    /// A message's role.
+    pub role: Option<String>,
+    /// Its `timestamp`.
+    pub timestamp: Option<String>,
+    /// How well it matches (BM25); hits come best first.
+    pub score: f32,
+    /// A piece of its text around the best match.
+    pub snippet: String,
+    /// The matched words in `snippet`, as byte ranges of its UTF-8.
+    pub highlights: Vec<(usize, usize)>,
+    /// Whether the entry is on its session's active path (the branch to the leaf).
+    pub active: bool,
+}
+
+/// What a search found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchResults {
+    /// The hits, best first.
+    pub hits: Vec<SearchHit>,
+    /// How many entries match in all (the hits are the first `limit` of them).
+    pub total: usize,
+    /// How many entries the catch-up before the search indexed.
+    pub indexed: u64,
+}
+
+/// What a catch-up or a rebuild did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct IndexReport {
+    /// Entries indexed.
+    pub indexed: u64,
+    /// Sessions whose documents were removed (deleted sessions).
+    pub removed: u64,
+    /// Sessions indexed.
+    pub sessions: u64,
+}
+
+/// The fields of the index.
+#[derive(Clone, Copy)]
+struct Fields {
+    sid: Field,
+    seq: Field,
+    kind: Field,
+    time: Field,
+    text: Field,
+}
+
+fn schema() -> (Schema, Fields) {
+    let mut b = Schema::builder();
+    let fields = Fields {
+        sid: b.add_u64_field("sid", INDEXED | FAST | STORED),
+        seq: b.add_u64_field("seq", FAST | STORED),
+        kind: b.add_text_field("kind", STRING | STORED),
+        time: b.add_i64_field("time", INDEXED | FAST | STORED),
+        text: b.add_text_field("text", TEXT),
+    };
+    (b.build(), fields)
+}
+
+/// The index, once opened.
+struct Open {
+    index: Index,
+    reader: IndexReader,
+    writer: Option<IndexWriter>,
+    fields: Fields,
+    /// Per session number: the position the session is indexed up to (its next record).
+    marks: BTreeMap<u64, u64>,
+    /// Every session's head must be compared with its mark at the next catch-up.
+    full_scan: bool,
+}
+
+/// The store's search index: opened at the first search.
+pub(crate) struct Search {
+    dir: Option<PathBuf>,
+    open: Mutex<Option<Open>>,
+}
+
+fn failed(what: &str) -> impl Fn(tantivy::TantivyError) -> GroveError + '_ {
+    move |e| GroveError::SearchIndex(format!("{what}: {e}"))
+}
+
+/// The marks as the commit's payload: `VERSION sid:next sid:next …`.
+fn encode_marks(marks: &BTreeMap<u64, u64>) -> String {
+    let mut out = format!("grove-search {VERSION}");
+    for (sid, next) in marks {
+        out.push_str(&format!(" {sid}:{next}"));
+    }
+    out
+}
+
+/// The marks of a payload; `None` when it is not this version's.
+fn decode_marks(payload: &str) -> Option<BTreeMap<u64, u64>> {
+    let mut words = payload.split(' ');
+    if words.next() != Some("grove-search") || words.next()? != VERSION.to_string() {
+        return None;
+    }
+    words
+        .map(|w| {
+            let (sid, next) = w.split_once(':')?;
+            Some((sid.parse().ok()?, next.parse().ok()?))
+        })
+        .collect()
+}
+
+impl Search {
+    pub(crate) fn new(dir: Option<PathBuf>) -> Search {
+        Search {
+            dir: dir.map(|d| d.join("search")),
+            open: Mutex::new(None),
+        }
+    }
+
+    /// Opens the index (creating it, or rebuilding one of another version or whose marks
+    /// cannot be read).
+    fn open_index(&self, inner: &Inner) -> Result<Open> {
+        let (schema, fields) = schema();
+        let index = match &self.dir {
+            Some(dir) => {
+                let io = |source| GroveError::Io {
+                    path: dir.clone(),
+                    source,
+                };
+                crate::kv::files::create_dir_all(dir).map_err(io)?;
+                let directory = MmapDirectory::open(dir)
+                    .map_err(|e| GroveError::SearchIndex(format!("{}: {e}", dir.display())))?;
+                match Index::open_or_create(directory, schema.clone()) {
+                    Ok(index) => index,
+                    // Another schema (an older grove's): the index is derived, so it is
+                    // made again.
+                    Err(_) => {
+                        std::fs::remove_dir_all(dir).map_err(io)?;
+                        crate::kv::files::create_dir_all(dir).map_err(io)?;
+                        let directory = MmapDirectory::open(dir).map_err(|e| {
+                            GroveError::SearchIndex(format!("{}: {e}", dir.display()))
+                        })?;
+                        Index::create(directory, schema, Default::default())
+                            .map_err(failed("creating the index"))?
+                    }
+                }
+            }
+            None => Index::create_in_ram(schema),
+        };
+        let reader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()
+            .map_err(failed("opening a reader"))?;
+        let metas = index.load_metas().map_err(failed("reading its commit"))?;
+        let marks = metas.payload.as_deref().and_then(decode_marks);
+        let mut open = Open {
+            index,
+            reader,
+            writer: None,
+            fields,
+            marks: marks.clone().unwrap_or_default(),
+            full_scan: true,
+        };
+        if marks.is_none() && metas.payload.is_some() {
+            // Marks of another version: start over.
+            open.clear()?;
+        }
+        inner.commits.watch();
+        Ok(open)
+    }
+
+    /// Runs `f` on the open index (opened first if need be).
+    fn with<T>(&self, inner: &Inner, f: impl FnOnce(&mut Open) -> Result<T>) -> Result<T> {
+        let mut guard = self.open.lock();
+        if guard.is_none() {
+            *guard = Some(self.open_index(inner)?);
+        }
+        match guard.as_mut() {
+            Some(open) => f(open),
+            None => Err(GroveError::SearchIndex("not open".to_owned())),
+        }
+    }
+
+    /// Indexes what the log holds past the index's marks.
+    pub(crate) fn catch_up(
+        &self,
+        inner: &Inner,
+        logs: &std::sync::Arc<Logs>,
+    ) -> Result<IndexReport> {
+        self.with(inner, |open| open.catch_up(inner, logs))
+    }
+
+    /// Forgets the index and builds it again from the log.
+    pub(crate) fn reindex(
+        &self,
+        inner: &Inner,
+        logs: &std::sync::Arc<Logs>,
+    ) -> Result<IndexReport> {
+        self.with(inner, |open| {
+            open.clear()?;
+            open.catch_up(inner, logs)
+        })
+    }
+
+    /// Catches up, then runs `query`.
+    pub(crate) fn search(
+        &self,
+        inner: &Inner,
+        logs: &std::sync::Arc<Logs>,
+        query: &str,
+        options: &SearchOptions,
+    ) -> Result<SearchResults> {
+        self.with(inner, |open| {
+            let report = open.catch_up(inner, logs)?;
+            let mut results = open.query(inner, logs, query, options)?;
+            results.indexed = report.indexed;
+            Ok(results)
+        })
+    }
+
+    /// Checks the index against the log: every session indexed up to its head (after a
+    /// catch-up), and as many documents for each as its entries with text. Returns the
+    /// disagreements.
+    pub(crate) fn verify(&self, inner: &Inner, logs: &std::sync::Arc<Logs>) -> Result<Vec<String>> {
+        self.with(inner, |open| {
+            open.catch_up(inner, logs)?;
+            open.check(inner, logs)
+        })
+    }
+}
+
+/// The sessions of the catalogue: number → record (published ones only).
+fn catalogue(inner: &Inner) -> Result<BTreeMap<u64, SessionRecord>> {
+    let start = vec![keys::T_SESSION_ID];
+    let end = keys::prefix_end(&start);
+    let mut out = BTreeMap::new();
+    for pair in inner.kv.scan(&start, &end) {
+        let (_, value) = pair?;
+        let Some(sid) = keys::u64_value(&value) else {
+            continue;
+        };
+        if let Some(record) = published(inner, sid)? {
+            out.insert(sid, record);
+        }
+    }
+    Ok(out)
+}
+
+/// Session `sid`'s record, when it is in the catalogue (not deleted, not an import still
+/// being written).
+fn published(inner: &Inner, sid: u64) -> Result<Option<SessionRecord>> {
+    let Some(record) = inner.get::<SessionRecord>(&keys::session(sid))? else {
+        return Ok(None);
+    };
+    Ok((inner.sid_of(&record.id)? == Some(sid)).then_some(record))
+}
+
+impl Open {
+    fn writer(&mut self) -> Result<&mut IndexWriter> {
+        if self.writer.is_none() {
+            let writer = self
+                .index
+                .writer_with_num_threads(1, WRITER_BYTES)
+                .map_err(failed("opening its writer"))?;
+            self.writer = Some(writer);
+        }
+        self.writer
+            .as_mut()
+            .ok_or_else(|| GroveError::SearchIndex("no writer".to_owned()))
+    }
+
+    /// Commits what was added with the marks, and lets readers see it.
+    fn commit(&mut self) -> Result<()> {
+        let payload = encode_marks(&self.marks);
+        let writer = self.writer()?;
+        let mut prepared = writer.prepare_commit().map_err(failed("committing"))?;
+        prepared.set_payload(&payload);
+        prepared.commit().map_err(failed("committing"))?;
+        self.reader.reload().map_err(failed("reloading its reader"))
+    }
+
+    /// Removes every document and mark.
+    fn clear(&mut self) -> Result<()> {
+        self.writer()?
+            .delete_all_documents()
+            .map_err(failed("clearing it"))?;
+        self.marks.clear();
+        self.full_scan = true;
+        self.commit()
+    }
+
+    fn catch_up(&mut self, inner: &Inner, logs: &std::sync::Arc<Logs>) -> Result<IndexReport> {
+        let touched = inner.commits.take_touched();
+        let mut report = IndexReport::default();
+        let candidates: BTreeMap<u64, Option<SessionRecord>> =
+            if self.full_scan || touched.all || inner.shared {
+                let listed = catalogue(inner)?;
+                let mut all: BTreeMap<u64, Option<SessionRecord>> =
+                    self.marks.keys().map(|&sid| (sid, None)).collect();
+                all.extend(listed.into_iter().map(|(sid, r)| (sid, Some(r))));
+                all
+            } else {
+                let mut some = BTreeMap::new();
+                for sid in touched.sids {
+                    some.insert(sid, published(inner, sid)?);
+                }
+                some
+            };
+        let mut pending = 0u64;
+        let mut changed = false;
+        for (sid, record) in candidates {
+            let Some(record) = record else {
+                if self.marks.remove(&sid).is_some() {
+                    let term = Term::from_field_u64(self.fields.sid, sid);
+                    self.writer()?.delete_term(term);
+                    report.removed += 1;
+                    changed = true;
+                }
+                continue;
+            };
+            let mark = self.marks.get(&sid).copied().unwrap_or(0);
+            let handle = Handle::open(logs.clone(), sid, record)?;
+            let next = handle.next_seq()?;
+            if next <= mark {
+                continue;
+            }
+            let mut at = mark;
+            let mut indexed_here = false;
+            for entry in handle.log_from(mark) {
+                let entry = entry?;
+                if entry.seq >= next {
+                    break;
+                }
+                at = entry.seq + 1;
+                if EntryKind::from_tag(entry.node.kind) == Some(EntryKind::Leaf) {
+                    continue;
+                }
+                let Some(found) = searchable(&entry.line) else {
+                    continue;
+                };
+                if found.text.is_empty() {
+                    continue;
+                }
+                let mut doc = TantivyDocument::new();
+                doc.add_u64(self.fields.sid, sid);
+                doc.add_u64(self.fields.seq, entry.seq);
+                doc.add_text(self.fields.kind, &found.entry_type);
+                if let Some(role) = &found.role {
+                    doc.add_text(self.fields.kind, role);
+                }
+                doc.add_i64(self.fields.time, found.time_ms.unwrap_or(i64::MIN));
+                doc.add_text(self.fields.text, &found.text);
+                self.writer()?
+                    .add_document(doc)
+                    .map_err(failed("adding a document"))?;
+                report.indexed += 1;
+                pending += 1;
+                indexed_here = true;
+                if pending >= COMMIT_EVERY {
+                    self.marks.insert(sid, at);
+                    self.commit()?;
+                    pending = 0;
+                }
+            }
+            self.marks.insert(sid, at);
+            if indexed_here {
+                report.sessions += 1;
+            }
+            changed = true;
+        }
+        self.full_scan = false;
+        if changed {
+            self.commit()?;
+        }
+        Ok(report)
+    }
+
+    fn query(
+        &self,
+        inner: &Inner,
+        logs: &std::sync::Arc<Logs>,
+        text: &str,
+        options: &SearchOptions,
+    ) -> Result<SearchResults> {
+        let mut parser = QueryParser::for_index(&self.index, vec![self.fields.text]);
+        parser.set_conjunction_by_default();
+        let (parsed, _errors) = parser.parse_query_lenient(text);
+        let mut clauses: Vec<(Occur, Box<dyn Query>)> = vec![(Occur::Must, parsed.box_clone())];
+        if let Some(id) = &options.session {
+            let sid = inner
+                .sid_of(id)?
+                .ok_or_else(|| GroveError::SessionNotFound(id.clone()))?;
+            clauses.push((
+                Occur::Must,
+                Box::new(TermQuery::new(
+                    Term::from_field_u64(self.fields.sid, sid),
+                    IndexRecordOption::Basic,
+                )),
+            ));
+        }
+        if !options.types.is_empty() {
+            let any: Vec<(Occur, Box<dyn Query>)> = options
+                .types
+                .iter()
+                .map(|t| {
+                    let q: Box<dyn Query> = Box::new(TermQuery::new(
+                        Term::from_field_text(self.fields.kind, t),
+                        IndexRecordOption::Basic,
+                    ));
+                    (Occur::Should, q)
+                })
+                .collect();
+            clauses.push((Occur::Must, Box::new(BooleanQuery::new(any))));
+        }
+        if let Some(since) = options.since_ms {
+            clauses.push((
+                Occur::Must,
+                Box::new(RangeQuery::new(
+                    Bound::Included(Term::from_field_i64(self.fields.time, since)),
+                    Bound::Unbounded,
+                )),
+            ));
+        }
+        let query = BooleanQuery::new(clauses);
+        let limit = if options.limit == 0 {
+            20
+        } else {
+            options.limit
+        };
+        let searcher = self.reader.searcher();
+        let (top, total) = searcher
+            .search(&query, &(TopDocs::with_limit(limit), Count))
+            .map_err(failed("searching"))?;
+        let mut snippets = SnippetGenerator::create(&searcher, &*parsed, self.fields.text)
+            .map_err(failed("making snippets"))?;
+        snippets.set_max_num_chars(SNIPPET_CHARS);
+        let mut hits = Vec::with_capacity(top.len());
+        let mut handles: BTreeMap<u64, Option<Handle>> = BTreeMap::new();
+        for (score, address) in top {
+            let doc: TantivyDocument = searcher.doc(address).map_err(failed("reading a hit"))?;
+            let u64_of = |field: Field| doc.get_first(field).and_then(|v| v.as_u64());
+            let (Some(sid), Some(seq)) = (u64_of(self.fields.sid), u64_of(self.fields.seq)) else {
+                continue;
+            };
+            let handle = match handles.get(&sid) {
+                Some(h) => h.clone(),
+                None => {
+                    let h = match published(inner, sid)? {
+                        Some(record) => Some(Handle::open(logs.clone(), sid, record)?),
+                        None => None,
+                    };
+                    handles.insert(sid, h.clone());
+                    h
+                }
+            };
+            // A session deleted since the catch-up.
+            let Some(handle) = handle else { continue };
+            let entry = handle.entry_at(seq)?;
+            let found = searchable(&entry.line);
+            let snippet = snippets.snippet(found.as_ref().map_or("", |f| f.text.as_str()));
+            let active = on_active_path(&handle, seq, &entry.node)?;
+            hits.push(SearchHit {
+                session: handle.record.id.clone(),
+                entry: entry.node.id.to_string(),
+                seq,
+                entry_type: found
+                    .as_ref()
+                    .map(|f| f.entry_type.clone())
+                    .unwrap_or_default(),
+                role: found.as_ref().and_then(|f| f.role.clone()),
+                timestamp: found
+                    .as_ref()
+                    .and_then(|f| f.time_ms)
+                    .map(grove_codec::time::format_ms),
+                score,
+                snippet: snippet.fragment().to_owned(),
+                highlights: snippet
+                    .highlighted()
+                    .iter()
+                    .map(|r| (r.start, r.end))
+                    .collect(),
+                active,
+            });
+        }
+        Ok(SearchResults {
+            hits,
+            total,
+            indexed: 0,
+        })
+    }
+
+    /// The disagreements between the index and the log (after a catch-up).
+    fn check(&self, inner: &Inner, logs: &std::sync::Arc<Logs>) -> Result<Vec<String>> {
+        let mut problems = Vec::new();
+        let listed = catalogue(inner)?;
+        let searcher = self.reader.searcher();
+        for (sid, record) in &listed {
+            let id = record.id.clone();
+            let handle = Handle::open(logs.clone(), *sid, record.clone())?;
+            let next = handle.next_seq()?;
+            let mark = self.marks.get(sid).copied().unwrap_or(0);
+            if mark != next {
+                problems.push(format!(
+                    "search index: session {id} is indexed up to record {mark}, its log has {next}"
+                ));
+            }
+            let mut expected = 0usize;
+            for entry in handle.log_from(0) {
+                let entry = entry?;
+                if EntryKind::from_tag(entry.node.kind) == Some(EntryKind::Leaf) {
+                    continue;
+                }
+                if searchable(&entry.line).is_some_and(|f| !f.text.is_empty()) {
+                    expected += 1;
+                }
+            }
+            let query = TermQuery::new(
+                Term::from_field_u64(self.fields.sid, *sid),
+                IndexRecordOption::Basic,
+            );
+            let found = searcher
+                .search(&query, &Count)
+                .map_err(failed("counting"))?;
+            if found != expected {
+                problems.push(format!(
+                    "search index: session {id} has {found} documents, its log {expected} entries with text"
+                ));
+            }
+        }
+        for sid in self.marks.keys() {
+            if !listed.contains_key(sid) {
+                problems.push(format!(
+                    "search index: session number {sid} is indexed but not in the catalogue"
+                ));
+            }
+        }
+        Ok(problems)
+    }
+}
+
+/// Whether `seq` (whose node is `node`) is on the session's active path: the leaf's
+/// ancestor at `seq`'s depth is `seq`.
+fn on_active_path(h: &Handle, seq: u64, node: &grove_codec::record::NodeRecord) -> Result<bool> {
+    let Some(leaf) = h.leaf_seq()? else {
+        return Ok(false);
+    };
+    let leaf_node = h.node(leaf)?;
+    Ok(
+        crate::tree::ancestors::ancestor_at_depth(h, leaf, &leaf_node, node.depth)?
+            .is_some_and(|(at, _)| at == seq),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{decode_marks, encode_marks};
+    use std::collections::BTreeMap;
+
+    #[test]
+    fn marks_read_back_and_another_version_is_refused() {
+        let marks: BTreeMap<u64, u64> = [(1, 10), (7, 0), (u64::MAX, 3)].into_iter().collect();
+        assert_eq!(decode_marks(&encode_marks(&marks)), Some(marks));
+        assert_eq!(decode_marks("grove-search 1"), Some(BTreeMap::new()));
+        assert_eq!(decode_marks("grove-search 0 1:2"), None);
+        assert_eq!(decode_marks("grove-search 1 1:x"), None);
+        assert_eq!(decode_marks("other"), None);
+    }
+}
