@@ -231,8 +231,16 @@ impl Store {
     /// The disagreements between the search index and the log, after a catch-up (part of
     /// [`Store::verify`] for a store that has an index).
     #[cfg(feature = "search")]
-    pub fn search_verify(&self) -> Result<Vec<String>> {
-        self.search.verify(&self.inner, &self.logs)
+    pub fn search_verify(&self) -> Result<Vec<crate::maintain::report::Problem>> {
+        let found = self.search.verify(&self.inner, &self.logs)?;
+        Ok(found
+            .into_iter()
+            .map(|(session, what)| crate::maintain::report::Problem {
+                session,
+                entry: None,
+                what,
+            })
+            .collect())
     }
 
     /// The key-value backend, for tools that inspect or repair stores at the lowest level.
@@ -381,7 +389,14 @@ impl Store {
 
     /// Verifies every session of the store.
     pub fn verify(&self) -> Result<VerifyReport> {
-        crate::maintain::verify::verify_store(&self.logs)
+        #[allow(unused_mut)]
+        let mut report = crate::maintain::verify::verify_store(&self.logs)?;
+        // The search index, when the store has one (a read-only store's is not caught up).
+        #[cfg(feature = "search")]
+        if self.search.exists() && !self.inner.read_only {
+            report.problems.extend(self.search_verify()?);
+        }
+        Ok(report)
     }
 }
 

@@ -20,6 +20,8 @@ mod output;
 mod output_file;
 mod page;
 mod remote;
+#[cfg(feature = "search")]
+mod search;
 mod serve;
 pub use serve::embed;
 pub use serve::js_text;

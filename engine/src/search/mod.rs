@@ -52,7 +52,7 @@ const WRITER_BYTES: usize = 32 << 20;
 
 /// Documents added between two commits of one catch-up, at most (a large import is indexed
 /// in steps, each one a commit with its marks).
-const COMMIT_EVERY: u64 = 100_000;
+const COMMIT_EVERY: u64 = 10_000;
 
 /// The most characters of a hit's snippet.
 const SNIPPET_CHARS: usize = 160;
@@ -295,10 +295,24 @@ impl Search {
         })
     }
 
+    /// Whether the store has an index: one was built here, or its files are in the store
+    /// directory.
+    pub(crate) fn exists(&self) -> bool {
+        self.open.lock().is_some()
+            || self
+                .dir
+                .as_ref()
+                .is_some_and(|dir| dir.join("meta.json").exists())
+    }
+
     /// Checks the index against the log: every session indexed up to its head (after a
     /// catch-up), and as many documents for each as its entries with text. Returns the
-    /// disagreements.
-    pub(crate) fn verify(&self, inner: &Inner, logs: &std::sync::Arc<Logs>) -> Result<Vec<String>> {
+    /// disagreements: the session (`sid N` for one the catalogue lacks) and what is wrong.
+    pub(crate) fn verify(
+        &self,
+        inner: &Inner,
+        logs: &std::sync::Arc<Logs>,
+    ) -> Result<Vec<(String, String)>> {
         self.with(inner, |open| {
             open.catch_up(inner, logs)?;
             open.check(inner, logs)
@@ -567,7 +581,7 @@ impl Open {
     }
 
     /// The disagreements between the index and the log (after a catch-up).
-    fn check(&self, inner: &Inner, logs: &std::sync::Arc<Logs>) -> Result<Vec<String>> {
+    fn check(&self, inner: &Inner, logs: &std::sync::Arc<Logs>) -> Result<Vec<(String, String)>> {
         let mut problems = Vec::new();
         let listed = catalogue(inner)?;
         let searcher = self.reader.searcher();
@@ -577,8 +591,9 @@ impl Open {
             let next = handle.next_seq()?;
             let mark = self.marks.get(sid).copied().unwrap_or(0);
             if mark != next {
-                problems.push(format!(
-                    "search index: session {id} is indexed up to record {mark}, its log has {next}"
+                problems.push((
+                    id.clone(),
+                    format!("the search index has its records up to {mark}, its log {next}"),
                 ));
             }
             let mut expected = 0usize;
@@ -599,15 +614,19 @@ impl Open {
                 .search(&query, &Count)
                 .map_err(failed("counting"))?;
             if found != expected {
-                problems.push(format!(
-                    "search index: session {id} has {found} documents, its log {expected} entries with text"
+                problems.push((
+                    id,
+                    format!(
+                        "the search index has {found} of its entries, its log {expected} with text"
+                    ),
                 ));
             }
         }
         for sid in self.marks.keys() {
             if !listed.contains_key(sid) {
-                problems.push(format!(
-                    "search index: session number {sid} is indexed but not in the catalogue"
+                problems.push((
+                    format!("sid {sid}"),
+                    "in the search index but not in the catalogue".to_owned(),
                 ));
             }
         }

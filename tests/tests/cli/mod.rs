@@ -21,6 +21,7 @@ mod permissions;
 mod read;
 mod read_checks;
 mod salvage;
+mod search;
 mod store_access;
 mod summary_preview;
 mod tree;

@@ -150,7 +150,8 @@ fn every_acknowledged_entry_is_found_at_once_through_every_kind_of_write_and_a_r
         store.delete_session(&sessions[2]).unwrap();
         oracle.forget(&sessions[2]);
         oracle.check(&store, "after a deletion");
-        assert_eq!(store.search_verify().unwrap(), Vec::<String>::new());
+        assert_eq!(store.search_verify().unwrap(), Vec::new());
+        assert!(store.verify().unwrap().is_ok());
     }
     // Reopened: the index goes on from its marks.
     let store = Store::open_with(config()).unwrap();
@@ -163,7 +164,7 @@ fn every_acknowledged_entry_is_found_at_once_through_every_kind_of_write_and_a_r
     let report = store.search_reindex().unwrap();
     assert!(report.indexed > 0);
     oracle.check(&store, "after a rebuild");
-    assert_eq!(store.search_verify().unwrap(), Vec::<String>::new());
+    assert_eq!(store.search_verify().unwrap(), Vec::new());
 }
 
 #[test]

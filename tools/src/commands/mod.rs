@@ -31,6 +31,8 @@ pub mod print;
 pub mod replay;
 pub mod salvage;
 pub mod seal;
+#[cfg(feature = "search")]
+pub mod search;
 #[cfg(feature = "postgres")]
 pub mod shard;
 pub mod show;
@@ -64,6 +66,8 @@ pub enum Command {
     Fork(fork::Args),
     Gc(gc::Args),
     Verify(verify::Args),
+    #[cfg(feature = "search")]
+    Search(search::Args),
     Salvage(salvage::Args),
     Serve(crate::serve::Args),
     #[cfg(feature = "postgres")]
@@ -97,6 +101,8 @@ pub fn run(command: Command, env: &mut Env<'_>) -> CmdResult {
         Command::Fork(a) => fork::run(a, env),
         Command::Gc(a) => gc::run(a, env),
         Command::Verify(a) => verify::run(a, env),
+        #[cfg(feature = "search")]
+        Command::Search(a) => search::run(a, env),
         Command::Salvage(a) => salvage::run(a, env),
         Command::Serve(a) => crate::serve::run(env, &a),
         #[cfg(feature = "postgres")]

@@ -20,6 +20,8 @@ mod leaf;
 mod operations;
 mod page;
 mod reads;
+#[cfg(feature = "search")]
+mod search;
 mod server;
 mod sessions;
 
@@ -119,12 +121,28 @@ macro_rules! table {
     };
 }
 
+/// `GET /v1/search` ([`search::search`]), or in a build without search, its refusal.
+#[cfg(feature = "search")]
+use search::search as find;
+
+/// `GET /v1/search` in a build without the `search` feature: `501`, code `unsupported`.
+#[cfg(not(feature = "search"))]
+async fn find() -> crate::serve::api::ApiResult<axum::response::Response> {
+    Err(crate::serve::api::ApiError::new(
+        axum::http::StatusCode::NOT_IMPLEMENTED,
+        "unsupported",
+        "this build of grove has no search (cargo feature `search`)",
+    ))
+}
+
 /// Every route, as docs/api.md lists them (a test compares the two), in its order.
 pub const ROUTES: &[Route] = table! {
     // Server
     Get "/v1/health" => server::health, "whether the server can do its work now";
     Post "/v1/verify" => server::verify, "verify every store served";
     Post "/v1/gc" => server::gc, "remove the payloads no session references";
+    // Search
+    Get "/v1/search" => find, "the entries whose text matches a query, across sessions";
     // Sessions
     Get "/v1/sessions" => sessions::list_sessions, "list the sessions, in id order";
     Post "/v1/sessions" => sessions::create_session, "create a session";
