@@ -41,7 +41,6 @@ const NOT_TEXT: &[&str] = &[
     "type",
     "signature",
     "thinkingSignature",
-    "data",
     "mimeType",
     "media_type",
     "requestId",
@@ -138,14 +137,20 @@ fn content_text(content: Option<&Value>, pieces: &mut Vec<String>) {
     }
 }
 
-/// Every string value in `value`, save those of [`NOT_TEXT`] fields.
+/// Every string value in `value`, save those of [`NOT_TEXT`] fields, the `data` of an
+/// object that says what media it holds (an image's or a file's base64) and `data:` URLs.
 fn strings(value: &Value, pieces: &mut Vec<String>) {
     match value {
+        Value::String(text) if text.starts_with("data:") => {}
         Value::String(text) => push(text, pieces),
         Value::Array(items) => items.iter().for_each(|item| strings(item, pieces)),
         Value::Object(fields) => {
+            let media = ["mimeType", "media_type", "mime_type"]
+                .iter()
+                .any(|k| fields.contains_key(*k));
             for (key, field) in fields {
-                if !NOT_TEXT.contains(&key.as_str()) {
+                let encoded = media && key == "data";
+                if !encoded && !NOT_TEXT.contains(&key.as_str()) {
                     strings(field, pieces);
                 }
             }
@@ -208,6 +213,11 @@ mod tests {
     fn other_lines_give_their_strings_but_not_ids_or_data() {
         let claude = r#"{"type":"user","uuid":"u1","parentUuid":null,"sessionId":"s","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"found it"}]}}"#;
         assert_eq!(text(claude), "found it");
+        let image = r#"{"type":"user","message":{"content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"QUJD"}},{"type":"input_image","image_url":"data:image/png;base64,QUJD"}]}}"#;
+        assert_eq!(text(image), "");
+        // A custom entry's data is its content.
+        let custom = r#"{"type":"custom","customType":"note","data":{"body":"remember this"}}"#;
+        assert_eq!(text(custom), "note\nremember this");
         assert_eq!(searchable("not json"), None);
         assert_eq!(searchable("[1]"), None);
     }

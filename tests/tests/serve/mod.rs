@@ -15,6 +15,7 @@ mod oplog;
 mod payloads;
 mod replay;
 mod routes;
+mod search;
 mod shard;
 mod turns;
 mod view;
