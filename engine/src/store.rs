@@ -228,7 +228,7 @@ impl Store {
         self.search.reindex(&self.inner, &self.logs)
     }
 
-    /// The disagreements between the search index and the log, after a catch-up (part of
+    /// The disagreements between the search index and the log, neither changed (part of
     /// [`Store::verify`] for a store that has an index).
     #[cfg(feature = "search")]
     pub fn search_verify(&self) -> Result<Vec<crate::maintain::report::Problem>> {
@@ -391,10 +391,17 @@ impl Store {
     pub fn verify(&self) -> Result<VerifyReport> {
         #[allow(unused_mut)]
         let mut report = crate::maintain::verify::verify_store(&self.logs)?;
-        // The search index, when the store has one (a read-only store's is not caught up).
+        // The search index, when the store has one; one that cannot be read is a problem.
         #[cfg(feature = "search")]
-        if self.search.exists() && !self.inner.read_only {
-            report.problems.extend(self.search_verify()?);
+        if self.search.exists() {
+            match self.search_verify() {
+                Ok(problems) => report.problems.extend(problems),
+                Err(e) => report.problems.push(crate::maintain::report::Problem {
+                    session: "(search index)".to_owned(),
+                    entry: None,
+                    what: e.to_string(),
+                }),
+            }
         }
         Ok(report)
     }

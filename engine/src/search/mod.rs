@@ -208,6 +208,12 @@ impl Search {
                     .map_err(|e| GroveError::SearchIndex(format!("{}: {e}", dir.display())))?;
                 match Index::open_or_create(directory, schema.clone()) {
                     Ok(index) => index,
+                    Err(e) if inner.read_only => {
+                        return Err(GroveError::SearchIndex(format!(
+                            "{}: {e} (the next search of a writer builds it again)",
+                            dir.display()
+                        )))
+                    }
                     // Another schema (an older grove's): the index is derived, so it is
                     // made again.
                     Err(_) => {
@@ -239,6 +245,13 @@ impl Search {
             full_scan: true,
         };
         if marks.is_none() && metas.payload.is_some() {
+            if inner.read_only {
+                return Err(GroveError::SearchIndex(
+                    "its marks are of another version (the next search of a writer builds it \
+                     again)"
+                        .to_owned(),
+                ));
+            }
             // Marks of another version: start over.
             open.clear()?;
         }
@@ -305,18 +318,17 @@ impl Search {
                 .is_some_and(|dir| dir.join("meta.json").exists())
     }
 
-    /// Checks the index against the log: every session indexed up to its head (after a
-    /// catch-up), and as many documents for each as its entries with text. Returns the
-    /// disagreements: the session (`sid N` for one the catalogue lacks) and what is wrong.
+    /// Checks the index against the log without changing either: no session is indexed past
+    /// its end of log, each has as many documents as its log has entries with text below its
+    /// mark, and no session outside the catalogue has a mark. A session indexed only part way
+    /// is no problem (the next search catches it up). Returns the disagreements: the session
+    /// (`sid N` for one the catalogue lacks) and what is wrong.
     pub(crate) fn verify(
         &self,
         inner: &Inner,
         logs: &std::sync::Arc<Logs>,
     ) -> Result<Vec<(String, String)>> {
-        self.with(inner, |open| {
-            open.catch_up(inner, logs)?;
-            open.check(inner, logs)
-        })
+        self.with(inner, |open| open.check(inner, logs))
     }
 }
 
@@ -590,15 +602,18 @@ impl Open {
             let handle = Handle::open(logs.clone(), *sid, record.clone())?;
             let next = handle.next_seq()?;
             let mark = self.marks.get(sid).copied().unwrap_or(0);
-            if mark != next {
+            if mark > next {
                 problems.push((
                     id.clone(),
-                    format!("the search index has its records up to {mark}, its log {next}"),
+                    format!("the search index has its records up to {mark}, its log only {next}"),
                 ));
             }
             let mut expected = 0usize;
             for entry in handle.log_from(0) {
                 let entry = entry?;
+                if entry.seq >= mark {
+                    break;
+                }
                 if EntryKind::from_tag(entry.node.kind) == Some(EntryKind::Leaf) {
                     continue;
                 }
@@ -617,7 +632,8 @@ impl Open {
                 problems.push((
                     id,
                     format!(
-                        "the search index has {found} of its entries, its log {expected} with text"
+                        "the search index has {found} of its entries, its log {expected} with \
+                         text below {mark}"
                     ),
                 ));
             }

@@ -152,6 +152,11 @@ fn every_acknowledged_entry_is_found_at_once_through_every_kind_of_write_and_a_r
         oracle.check(&store, "after a deletion");
         assert_eq!(store.search_verify().unwrap(), Vec::new());
         assert!(store.verify().unwrap().is_ok());
+        // Written after the last search: not indexed yet, and no problem.
+        let late = store.create_session(CreateSession::default()).unwrap();
+        let id = late.append(user("w28 late")).unwrap();
+        oracle.add(late.id(), &id, "w28 late");
+        assert!(store.verify().unwrap().is_ok());
     }
     // Reopened: the index goes on from its marks.
     let store = Store::open_with(config()).unwrap();
@@ -254,4 +259,50 @@ fn hits_say_whether_they_are_on_the_active_path_and_filters_narrow_them() {
         )
         .unwrap();
     assert_eq!((one.hits.len(), one.total), (1, 3));
+}
+
+/// An index that disagrees with the log (another store's, with more records per session) is
+/// reported by verify, and a rebuild mends it.
+#[test]
+fn verify_reports_an_index_that_disagrees_with_the_log() {
+    let a = tempfile::tempdir().unwrap();
+    let b = tempfile::tempdir().unwrap();
+    {
+        let store = Store::open(a.path()).unwrap();
+        let s = store.create_session(CreateSession::default()).unwrap();
+        s.append(user("one")).unwrap();
+        store.search_catch_up().unwrap();
+    }
+    {
+        let store = Store::open(b.path()).unwrap();
+        let s = store.create_session(CreateSession::default()).unwrap();
+        for text in ["one", "two", "three"] {
+            s.append(user(text)).unwrap();
+        }
+        store.search_catch_up().unwrap();
+    }
+    std::fs::remove_dir_all(a.path().join("search")).unwrap();
+    grove_tests::copy_dir(&b.path().join("search"), &a.path().join("search"));
+    let store = Store::open(a.path()).unwrap();
+    let problems: Vec<String> = store
+        .verify()
+        .unwrap()
+        .problems
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(problems.len(), 2, "{problems:?}");
+    assert!(
+        problems[0].contains("indexed up to") || problems[0].contains("records up to 3"),
+        "{problems:?}"
+    );
+    store.search_reindex().unwrap();
+    assert!(store.verify().unwrap().is_ok());
+    assert_eq!(
+        store
+            .search("one", &SearchOptions::default())
+            .unwrap()
+            .total,
+        1
+    );
 }

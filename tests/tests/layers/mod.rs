@@ -22,6 +22,7 @@ const ENGINE_LAYERS: &[&[&str]] = &[
     &["ops"],
     &["exchange"],
     &["maintain"],
+    &["search"],
     &["open"],
     &["session"],
     &["store"],
