@@ -58,6 +58,7 @@ METHODS: list[tuple[str, str, str, str, str, str]] = [
     ("end_turn", "sid: str, lease: str", "c.end_turn(sid, lease)", "None", "json", "Ends a turn lease."),
     ("navigate", "sid: str, target: str, summarize: Optional[bool] = None, summary: Optional[str] = None, instructions: Optional[str] = None, replace_instructions: Optional[bool] = None, label: Optional[str] = None, preset: Optional[str] = None", "c.navigate(sid, target, {'summarize': summarize, 'summary': summary, 'instructions': instructions, 'replaceInstructions': replace_instructions, 'label': label, 'preset': preset})", "JsonObject", "json", "pi's navigation to `target`, with an optional branch summary."),
     ("view", "", "c.view()", "str", "json", "The HTML view's page (it holds no data)."),
+    ("search", "query: str, session: Optional[str] = None, types: Optional[Sequence[str]] = None, since: Optional[str] = None, limit: Optional[int] = None", "c.search(query, session, types, since, limit)", "SearchResults", "json", "The entries of every session whose text matches `query`, best first (`GET /v1/search`):\n        every word must occur unless joined by `OR`, `\"a phrase\"` in order. `session`: one session's\n        entries; `types`: entry types or message roles; `since`: a time or a duration before now\n        (`7d`); `limit`: 1 to 1000 (default 20). Anything appended before the call is found."),
 ]
 
 HEADER = '''"""{doc}
@@ -77,6 +78,7 @@ JsonObject = dict[str, Any]
 SYNC_IMPORTS = '''from . import _calls as c
 from ._calls import At, Call
 from ._http import Http
+from .results import SearchResults
 from ._native_transport import Embedded, held_by_url, open_or_serving
 from ._transport import client_args, decode, error_of
 '''
@@ -86,6 +88,7 @@ from ._aio_http import AsyncHttp
 from ._calls import At, Call
 from ._native_transport import Embedded, held_by_url, open_or_serving
 from ._transport import LineSplitter, client_args, decode, error_of
+from .results import SearchResults
 '''
 
 

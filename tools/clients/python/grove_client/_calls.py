@@ -267,3 +267,12 @@ def navigate(sid: str, target: str, options: Mapping[str, Any]) -> Call:
 
 def view() -> Call:
     return Call("GET", "/view", answer="text")
+
+
+# Search
+
+
+def search(query: str, session: Optional[str], types: Optional[Sequence[str]], since: Optional[str], limit: Optional[int]) -> Call:
+    """`GET /v1/search`; `types` a list (or one type as a string), sent comma-separated."""
+    kinds = None if types is None else types if isinstance(types, str) else ",".join(types)
+    return Call("GET", f"{V1}/search", query={"q": query, "session": session, "type": kinds, "since": since, "limit": limit})

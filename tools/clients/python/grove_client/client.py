@@ -10,6 +10,7 @@ from typing import Any, Optional, Sequence, Union, cast
 from . import _calls as c
 from ._calls import At, Call
 from ._http import Http
+from .results import SearchResults
 from ._native_transport import Embedded, held_by_url, open_or_serving
 from ._transport import client_args, decode, error_of
 
@@ -269,3 +270,10 @@ class GroveClient:
     def view(self) -> str:
         """The HTML view's page (it holds no data)."""
         return cast(str, self._run(c.view()))
+
+    def search(self, query: str, session: Optional[str] = None, types: Optional[Sequence[str]] = None, since: Optional[str] = None, limit: Optional[int] = None) -> SearchResults:
+        """The entries of every session whose text matches `query`, best first (`GET /v1/search`):
+        every word must occur unless joined by `OR`, `"a phrase"` in order. `session`: one session's
+        entries; `types`: entry types or message roles; `since`: a time or a duration before now
+        (`7d`); `limit`: 1 to 1000 (default 20). Anything appended before the call is found."""
+        return cast(SearchResults, self._run(c.search(query, session, types, since, limit)))

@@ -46,6 +46,8 @@ import type {
 	PointInTime,
 	Seal,
 	SealCheck,
+	SearchOptions,
+	SearchResults,
 	SessionDetails,
 	SessionPage,
 	SessionSummary,
@@ -178,14 +180,18 @@ export class GroveClient {
 	}
 
 	/** One request whose JSON answer is returned (`undefined` for an empty body, e.g. 204). */
-	request<T>(method: string, path: string, options: { query?: Query; body?: unknown } = {}): Promise<T> {
+	request<T>(method: string, path: string, options: { query?: Query; body?: unknown; signal?: AbortSignal } = {}): Promise<T> {
 		// Handed over as it is (no await of our own): a read the store answers on this thread
 		// costs one promise, not one per layer.
 		if (this.transport.json) return this.transport.json(method, path, options) as Promise<T>;
 		return this.requestSent<T>(method, path, options);
 	}
 
-	private async requestSent<T>(method: string, path: string, options: { query?: Query; body?: unknown }): Promise<T> {
+	private async requestSent<T>(
+		method: string,
+		path: string,
+		options: { query?: Query; body?: unknown; signal?: AbortSignal },
+	): Promise<T> {
 		const response = await this.transport.send(method, path, options);
 		return (await readJson(method, path, response)) as T;
 	}
@@ -216,6 +222,24 @@ export class GroveClient {
 	/** Removes the payloads no session references any more, and lists them (`grove gc`). */
 	gc(): Promise<GcReport> {
 		return this.request("POST", `${V1}/gc`);
+	}
+
+	// Search
+
+	/**
+	 * The entries of every session whose text matches `query`, best first (`GET /v1/search`):
+	 * every word must occur unless the words are joined by `OR`, `"a phrase"` matches the words
+	 * in order, `word*` a prefix. Anything appended before the call is found.
+	 */
+	async search(query: string, options: SearchOptions = {}): Promise<SearchResults> {
+		const { signal } = options;
+		signal?.throwIfAborted();
+		const types = options.types === undefined ? undefined : options.types.join(",");
+		const q: Query = { q: query, session: options.session, type: types, since: options.since, limit: options.limit };
+		// Over HTTP the signal cuts the request off; in this process it is checked when the answer came.
+		const answer = await this.request<SearchResults>("GET", `${V1}/search`, { query: q, signal });
+		signal?.throwIfAborted();
+		return answer;
 	}
 
 	// Sessions

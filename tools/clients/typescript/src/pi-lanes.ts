@@ -14,6 +14,8 @@
  * (`POST .../entries/if`): a second writer of a session is refused (pi's `storage` error), never
  * interleaved. A fork's new file is written whole, then published as one import: atomically.
  *
+ * `GroveLaneSessionSearch` is pi 0.84's `SessionSearch` over these sessions, by grove's index.
+ *
  * pi 0.83, 0.84 and 0.99 are versions of one npm package, which a project has one of; so this
  * module imports nothing of pi. What it needs of pi's code comes in a kit: the caller's
  * `import * as pi from "@earendil-works/pi-agent-core"` of 0.84 is one.
@@ -22,7 +24,10 @@ import { createHash } from "node:crypto";
 import { posix } from "node:path";
 import type { GroveClient } from "./client.js";
 import { GroveError } from "./errors.js";
-import type { SessionSummary, WireEntry } from "./types.js";
+import { type GroveSearchHit, type PiSearchOptions, SEARCH_MAX_HITS, searchesNothing, throwIfAborted } from "./pi-search.js";
+import type { SearchResults, SessionSummary, WireEntry } from "./types.js";
+
+export { type GroveSearchHit, type PiSearchOptions, SEARCH_MAX_HITS } from "./pi-search.js";
 
 /** The `customType` of a line's entry: this prefix and the line's `kind`. */
 export const LANE_LINE = "pi-lanes.";
@@ -381,5 +386,110 @@ export class GrovePiLaneRepo<S, M> {
 	fork(source: M, options: { id?: string; parentSessionId?: string; cwd?: string } = {}): Promise<S> {
 		const cwd = options.cwd ?? (source as { cwd?: unknown }).cwd;
 		return this.jsonl.fork(source, { ...options, cwd: typeof cwd === "string" ? cwd : this.cwd });
+	}
+}
+
+/** A lane file's line: an entry's (`kind` `entry`) carries the entry's fields, the header (`kind` `header`) the session's `id`. */
+interface LaneLine {
+	kind?: unknown;
+	id?: unknown;
+	type?: unknown;
+}
+
+/** The line an entry keeps: its `data`, or its `text` (a line with more than the object, docs/format.md). */
+function lineOf(entry: WireEntry | undefined): LaneLine | undefined {
+	if (entry === undefined) return undefined;
+	if (typeof entry.data === "object" && entry.data !== null) return entry.data as LaneLine;
+	if (typeof entry.text !== "string") return undefined;
+	try {
+		return JSON.parse(entry.text) as LaneLine;
+	} catch {
+		return undefined;
+	}
+}
+
+/**
+ * pi 0.84's `SessionSearch` over the sessions of `GroveLaneFileSystem`s of one prefix, by
+ * grove's index: a hit's `sessionId` is pi's session id (the file's header's `id`), its
+ * `entryId` pi's entry id. grove indexes the lines (custom entries `pi-lanes.KIND`, their
+ * strings: the entry's text, and the line's kind and lane), so a hit is read back to its line
+ * and kept only when the line is an entry (not a record, a lane move or a fact) of the types
+ * asked for; the search asks grove for more hits (up to `SEARCH_MAX_HITS`) while too few are
+ * kept. docs/pi.md, "Search", says how it differs from pi's own scanning search.
+ */
+export class GroveLaneSessionSearch {
+	/** Each grove session's pi session id, once read. */
+	private readonly piIds = new Map<string, string | undefined>();
+
+	constructor(
+		private readonly client: GroveClient,
+		/** The prefix of the filesystem (`GroveLaneFileSystem`'s, default `pl`). */
+		readonly prefix = "pl",
+	) {}
+
+	async *search(text: string, options: PiSearchOptions = {}): AsyncGenerator<GroveSearchHit, void, undefined> {
+		if (searchesNothing(text, options)) return;
+		const { signal } = options;
+		const wanted = options.limit ?? Number.POSITIVE_INFINITY;
+		const types = options.entryTypes === undefined ? undefined : new Set(options.entryTypes);
+		const seen = new Set<string>();
+		let found = 0;
+		let ask = Math.min(Math.max(2 * wanted, 20), SEARCH_MAX_HITS);
+		for (;;) {
+			let results: SearchResults;
+			try {
+				results = await this.client.search(text.trim(), { types: ["custom"], limit: ask, signal });
+			} catch (error) {
+				throwIfAborted(signal);
+				throw error;
+			}
+			for (const hit of results.hits) {
+				throwIfAborted(signal);
+				const key = `${hit.session}\n${hit.entry}`;
+				if (seen.has(key)) continue;
+				seen.add(key);
+				if (!hit.session.startsWith(`${this.prefix}-`) && !hit.session.startsWith(`${this.prefix}.`)) continue;
+				const line = await this.entryLine(hit.session, hit.entry);
+				if (line === undefined || (types !== undefined && !types.has(line.type))) continue;
+				const sessionId = await this.piSessionId(hit.session);
+				if (sessionId === undefined) continue;
+				yield { sessionId, entryId: line.id, snippet: hit.snippet, score: hit.score };
+				found += 1;
+				if (found >= wanted) return;
+			}
+			// Every match seen, or as many as grove gives at once.
+			if (results.hits.length >= results.total || ask >= SEARCH_MAX_HITS) return;
+			ask = SEARCH_MAX_HITS;
+		}
+	}
+
+	/** The entry's line when it is one of pi's entries: its id and type; else (or gone) undefined. */
+	private async entryLine(sid: string, eid: string): Promise<{ id: string; type: string } | undefined> {
+		let entry: WireEntry;
+		try {
+			entry = await this.client.getEntry(sid, eid);
+		} catch (e) {
+			if (e instanceof GroveError && e.code === "not_found") return undefined; // deleted meanwhile
+			throw e;
+		}
+		const line = lineOf(entry);
+		if (entry.customType !== `${LANE_LINE}entry` || line === undefined) return undefined;
+		return typeof line.id === "string" && typeof line.type === "string" ? { id: line.id, type: line.type } : undefined;
+	}
+
+	/** pi's session id of a grove session: its file's header's `id` (its first line). */
+	private async piSessionId(sid: string): Promise<string | undefined> {
+		if (this.piIds.has(sid)) return this.piIds.get(sid);
+		let first: WireEntry | undefined;
+		try {
+			[first] = await this.client.entries(sid, { limit: 1 });
+		} catch (e) {
+			if (e instanceof GroveError && e.code === "not_found") return undefined;
+			throw e;
+		}
+		const header = lineOf(first);
+		const id = header?.kind === "header" && typeof header.id === "string" ? header.id : undefined;
+		this.piIds.set(sid, id);
+		return id;
 	}
 }

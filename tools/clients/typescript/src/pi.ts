@@ -1,7 +1,8 @@
 /**
  * The pi adapter: `GroveSessionStorage` is pi v0.83.0's harness `SessionStorage` on one grove
  * session, `GroveSessionRepo` its `SessionRepo`. pi's `Session` and `AgentHarness` run on them
- * unchanged.
+ * unchanged. `GroveSessionSearch` is pi 0.84's `SessionSearch` over these sessions, by grove's
+ * index (`GET /v1/search`).
  *
  * What callers may rely on:
  * - Every read and write is one request to the server (createEntryId: one per candidate id),
@@ -28,7 +29,9 @@ import {
 import type { GroveClient } from "./client.js";
 import { GroveError } from "./errors.js";
 import { shortEntryId, uuidv7 } from "./ids.js";
-import type { SessionDetails, WireEntry } from "./types.js";
+import { type GroveSearchHit, type PiSearchOptions, SEARCH_MAX_HITS, searchesNothing, throwIfAborted } from "./pi-search.js";
+export { type GroveSearchHit, type PiSearchOptions, SEARCH_MAX_HITS } from "./pi-search.js";
+import type { SearchResults, SessionDetails, WireEntry } from "./types.js";
 
 const PI_CODES: ReadonlySet<string> = new Set(["not_found", "invalid_session", "invalid_entry", "invalid_fork_target", "storage"]);
 
@@ -425,5 +428,57 @@ export async function forkSession(
 			throw toSessionError(error, "invalid_fork_target", text);
 		}
 		throw toSessionError(error, "storage");
+	}
+}
+
+/**
+ * The answer of `client.search`, pi's abort when `signal` was aborted meanwhile, else a pi
+ * `SessionError` (`storage`) for a failed request.
+ */
+async function searchFor(
+	client: GroveClient,
+	text: string,
+	options: { types?: readonly string[]; limit: number; signal?: AbortSignal; session?: string },
+): Promise<SearchResults> {
+	try {
+		return await client.search(text, options);
+	} catch (error) {
+		throwIfAborted(options.signal);
+		throw toSessionError(error, "storage");
+	}
+}
+
+/**
+ * pi 0.84's `SessionSearch` over the grove sessions `GroveSessionStorage` keeps: a hit's
+ * `sessionId` is the grove session id, its `entryId` the entry's id (pi's entries are grove's
+ * one for one). One request to grove's index per search, best match first; `entryTypes` is
+ * the route's `type` filter. Unlike pi's scanning search (a case-insensitive substring of the
+ * entry's JSON), grove matches words of the entry's text (docs/pi.md, "Search"); at most
+ * `SEARCH_MAX_HITS` hits a search.
+ */
+export class GroveSessionSearch {
+	readonly client: GroveClient;
+	private readonly session: string | undefined;
+
+	/** Searches every session of the store, or only `options.session`. */
+	constructor(client: GroveClient, options: { session?: string } = {}) {
+		this.client = client;
+		this.session = options.session;
+	}
+
+	async *search(text: string, options: PiSearchOptions = {}): AsyncGenerator<GroveSearchHit, void, undefined> {
+		if (searchesNothing(text, options)) return;
+		const { signal } = options;
+		throwIfAborted(signal);
+		const results = await searchFor(this.client, text.trim(), {
+			types: options.entryTypes,
+			limit: Math.min(options.limit ?? SEARCH_MAX_HITS, SEARCH_MAX_HITS),
+			signal,
+			session: this.session,
+		});
+		for (const hit of results.hits) {
+			throwIfAborted(signal);
+			yield { sessionId: hit.session, entryId: hit.entry, snippet: hit.snippet, score: hit.score };
+		}
 	}
 }

@@ -42,6 +42,8 @@ export interface RequestOptions {
 	 * is read (chunked), never held whole.
 	 */
 	raw?: { data: string | Uint8Array | Readable; contentType: string };
+	/** Aborting cuts the request off (HTTP); the request then rejects with the signal's `reason`. */
+	signal?: AbortSignal;
 }
 
 export interface TransportOptions {
@@ -178,8 +180,10 @@ export class Transport implements ClientTransport {
 				method: method as Dispatcher.HttpMethod,
 				headers,
 				body: payload,
+				signal: options.signal,
 			});
 		} catch (error) {
+			if (options.signal?.aborted) throw options.signal.reason;
 			const message = error instanceof Error ? error.message : String(error);
 			const cause = error instanceof Error && error.cause instanceof Error ? `: ${error.cause.message}` : "";
 			throw new GroveError("transport", 0, `${method} ${target} at ${this.where}: ${message}${cause}`, {

@@ -311,3 +311,54 @@ export interface Seal {
  * sealed (`operations` and `records` are what the seal covers), or no prefix of it is.
  */
 export type SealCheck = { extends: true; operations: number; records: number } | { extends: false };
+
+/** What `search` looks for besides the text (`GET /v1/search`). */
+export interface SearchOptions {
+	/** Only this session's entries (`not_found` when there is no such session). */
+	session?: string;
+	/** Only entries of these types (`message`, `compaction`, `custom`, …) or message roles (`user`, `assistant`, `toolResult`, …). */
+	types?: readonly string[];
+	/** Only entries whose `timestamp` is at or after a time (`2026-12-01`, RFC 3339) or a duration before now (`90s`, `30m`, `12h`, `7d`, `2w`). */
+	since?: string;
+	/** At most this many hits, 1 to 1000 (default 20). */
+	limit?: number;
+	/**
+	 * Aborting rejects the search with the signal's `reason`. Over HTTP the request is cut off;
+	 * in this process a search already running runs to its end, its answer dropped.
+	 */
+	signal?: AbortSignal;
+}
+
+/** One entry whose text matched, as `grove search --json` prints it. */
+export interface SearchHit {
+	session: string;
+	/** The entry's id. */
+	entry: string;
+	/** Its place in the session's log (0 for the first record). */
+	seq: number;
+	/** The entry's `type`. */
+	type: string;
+	/** A message's role, else null. */
+	role: string | null;
+	/** The entry's `timestamp`, or null when it has none. */
+	timestamp: string | null;
+	/** BM25: higher is better. */
+	score: number;
+	/** Whether the entry is on its session's active path. */
+	active: boolean;
+	/** Up to 160 characters of the entry's text around the best match. */
+	snippet: string;
+	/** `snippet` as HTML: `<mark>` around each match, the rest escaped. */
+	marked: string;
+	/** The matches' `[start, end)` byte offsets in `snippet`'s UTF-8. */
+	highlights: [number, number][];
+}
+
+/** What `search` found, best first. */
+export interface SearchResults {
+	hits: SearchHit[];
+	/** Every match (the hits are the first `limit` of them). */
+	total: number;
+	/** Entries the index took in before this search. */
+	indexed: number;
+}
