@@ -31,7 +31,7 @@ use grove_codec::EntryKind;
 use parking_lot::Mutex;
 use tantivy::collector::{Count, TopDocs};
 use tantivy::directory::MmapDirectory;
-use tantivy::query::{BooleanQuery, Occur, Query, QueryParser, RangeQuery, TermQuery};
+use tantivy::query::{BooleanQuery, Occur, Query, QueryParser, RangeQuery, RegexQuery, TermQuery};
 use tantivy::schema::{
     Field, IndexRecordOption, Schema, Value as _, FAST, INDEXED, STORED, STRING, TEXT,
 };
@@ -487,8 +487,17 @@ impl Open {
     ) -> Result<SearchResults> {
         let mut parser = QueryParser::for_index(&self.index, vec![self.fields.text]);
         parser.set_conjunction_by_default();
-        let (parsed, _errors) = parser.parse_query_lenient(text);
-        let mut clauses: Vec<(Occur, Box<dyn Query>)> = vec![(Occur::Must, parsed.box_clone())];
+        let (rest, prefixes) = split_prefixes(text);
+        let (parsed, _errors) = parser.parse_query_lenient(&rest);
+        let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        if !rest.trim().is_empty() || prefixes.is_empty() {
+            clauses.push((Occur::Must, parsed.box_clone()));
+        }
+        for prefix in prefixes {
+            let query = RegexQuery::from_pattern(&format!("{prefix}.*"), self.fields.text)
+                .map_err(failed("reading a prefix"))?;
+            clauses.push((Occur::Must, Box::new(query)));
+        }
         if let Some(id) = &options.session {
             let sid = inner
                 .sid_of(id)?
@@ -650,6 +659,28 @@ impl Open {
     }
 }
 
+/// The words of `query` that end in `*` outside quotes and are letters and digits before it
+/// (tantivy's parser takes a prefix only as a phrase's last word), lowercased as the index's
+/// words are; and the query without them.
+fn split_prefixes(query: &str) -> (String, Vec<String>) {
+    let mut rest = Vec::new();
+    let mut prefixes = Vec::new();
+    let mut quoted = false;
+    for word in query.split_whitespace() {
+        let prefix = word
+            .strip_suffix('*')
+            .filter(|p| !quoted && !p.is_empty() && p.chars().all(char::is_alphanumeric));
+        match prefix {
+            Some(p) => prefixes.push(p.to_lowercase()),
+            None => rest.push(word),
+        }
+        if word.matches('"').count() % 2 == 1 {
+            quoted = !quoted;
+        }
+    }
+    (rest.join(" "), prefixes)
+}
+
 /// Whether `seq` (whose node is `node`) is on the session's active path: the leaf's
 /// ancestor at `seq`'s depth is `seq`.
 fn on_active_path(h: &Handle, seq: u64, node: &grove_codec::record::NodeRecord) -> Result<bool> {
@@ -667,6 +698,18 @@ fn on_active_path(h: &Handle, seq: u64, node: &grove_codec::record::NodeRecord) 
 mod tests {
     use super::{decode_marks, encode_marks};
     use std::collections::BTreeMap;
+
+    #[test]
+    fn prefixes_are_the_starred_words_outside_quotes() {
+        let split = |q: &str| super::split_prefixes(q);
+        assert_eq!(split("Pla* b"), ("b".to_owned(), vec!["pla".to_owned()]));
+        assert_eq!(
+            split("\"a b\"* c*"),
+            ("\"a b\"*".to_owned(), vec!["c".to_owned()])
+        );
+        assert_eq!(split("\"x y* z\" w"), ("\"x y* z\" w".to_owned(), vec![]));
+        assert_eq!(split("a.b* *"), ("a.b* *".to_owned(), vec![]));
+    }
 
     #[test]
     fn marks_read_back_and_another_version_is_refused() {

@@ -223,6 +223,10 @@ fn hits_say_whether_they_are_on_the_active_path_and_filters_narrow_them() {
         found(&store, "plan OR user", &SearchOptions::default()).len(),
         4
     );
+    // A word ending in `*` matches its prefix, alone or with other words.
+    assert_eq!(found(&store, "pla*", &SearchOptions::default()).len(), 3);
+    assert_eq!(found(&store, "PLA* b", &SearchOptions::default()).len(), 1);
+    assert_eq!(found(&store, "zz*", &SearchOptions::default()).len(), 0);
     // A malformed query is read leniently.
     assert_eq!(
         found(&store, "plan AND (", &SearchOptions::default()).len(),
