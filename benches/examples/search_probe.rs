@@ -46,7 +46,7 @@ fn message(rng: &mut Rng, words: usize, extra: Option<&str>) -> NewEntry {
     let text = text.join(" ");
     NewEntry::Message {
         message: serde_json::json!({
-            "role": if rng.next() % 2 == 0 { "user" } else { "assistant" },
+            "role": if rng.next().is_multiple_of(2) { "user" } else { "assistant" },
             "content": [{"type": "text", "text": text}],
             "timestamp": 1
         })
@@ -90,7 +90,7 @@ fn main() {
         let session = store.create_session(CreateSession::default()).unwrap();
         let entries: Vec<NewEntry> = (0..each)
             .map(|i| {
-                let rare = (s % 1000 == 0 && i == each / 2).then_some("needleword");
+                let rare = (s.is_multiple_of(1000) && i == each / 2).then_some("needleword");
                 message(&mut rng, 30, rare)
             })
             .collect();
