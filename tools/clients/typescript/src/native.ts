@@ -52,8 +52,9 @@ export interface OpenStoreOptions {
 	/**
 	 * Whether a read whose answer is one JSON value (`leaf`, `getEntry`, `context`, `tree`, …)
 	 * runs on node's thread (the default: a small read takes microseconds, less than going to
-	 * another thread and back), or, `false`, off it like every other call. Writes and streamed
-	 * reads never run on node's thread.
+	 * another thread and back), or, `false`, off it like every other call. Writes, streamed
+	 * reads and searches (which first index what was written since the last one, seconds for
+	 * a large import) never run on node's thread.
 	 */
 	inlineReads?: boolean;
 }
@@ -139,6 +140,11 @@ function nativeError(error: unknown, where: string): GroveError {
 interface Whole {
 	text: string | object;
 	what: string;
+}
+
+/** Whether `path` is the search route's, which may index before it answers (never inline). */
+function isSearch(path: string): boolean {
+	return path === "/v1/search" || path.startsWith("/v1/search?");
 }
 
 /** What a whole-answer request sends. */
@@ -253,7 +259,7 @@ export class InProcessTransport implements ClientTransport {
 	 */
 	json(method: string, path: string, options: RequestOptions): Promise<unknown> {
 		if (options.raw) return this.send(method, path, options).then((answer) => readJson(method, path, answer));
-		if (method === "GET" && this.inlineReads) {
+		if (method === "GET" && this.inlineReads && !isSearch(path)) {
 			// Answered before this returns: one settled promise, no trip through the event loop.
 			try {
 				return Promise.resolve(parseWhole(this.inline(method, path, options)));

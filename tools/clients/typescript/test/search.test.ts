@@ -7,7 +7,7 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, describe, expect, it } from "vitest";
 import { rejection } from "./rejection.js";
-import { testClient } from "./clients.js";
+import { inProcess, testClient } from "./clients.js";
 
 const client = testClient("search-test");
 afterAll(() => client.close());
@@ -32,6 +32,17 @@ function assistant(text: string) {
 }
 
 describe("search", () => {
+	it.runIf(inProcess)("runs off node's thread in this process (it may index first)", async () => {
+		// An inline call would be done before it returned, before the event loop's next turn;
+		// one on node's pool resolves after that turn, whose immediate has run by then.
+		let turned = false;
+		setImmediate(() => {
+			turned = true;
+		});
+		await client.search(w("turn"));
+		expect(turned).toBe(true);
+	});
+
 	it("finds an entry right after it is appended, with its snippet, marks and place", async () => {
 		const sid = await session();
 		const pelican = w("pelican");
