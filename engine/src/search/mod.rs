@@ -25,7 +25,7 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::path::PathBuf;
 
-use grove_codec::record::SessionRecord;
+use grove_codec::record::{NodeRecord, SessionRecord};
 use grove_codec::text::searchable;
 use grove_codec::EntryKind;
 use parking_lot::Mutex;
@@ -547,30 +547,36 @@ impl Open {
             .map_err(failed("making snippets"))?;
         snippets.set_max_num_chars(SNIPPET_CHARS);
         let mut hits = Vec::with_capacity(top.len());
-        let mut handles: BTreeMap<u64, Option<Handle>> = BTreeMap::new();
+        // Per session: its handle and its leaf, read once for all its hits.
+        let mut sessions: BTreeMap<u64, Option<(Handle, Leaf)>> = BTreeMap::new();
         for (score, address) in top {
             let doc: TantivyDocument = searcher.doc(address).map_err(failed("reading a hit"))?;
             let u64_of = |field: Field| doc.get_first(field).and_then(|v| v.as_u64());
             let (Some(sid), Some(seq)) = (u64_of(self.fields.sid), u64_of(self.fields.seq)) else {
                 continue;
             };
-            let handle = match handles.get(&sid) {
-                Some(h) => h.clone(),
-                None => {
-                    let h = match published(inner, sid)? {
-                        Some(record) => Some(Handle::open(logs.clone(), sid, record)?),
-                        None => None,
-                    };
-                    handles.insert(sid, h.clone());
-                    h
-                }
-            };
+            if !sessions.contains_key(&sid) {
+                let opened = match published(inner, sid)? {
+                    Some(record) => {
+                        let handle = Handle::open(logs.clone(), sid, record)?;
+                        let leaf = match handle.leaf_seq()? {
+                            Some(leaf) => Some((leaf, handle.node(leaf)?)),
+                            None => None,
+                        };
+                        Some((handle, leaf))
+                    }
+                    None => None,
+                };
+                sessions.insert(sid, opened);
+            }
             // A session deleted since the catch-up.
-            let Some(handle) = handle else { continue };
+            let Some(Some((handle, leaf))) = sessions.get(&sid) else {
+                continue;
+            };
             let entry = handle.entry_at(seq)?;
             let found = searchable(&entry.line);
             let snippet = snippets.snippet(found.as_ref().map_or("", |f| f.text.as_str()));
-            let active = on_active_path(&handle, seq, &entry.node)?;
+            let active = on_active_path(handle, leaf, seq, &entry.node)?;
             hits.push(SearchHit {
                 session: handle.record.id.clone(),
                 entry: entry.node.id.to_string(),
@@ -681,18 +687,20 @@ fn split_prefixes(query: &str) -> (String, Vec<String>) {
     (rest.join(" "), prefixes)
 }
 
-/// Whether `seq` (whose node is `node`) is on the session's active path: the leaf's
-/// ancestor at `seq`'s depth is `seq`.
-fn on_active_path(h: &Handle, seq: u64, node: &grove_codec::record::NodeRecord) -> Result<bool> {
-    let Some(leaf) = h.leaf_seq()? else {
+/// Whether `seq` (whose node is `node`) is on the session's active path: the ancestor of
+/// `leaf` at `seq`'s depth is `seq`.
+fn on_active_path(h: &Handle, leaf: &Leaf, seq: u64, node: &NodeRecord) -> Result<bool> {
+    let Some((leaf, leaf_node)) = leaf else {
         return Ok(false);
     };
-    let leaf_node = h.node(leaf)?;
     Ok(
-        crate::tree::ancestors::ancestor_at_depth(h, leaf, &leaf_node, node.depth)?
+        crate::tree::ancestors::ancestor_at_depth(h, *leaf, leaf_node, node.depth)?
             .is_some_and(|(at, _)| at == seq),
     )
 }
+
+/// A session's leaf (its position and node), `None` at the root position.
+type Leaf = Option<(u64, NodeRecord)>;
 
 #[cfg(test)]
 mod tests {
