@@ -555,7 +555,7 @@ impl Open {
             let (Some(sid), Some(seq)) = (u64_of(self.fields.sid), u64_of(self.fields.seq)) else {
                 continue;
             };
-            if !sessions.contains_key(&sid) {
+            if let std::collections::btree_map::Entry::Vacant(slot) = sessions.entry(sid) {
                 let opened = match published(inner, sid)? {
                     Some(record) => {
                         let handle = Handle::open(logs.clone(), sid, record)?;
@@ -567,7 +567,7 @@ impl Open {
                     }
                     None => None,
                 };
-                sessions.insert(sid, opened);
+                slot.insert(opened);
             }
             // A session deleted since the catch-up.
             let Some(Some((handle, leaf))) = sessions.get(&sid) else {
