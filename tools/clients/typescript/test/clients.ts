@@ -1,11 +1,11 @@
 /**
  * The client the transport-neutral tests use: a client of the run's `grove serve`
  * (`inject("groveUrl")`), or, with `GROVE_TRANSPORT=in-process`, of a store opened in this
- * process by the native addon (`openStore`), one per test file, removed at exit. The same
- * tests run on both (tools/test-all.sh runs them twice).
+ * process by the native addon (`openStore`), one per test file, in the run's folder that
+ * test/global-setup.ts removes at the end. The same tests run on both (tools/test-all.sh runs
+ * them twice).
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdtempSync } from "node:fs";
 import { join } from "node:path";
 import { inject } from "vitest";
 import { GroveClient } from "../src/client.js";
@@ -20,9 +20,7 @@ let dir: string | undefined;
 export function testUrl(): string {
 	if (!inProcess) return inject("groveUrl");
 	if (dir === undefined) {
-		const made = mkdtempSync(join(tmpdir(), "grove-in-process-"));
-		process.on("exit", () => rmSync(made, { recursive: true, force: true }));
-		dir = join(made, "store");
+		dir = join(mkdtempSync(join(inject("groveTmp"), "file-")), "store");
 	}
 	return `in-process:${dir}`;
 }
