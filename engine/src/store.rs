@@ -304,6 +304,19 @@ impl Store {
         self.logs.sessions()
     }
 
+    /// At most `limit` sessions in id order, or from the last with `descending`, starting
+    /// after the session `after` (before it, descending): cursor paging whose cost is the page
+    /// read, not the store's size. Session ids made by grove are UUIDv7, so id order is the
+    /// order of creation.
+    pub fn sessions_page(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+        descending: bool,
+    ) -> Result<Vec<SessionSummary>> {
+        self.logs.sessions_page(after, limit, descending)
+    }
+
     /// Deletes a session and everything stored for it. It disappears from the catalogue
     /// first, atomically; its rows are then removed in bounded batches.
     pub fn delete_session(&self, id: &str) -> Result<()> {

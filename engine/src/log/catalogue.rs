@@ -232,6 +232,49 @@ impl Logs {
         Ok(out)
     }
 
+    /// At most `limit` sessions in id order (`descending`: from the last), from the first id
+    /// after `after` (before it, descending): the listing reads those sessions, not the
+    /// catalogue (a page of a store of 100,000 sessions costs the page).
+    pub(crate) fn sessions_page(
+        self: &Arc<Logs>,
+        after: Option<&str>,
+        limit: usize,
+        descending: bool,
+    ) -> Result<Vec<SessionSummary>> {
+        let prefix = vec![keys::T_SESSION_ID];
+        let end = keys::prefix_end(&prefix);
+        let mut out = Vec::new();
+        // The key just past `after` (ascending), or `after` itself as the exclusive end.
+        let (start, stop) = match (after, descending) {
+            (Some(id), false) => {
+                let mut key = keys::session_id(id);
+                key.push(0);
+                (key, end)
+            }
+            (Some(id), true) => (prefix.clone(), keys::session_id(id)),
+            (None, _) => (prefix.clone(), end),
+        };
+        let scan = match descending {
+            true => self.inner.kv.scan_rev(&start, &stop),
+            false => self.inner.kv.scan(&start, &stop),
+        };
+        for pair in scan {
+            if out.len() >= limit {
+                break;
+            }
+            let (key, v) = pair?;
+            let sid = keys::u64_value(&v)
+                .ok_or_else(|| GroveError::Corrupt("session id index value".to_owned()))?;
+            let summary = self.summary(sid);
+            let id = keys::string_suffix(&key, 1).unwrap_or_default();
+            if self.inner.sid_of(&id)? != Some(sid) {
+                continue;
+            }
+            out.push(summary?);
+        }
+        Ok(out)
+    }
+
     /// The listing of session `sid`.
     fn summary(self: &Arc<Logs>, sid: u64) -> Result<SessionSummary> {
         let rec: SessionRecord = self.inner.require(&keys::session(sid))?;

@@ -19,6 +19,7 @@ mod index_packs;
 mod input_limits;
 mod keys;
 mod line_limit;
+mod listing;
 mod lost_writes;
 mod model;
 mod navigate;

@@ -285,6 +285,34 @@ fn every_route_answers_as_documented() {
     let rest = s.ok(200, "GET", &format!("/v1/sessions?after={next}"), None);
     assert_eq!(rest["sessions"].as_array().unwrap().len(), 1);
     assert_eq!(rest["next"], Value::Null);
+    // Newest first (ids descending), paged the same way.
+    let ids_of = |v: &Value| -> Vec<String> {
+        v["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let mut ascending = ids_of(&listed);
+    ascending.extend(ids_of(&rest));
+    let first = s.ok(200, "GET", "/v1/sessions?order=desc&limit=2", None);
+    let cursor = first["next"].as_str().unwrap().to_owned();
+    let second = s.ok(
+        200,
+        "GET",
+        &format!("/v1/sessions?order=desc&limit=2&after={cursor}"),
+        None,
+    );
+    assert_eq!(second["next"], Value::Null);
+    let mut descending = ids_of(&first);
+    descending.extend(ids_of(&second));
+    descending.reverse();
+    assert_eq!(descending, ascending);
+    assert_eq!(
+        s.err(400, "GET", "/v1/sessions?order=newest", None),
+        "invalid_argument"
+    );
     let (code, _) = s.call("DELETE", "/v1/sessions/s2", None);
     assert_eq!(code, 204);
     assert_eq!(s.err(404, "GET", "/v1/sessions/s2", None), "not_found");

@@ -278,6 +278,12 @@ fn sessions_sharded_over_two_clusters_and_one_moved_keeps_every_record() {
     for node in &nodes {
         assert_eq!(listed(node, "/v1/sessions?limit=1000"), ids);
     }
+    let mut newest_first = ids.clone();
+    newest_first.reverse();
+    assert_eq!(
+        listed(&nodes[0], "/v1/sessions?limit=1000&order=desc"),
+        newest_first
+    );
 
     // The session to move: on cluster a, with a label, a name, a leaf move and a branch
     // besides its appends, each written through another node.

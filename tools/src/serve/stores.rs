@@ -104,6 +104,7 @@ impl Stores {
 
     /// Every session, ordered by id (sharded: every cluster's, each session listed by the
     /// cluster serving it).
+    #[cfg(feature = "postgres")]
     pub fn sessions(&self) -> grove::Result<Vec<SessionSummary>> {
         match self {
             Stores::One(store) => {
@@ -114,6 +115,44 @@ impl Stores {
             #[cfg(feature = "postgres")]
             Stores::Sharded(shards) => shards.sessions(),
         }
+    }
+}
+
+impl Stores {
+    /// At most `limit` sessions in id order (`descending`: from the last), after the session
+    /// `after` (before it, descending). One store reads the page only; sharded, every
+    /// cluster's catalogue is read and merged.
+    pub fn sessions_page(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+        descending: bool,
+    ) -> grove::Result<Vec<SessionSummary>> {
+        match self {
+            Stores::One(store) => store.sessions_page(after, limit, descending),
+            #[cfg(feature = "postgres")]
+            Stores::Sharded(_) => self.merged_page(after, limit, descending),
+        }
+    }
+
+    /// [`Stores::sessions_page`] of every cluster's catalogue, merged.
+    #[cfg(feature = "postgres")]
+    fn merged_page(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+        descending: bool,
+    ) -> grove::Result<Vec<SessionSummary>> {
+        let mut all = self.sessions()?;
+        if descending {
+            all.reverse();
+        }
+        let start = match after {
+            None => 0,
+            Some(after) if descending => all.partition_point(|s| s.id.as_str() >= after),
+            Some(after) => all.partition_point(|s| s.id.as_str() <= after),
+        };
+        Ok(all.into_iter().skip(start).take(limit).collect())
     }
 }
 

@@ -73,6 +73,7 @@ fn session_json(session: &Session) -> grove::Result<String> {
 pub(super) struct SessionsQuery {
     after: Option<String>,
     limit: Option<usize>,
+    order: Option<String>,
 }
 
 pub(super) async fn list_sessions(
@@ -84,15 +85,23 @@ pub(super) async fn list_sessions(
     if limit == 0 {
         return Err(ApiError::invalid_argument("limit must be at least 1"));
     }
-    // Sharded: every cluster's sessions, merged by id.
-    let all = blocking(move || stores.sessions()).await?;
-    let start = match &page.after {
-        None => 0,
-        Some(after) => all.partition_point(|s| s.id.as_str() <= after.as_str()),
+    let descending = match page.order.as_deref() {
+        None | Some("asc") => false,
+        Some("desc") => true,
+        Some(other) => {
+            return Err(ApiError::invalid_argument(format!(
+                "order must be asc or desc, not {other:?}"
+            )))
+        }
     };
-    let end = start.saturating_add(limit).min(all.len());
-    let next = (end < all.len()).then(|| all[end - 1].id.clone());
-    let sessions: Vec<Value> = all[start..end].iter().map(summary_json).collect();
+    // One more than the page: whether there is a next one.
+    let mut listed = blocking(move || {
+        stores.sessions_page(page.after.as_deref(), limit.saturating_add(1), descending)
+    })
+    .await?;
+    let next = (listed.len() > limit).then(|| listed[limit - 1].id.clone());
+    listed.truncate(limit);
+    let sessions: Vec<Value> = listed.iter().map(summary_json).collect();
     Ok(json_answer(
         StatusCode::OK,
         json!({ "sessions": sessions, "next": next }),
