@@ -17,7 +17,7 @@ METHODS: list[tuple[str, str, str, str, str, str]] = [
     ("health", "", "c.health()", "JsonObject", "json", "The server's health: `ok`, `backend`, `durability`, `version`, `poisoned`."),
     ("verify", "", "c.verify()", "JsonObject", "json", "grove's verification of the whole store."),
     ("gc", "", "c.gc()", "JsonObject", "json", "Removes the payloads no session references, and lists them (`grove gc`)."),
-    ("list_sessions", "after: Optional[str] = None, limit: Optional[int] = None", "c.list_sessions(after, limit)", "JsonObject", "json", "One page of sessions in id order: `sessions` and `next` (pass it as `after`)."),
+    ("list_sessions", "after: Optional[str] = None, limit: Optional[int] = None, order: Optional[str] = None", "c.list_sessions(after, limit, order)", "JsonObject", "json", "One page of sessions in id order (`order=\"desc\"`: from the last, newest first): `sessions` and `next` (pass it as `after`, with the same order)."),
     ("create_session", "id: Optional[str] = None, cwd: Optional[str] = None, metadata: Optional[JsonObject] = None", "c.create_session({'id': id, 'cwd': cwd, 'metadata': metadata})", "JsonObject", "json", "Creates a session; its summary."),
     ("get_session", "sid: str", "c.get_session(sid)", "JsonObject", "json", "A session's details."),
     ("delete_session", "sid: str", "c.delete_session(sid)", "None", "json", "Deletes a session (its payloads stay until `gc`)."),

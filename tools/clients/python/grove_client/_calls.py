@@ -81,8 +81,8 @@ def gc() -> Call:
 # Sessions
 
 
-def list_sessions(after: Optional[str], limit: Optional[int]) -> Call:
-    return Call("GET", f"{V1}/sessions", query={"after": after, "limit": limit})
+def list_sessions(after: Optional[str], limit: Optional[int], order: Optional[str] = None) -> Call:
+    return Call("GET", f"{V1}/sessions", query={"after": after, "limit": limit, "order": order})
 
 
 def create_session(options: Mapping[str, Any]) -> Call:

@@ -100,9 +100,9 @@ class GroveClient:
         """Removes the payloads no session references, and lists them (`grove gc`)."""
         return cast(JsonObject, self._run(c.gc()))
 
-    def list_sessions(self, after: Optional[str] = None, limit: Optional[int] = None) -> JsonObject:
-        """One page of sessions in id order: `sessions` and `next` (pass it as `after`)."""
-        return cast(JsonObject, self._run(c.list_sessions(after, limit)))
+    def list_sessions(self, after: Optional[str] = None, limit: Optional[int] = None, order: Optional[str] = None) -> JsonObject:
+        """One page of sessions in id order (`order="desc"`: from the last, newest first): `sessions` and `next` (pass it as `after`, with the same order)."""
+        return cast(JsonObject, self._run(c.list_sessions(after, limit, order)))
 
     def create_session(self, id: Optional[str] = None, cwd: Optional[str] = None, metadata: Optional[JsonObject] = None) -> JsonObject:
         """Creates a session; its summary."""

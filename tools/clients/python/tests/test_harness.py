@@ -28,6 +28,9 @@ def check_sessions(server: Server, pre: str, sessions: int, turns: int) -> None:
     with GroveClient(server.socket_url) as g:
         ids = [s["id"] for s in g.list_sessions(after=pre, limit=sessions + 10)["sessions"] if s["id"].startswith(pre)]
         assert ids == [harness.session_id(pre, i) for i in range(sessions)]
+        # From the last, before a cursor past the run's ids ("~" sorts after them).
+        newest = g.list_sessions(after=pre + "~", limit=sessions, order="desc")["sessions"]
+        assert [s["id"] for s in newest] == ids[::-1]
         for i, sid in enumerate(ids):
             assert g.get_session(sid)["entries"] == 4 * turns
             messages = g.context(sid)["messages"]

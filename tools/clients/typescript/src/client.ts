@@ -244,8 +244,11 @@ export class GroveClient {
 
 	// Sessions
 
-	/** One page of sessions in id order; pass `next` as `after` for the following page. */
-	listSessions(page: { after?: string; limit?: number } = {}): Promise<SessionPage> {
+	/**
+	 * One page of sessions in id order (`order: "desc"`: from the last, newest first for
+	 * grove's UUIDv7 ids); pass `next` as `after` for the following page, in the same order.
+	 */
+	listSessions(page: { after?: string; limit?: number; order?: "asc" | "desc" } = {}): Promise<SessionPage> {
 		return this.request("GET", `${V1}/sessions`, { query: page });
 	}
 

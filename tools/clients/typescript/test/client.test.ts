@@ -84,6 +84,13 @@ describe("sessions", () => {
 		const listed = pages.flat().filter((id) => id.startsWith(prefix));
 		expect(listed).toEqual(ids);
 		expect(pages[0]).toHaveLength(2);
+		// From the last, before a cursor past this test's ids ("~" sorts after them).
+		const newest = await client.listSessions({ after: `${prefix}~`, limit: ids.length, order: "desc" });
+		expect(newest.sessions.map((s) => s.id)).toEqual([...ids].reverse());
+		expect(await rejection(client.listSessions({ order: "newest" as "desc" }))).toMatchObject({
+			code: "invalid_argument",
+			status: 400,
+		});
 		expect((await client.allSessions(2)).map((s) => s.id)).toEqual(expect.arrayContaining(ids));
 
 		await client.deleteSession(ids[0]!);
