@@ -213,23 +213,7 @@ impl Logs {
     /// Every session, ordered by id, read from the catalogue (a few reads per session, no
     /// entry loaded; docs/design.md, "Commit protocol"). A session deleted meanwhile is left out.
     pub(crate) fn sessions(self: &Arc<Logs>) -> Result<Vec<SessionSummary>> {
-        let start = vec![keys::T_SESSION_ID];
-        let end = keys::prefix_end(&start);
-        let mut out = Vec::new();
-        for pair in self.inner.kv.scan(&start, &end) {
-            let (key, v) = pair?;
-            let sid = keys::u64_value(&v)
-                .ok_or_else(|| GroveError::Corrupt("session id index value".to_owned()))?;
-            let summary = self.summary(sid);
-            // A session deleted meanwhile (its catalogue row goes first, then its rows) is
-            // not listed, whatever reading it gave.
-            let id = keys::string_suffix(&key, 1).unwrap_or_default();
-            if self.inner.sid_of(&id)? != Some(sid) {
-                continue;
-            }
-            out.push(summary?);
-        }
-        Ok(out)
+        self.sessions_page(None, usize::MAX, false)
     }
 
     /// At most `limit` sessions in id order (`descending`: from the last), from the first id
@@ -266,6 +250,8 @@ impl Logs {
             let sid = keys::u64_value(&v)
                 .ok_or_else(|| GroveError::Corrupt("session id index value".to_owned()))?;
             let summary = self.summary(sid);
+            // A session deleted meanwhile (its catalogue row goes first, then its rows) is
+            // not listed, whatever reading it gave.
             let id = keys::string_suffix(&key, 1).unwrap_or_default();
             if self.inner.sid_of(&id)? != Some(sid) {
                 continue;
