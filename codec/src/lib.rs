@@ -23,6 +23,7 @@ pub mod pack;
 pub mod payload;
 pub mod reader;
 pub mod record;
+pub mod redact;
 pub mod shape;
 pub mod splice;
 pub mod text;

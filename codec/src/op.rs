@@ -37,11 +37,14 @@ pub enum OpKind {
     Fork,
     /// A leaf move that puts the leaf back where it was before an earlier operation.
     Undo,
+    /// A redaction: values of an entry replaced by a marker, recorded by a leaf record that
+    /// leaves the leaf where it is.
+    Redact,
 }
 
 impl OpKind {
     /// Every kind, in tag order.
-    pub const ALL: [OpKind; 11] = [
+    pub const ALL: [OpKind; 12] = [
         OpKind::Legacy,
         OpKind::Append,
         OpKind::AppendMany,
@@ -53,6 +56,7 @@ impl OpKind {
         OpKind::Import,
         OpKind::Fork,
         OpKind::Undo,
+        OpKind::Redact,
     ];
 
     /// The stored tag.
@@ -69,6 +73,7 @@ impl OpKind {
             OpKind::Import => 8,
             OpKind::Fork => 9,
             OpKind::Undo => 10,
+            OpKind::Redact => 11,
         }
     }
 
@@ -91,6 +96,7 @@ impl OpKind {
             OpKind::Import => "import",
             OpKind::Fork => "fork",
             OpKind::Undo => "undo",
+            OpKind::Redact => "redact",
         }
     }
 }

@@ -51,12 +51,14 @@ pub use crate::log::coalesce::LogCoalesce;
 pub use crate::log::labels::Label;
 pub use crate::maintain::gc::GcReport;
 pub use crate::maintain::report::{Problem, VerifyReport};
+pub use crate::maintain::rewrite::RewriteReport;
 pub use crate::ops::lease::DEFAULT_TURN_TTL;
 pub use crate::ops::navigate::{
     HookDecision, HookSummary, NavigateEvent, NavigateHook, NavigateOptions, NavigateOutcome,
     Navigator,
 };
 pub use crate::ops::oplog::{Operation, PointInTime, Seal, SealCheck};
+pub use crate::ops::redact::Redaction;
 pub use crate::ops::replay::{
     ContextChange, OperationStart, Poll, Replay, ReplayEvent, ReplayOptions, ReplayRecord,
 };

@@ -219,6 +219,10 @@ pub(crate) fn open_configured(config: StoreConfig) -> Result<Parts> {
             "compression is a sled option; redb and memory stores are not compressed".into(),
         ));
     }
+    // A rewrite a crash interrupted between its renames is completed first.
+    if let Some(dir) = &dir {
+        crate::maintain::rewrite::recover(dir)?;
+    }
     // The store's lock is taken before anything in the directory is touched
     // (docs/design.md, "Processes").
     let lock = match &dir {

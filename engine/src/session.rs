@@ -248,6 +248,26 @@ impl Session {
         crate::ops::oplog::undo(&self.h, &self.leases, to_op)
     }
 
+    /// Redacts entry `entry`: the value at `path` (a JSON pointer such as
+    /// `/message/content/0/text`), or with `None` the entry's whole content, is replaced by
+    /// `"[redacted]"` in every read, and the original bytes leave the log (docs/design.md,
+    /// "Redaction"; [`crate::Store::gc`] removes what else still holds them). The redaction is
+    /// an operation of kind `redact` with its actor, time, `reason` and the blake3 of what was
+    /// removed; seals and chain digests still verify. Durable when it returns.
+    pub fn redact(
+        &self,
+        entry: &str,
+        path: Option<&str>,
+        reason: &str,
+    ) -> Result<crate::ops::redact::Redaction> {
+        crate::ops::redact::redact(&self.h, &self.views, entry, path, reason)
+    }
+
+    /// The session's redactions, oldest first.
+    pub fn redactions(&self) -> Result<Vec<crate::ops::redact::Redaction>> {
+        crate::ops::redact::redactions(&self.h)
+    }
+
     /// The session's seal: a digest of its header and of every record (its line's blake3 and
     /// its operation stamp) in log order, so it covers the records and the operation log
     /// (docs/format.md, "Seal").

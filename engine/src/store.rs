@@ -395,9 +395,37 @@ impl Store {
 
     /// Removes the payloads no log row of any session references, and reports each one
     /// removed. Writers of payloads wait while it runs (it marks every reference in the log,
-    /// then sweeps). Read-only stores refuse it.
+    /// then sweeps). Before that it finishes every redaction (applies one a crash left
+    /// recorded but unwritten, drops copies of redacted lines in materialized views), and
+    /// after it rewrites the search index's segments without the documents redactions and
+    /// deletions removed. The backend's own files are rewritten by [`Store::rewrite`], which
+    /// needs the store closed ([`GcReport::rewrite_due`] says when one is due). Read-only
+    /// stores refuse it.
     pub fn gc(&self) -> Result<GcReport> {
-        crate::maintain::gc::gc(&self.inner)
+        #[allow(unused_mut)]
+        let mut report = crate::maintain::gc::gc(&self.logs, &self.views)?;
+        #[cfg(feature = "search")]
+        {
+            report.search_compacted = self.search.compact(&self.inner, &self.logs)?;
+        }
+        Ok(report)
+    }
+
+    /// Rewrites the files of the sled or redb store `config` names: every live key copied
+    /// into a fresh backend that takes the directory's place, so that no byte the store
+    /// deleted or overwrote (a redacted line above all) stays in the old files' free space
+    /// (docs/design.md, "Redaction"). The store must not be open elsewhere (`Locked`
+    /// otherwise). `grove gc` runs it after [`Store::gc`] when redactions were made since
+    /// the last rewrite ([`GcReport::rewrite_due`]), or when asked.
+    pub fn rewrite(config: &StoreConfig) -> Result<crate::maintain::rewrite::RewriteReport> {
+        let dir = crate::maintain::rewrite::dir_of(config)?;
+        let store = Store::open_with(config.clone())?;
+        store.flush()?;
+        let (copy, report) = crate::maintain::rewrite::copy(&dir, config, store.kv())?;
+        crate::maintain::rewrite::swap(&dir, &copy)?;
+        drop(store);
+        crate::maintain::rewrite::finish(&dir)?;
+        Ok(report)
     }
 
     /// Verifies every session of the store.

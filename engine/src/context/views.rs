@@ -114,6 +114,11 @@ impl Views {
         (view.leaf == leaf && view.options == options).then(|| view.ctx.clone())
     }
 
+    /// Drops the cached view of `sid` (its lines changed: a redaction).
+    pub(crate) fn forget(&self, sid: u64) {
+        self.map.lock().remove(&sid);
+    }
+
     /// The sessions with a cached view.
     pub(crate) fn sids(&self) -> Vec<u64> {
         self.map.lock().keys().copied().collect()

@@ -107,6 +107,9 @@ pub const META_FORMAT: &[u8] = b"format";
 pub const META_DURABLE: &[u8] = b"durable";
 /// Store metadata name of the next session number.
 pub const META_NEXT_SID: &[u8] = b"next_sid";
+/// Present (empty) when a redaction was made since the store's files were last rewritten
+/// (`grove gc`): the backend may still hold the redacted bytes in its free space.
+pub const META_REWRITE_DUE: &[u8] = b"rewrite_due";
 
 /// `[0x00] ++ name`.
 pub fn meta(name: &[u8]) -> Vec<u8> {

@@ -27,7 +27,7 @@ use crate::core::util;
 use crate::exchange::signing::{self, AuditKey};
 use crate::log::handle::Handle;
 use crate::ops::oplog;
-use crate::ops::oplog::{seal_next, seal_start, seal_step};
+use crate::ops::oplog::{seal_next, seal_start, seal_step, Contents};
 
 /// The format version written in the header line.
 pub const AUDIT_VERSION: u64 = 1;
@@ -48,6 +48,9 @@ pub struct AuditReport {
     pub seal: String,
     /// The public key that signed the file (hex), when it is signed.
     pub signed_by: Option<String>,
+    /// The records whose lines were redacted, each with the record of the last redaction
+    /// that explains it (positions in the session log).
+    pub redacted: Vec<(u64, u64)>,
 }
 
 fn json_str(s: &str) -> String {
@@ -65,9 +68,14 @@ fn record_line(
     seq: u64,
     chain: &Digest,
     content: &Digest,
+    redacted: Option<&Digest>,
     op: Option<&OpStamp>,
     line: &str,
 ) -> String {
+    let redacted = match redacted {
+        None => String::new(),
+        Some(d) => format!(",\"redacted\":\"{}\"", digest::hex(d)),
+    };
     let op = match op {
         None => String::new(),
         Some(stamp) => format!(
@@ -78,7 +86,7 @@ fn record_line(
         ),
     };
     format!(
-        "{{\"seq\":{seq},\"digest\":\"{}\",\"content\":\"{}\"{op},\"line\":{line}}}",
+        "{{\"seq\":{seq},\"digest\":\"{}\",\"content\":\"{}\"{redacted}{op},\"line\":{line}}}",
         digest::hex(chain),
         digest::hex(content)
     )
@@ -142,6 +150,7 @@ pub(crate) fn export_audit(
         .map_err(io)?;
     let mut seal = seal_start(s.id(), header);
     let mut written = 0u64;
+    let mut contents = Contents::of(s);
     oplog::walk_log(s, |step| {
         if written == records {
             // Records appended while the file was written stay out of it.
@@ -149,7 +158,7 @@ pub(crate) fn export_audit(
         }
         let line = std::str::from_utf8(step.line)
             .map_err(|_| GroveError::Corrupt(format!("record {} is not UTF-8", step.seq)))?;
-        let content = digest::content_hash(step.line);
+        let (content, redacted) = contents.content(&step)?;
         if content != step.node.content {
             return Err(GroveError::Corrupt(format!(
                 "session {}, entry {} (record {}): the stored line does not match its \
@@ -159,15 +168,17 @@ pub(crate) fn export_audit(
                 step.seq
             )));
         }
+        let now = redacted.map(|_| digest::content_hash(step.line));
         w.line(&record_line(
             step.seq,
             &step.node.digest,
             &content,
+            now.as_ref(),
             step.stamp,
             line,
         ))
         .map_err(io)?;
-        seal = seal_step(&seal, &step);
+        seal = seal_step(&seal, &step, &content);
         written += 1;
         Ok(())
     })?;
@@ -214,6 +225,7 @@ struct RecordJson<'a> {
     seq: u64,
     digest: String,
     content: String,
+    redacted: Option<String>,
     op: Option<OpJson>,
     #[serde(borrow)]
     line: &'a RawValue,
@@ -305,6 +317,10 @@ pub fn verify_audit(bytes: &[u8], public_key: Option<&str>) -> Result<AuditRepor
     }
     let record_lines = &lines[1..lines.len() - 1];
     let mut checked: Vec<Checked> = Vec::with_capacity(record_lines.len());
+    // Redaction notes (record, note) and the redacted records they must explain.
+    let mut notes: Vec<(usize, grove_codec::redact::RedactionNote)> = Vec::new();
+    let mut to_explain: Vec<(usize, Digest, Digest)> = Vec::new();
+    let mut redactions: Vec<(u64, u64)> = Vec::new();
     let mut last_of: HashMap<String, usize> = HashMap::new();
     for (i, given) in record_lines.iter().enumerate() {
         let n = i + 2;
@@ -313,12 +329,38 @@ pub fn verify_audit(bytes: &[u8], public_key: Option<&str>) -> Result<AuditRepor
             return Err(bad(n, format!("record {} where {i} was expected", rec.seq)));
         }
         let line = rec.line.get();
-        let content = digest::content_hash(line.as_bytes());
-        if util::unhex::<32>(&rec.content) != Some(content) {
+        let hashed = digest::content_hash(line.as_bytes());
+        // A redacted record: its line hashes to `redacted`, and the redactions the file
+        // records must lead there from its content digest (checked below).
+        let (content, redacted) = match &rec.redacted {
+            None => (hashed, None),
+            Some(r) => {
+                if util::unhex::<32>(r) != Some(hashed) {
+                    return Err(bad(
+                        n,
+                        "the redacted entry's bytes do not hash to its redacted digest".into(),
+                    ));
+                }
+                let content = util::unhex::<32>(&rec.content).ok_or_else(|| {
+                    bad(
+                        n,
+                        "the content digest is not 64 lowercase hex digits".into(),
+                    )
+                })?;
+                (content, Some(hashed))
+            }
+        };
+        if content != hashed && redacted.is_none() {
             return Err(bad(
                 n,
                 "the entry's bytes do not hash to its content digest".into(),
             ));
+        }
+        if let Some(note) = grove_codec::redact::RedactionNote::of_line(line) {
+            notes.push((i, note));
+        }
+        if let Some(now) = redacted {
+            to_explain.push((i, content, now));
         }
         let chain = util::unhex::<32>(&rec.digest)
             .ok_or_else(|| bad(n, "the chain digest is not 64 lowercase hex digits".into()))?;
@@ -335,7 +377,14 @@ pub fn verify_audit(bytes: &[u8], public_key: Option<&str>) -> Result<AuditRepor
         canonical(
             n,
             given,
-            &record_line(rec.seq, &chain, &content, stamp.as_ref(), line),
+            &record_line(
+                rec.seq,
+                &chain,
+                &content,
+                redacted.as_ref(),
+                stamp.as_ref(),
+                line,
+            ),
         )?;
         let ids: EntryIds = serde_json::from_str(line).map_err(|e| json(n, e))?;
         if ids.kind.as_deref() != Some("leaf") {
@@ -344,7 +393,7 @@ pub fn verify_audit(bytes: &[u8], public_key: Option<&str>) -> Result<AuditRepor
             }
         }
         operations += u64::from(stamp.is_some() || i == 0);
-        seal = seal_next(&seal, rec.seq, line.as_bytes(), stamp.as_ref());
+        seal = seal_next(&seal, rec.seq, &content, stamp.as_ref());
         hasher.update(given.as_bytes());
         hasher.update(b"\n");
         checked.push(Checked {
@@ -352,6 +401,31 @@ pub fn verify_audit(bytes: &[u8], public_key: Option<&str>) -> Result<AuditRepor
             content,
             ids,
         });
+    }
+    for (i, content, now) in &to_explain {
+        // The notes of this record, after it in the file, each starting where the one
+        // before ended, from its content digest to the line it holds.
+        let mut at = digest::hex(content);
+        let mut by = None;
+        for (j, note) in notes
+            .iter()
+            .filter(|(j, note)| j > i && note.seq == *i as u64)
+        {
+            if note.before == at {
+                at.clone_from(&note.after);
+                by = Some(*j as u64);
+            }
+        }
+        if let (true, Some(by)) = (at == digest::hex(now), by) {
+            redactions.push((*i as u64, by));
+        } else {
+            return Err(bad(
+                i + 2,
+                "the entry's line differs from its content digest and no redaction in the \
+                 file explains it"
+                    .into(),
+            ));
+        }
     }
     for (i, c) in checked.iter().enumerate() {
         if c.ids.kind.as_deref() == Some("leaf") {
@@ -444,5 +518,6 @@ pub fn verify_audit(bytes: &[u8], public_key: Option<&str>) -> Result<AuditRepor
         operations,
         seal: digest::hex(&seal),
         signed_by,
+        redacted: redactions,
     })
 }

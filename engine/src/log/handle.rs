@@ -191,7 +191,7 @@ impl Handle {
     }
 
     /// The raw log row at `seq`, or `Corrupt` when it is missing.
-    fn row(&self, seq: u64) -> Result<Vec<u8>> {
+    pub(crate) fn row(&self, seq: u64) -> Result<Vec<u8>> {
         self.read_row(seq, <[u8]>::to_vec)?
             .ok_or_else(|| GroveError::Corrupt(format!("missing log record {seq}")))
     }

@@ -18,6 +18,7 @@ pub mod id_state;
 pub mod ids;
 pub mod index_packs;
 pub mod labels;
+pub mod redactions;
 pub mod rows;
 pub mod shared;
 pub mod tip;

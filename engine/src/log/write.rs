@@ -489,6 +489,47 @@ impl<'s> Txn<'s> {
         Ok(id)
     }
 
+    /// Stages the leaf record of a redaction: a leaf record that leaves the leaf where it is,
+    /// carrying `note` (docs/format.md, "Redaction records"). Returns its id and seq.
+    pub(crate) fn record_redaction(
+        &mut self,
+        note: &grove_codec::redact::RedactionNote,
+    ) -> Result<(String, u64)> {
+        let leaf = self.head.leaf;
+        let leaf_id = match leaf {
+            None => None,
+            Some(seq) => Some(self.node(seq)?.id),
+        };
+        let id = self.fresh_id()?;
+        let timestamp = self.timestamp(None);
+        let line = note.leaf_line(&id, leaf_id.as_deref(), &timestamp);
+        let seq = self.head.next_seq;
+        let node = fold::leaf_node(
+            &id,
+            leaf,
+            leaf.map_or(LeafTarget::Null, LeafTarget::Seq),
+            digest::content_hash(line.as_bytes()),
+        );
+        let written = Written {
+            kind: EntryKind::Leaf,
+            target_id: None,
+            timestamp: &timestamp,
+        };
+        self.put_record(seq, line, node, written)?;
+        Ok((id, seq))
+    }
+
+    /// Stages a write of another key, committed after the transaction's records (in the same
+    /// atomic batch when it has several log values).
+    pub(crate) fn also_put(&mut self, key: Vec<u8>, value: Vec<u8>) {
+        self.batch.put(key, value);
+    }
+
+    /// Stages the deletion of another key, like [`Txn::also_put`].
+    pub(crate) fn also_delete(&mut self, key: Vec<u8>) {
+        self.batch.delete(key);
+    }
+
     /// Writes everything staged. Records that fit one log value (a single row, or one batch
     /// of up to [`LOG_PACK_RECORDS`] records and [`LOG_PACK_BYTES`]) as ordered single writes:
     /// the value, then the index rows. More records as one atomic batch of their batches,

@@ -1,18 +1,24 @@
 //! Payload collection: removes the payloads ([`crate::core::payloads`]) no log row of any
-//! session references, marking every reference in the log, then sweeping.
+//! session references, marking every reference in the log, then sweeping; before that it
+//! finishes every session's redactions ([`crate::ops::redact::finish`]).
 //!
-//! May call: [`crate::core`], [`crate::kv`].
+//! May call: [`crate::ops`], [`crate::log`], [`crate::core`], [`crate::kv`].
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use grove_codec::pack::{LogPack, LogValue};
+use grove_codec::record::SessionRecord;
 use grove_codec::{record, splice};
 
+use crate::context::views::Views;
 use crate::core::error::{GroveError, Result};
 use crate::core::keys;
 use crate::core::payloads::payload_range;
 use crate::core::shared::Inner;
 use crate::kv::{Durability, WriteBatch};
+use crate::log::handle::Handle;
+use crate::log::shared::Logs;
 
 /// What [`crate::Store::gc`] did.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -25,6 +31,15 @@ pub struct GcReport {
     pub referenced: u64,
     /// The payloads removed: blake3 (hex) and size.
     pub removed: Vec<(String, u64)>,
+    /// Redactions a crash had left recorded but not applied, applied now.
+    pub redactions_applied: u64,
+    /// Whether redactions were made since the backend's files were last rewritten: they may
+    /// still hold redacted bytes in their free space until `grove gc` rewrites them
+    /// ([`crate::maintain::rewrite`]), which a store open elsewhere (a server, a native
+    /// package) cannot do.
+    pub rewrite_due: bool,
+    /// Whether the search index's segments were rewritten without deleted documents.
+    pub search_compacted: bool,
 }
 
 impl GcReport {
@@ -37,12 +52,32 @@ impl GcReport {
 /// Removes the payloads no log row of any session references, and reports each one
 /// removed. Writers of payloads wait while it runs (it marks every reference in the log,
 /// then sweeps). Read-only stores refuse it.
-pub(crate) fn gc(inner: &Inner) -> Result<GcReport> {
+pub(crate) fn gc(logs: &Arc<Logs>, views: &Views) -> Result<GcReport> {
+    let inner = &*logs.inner;
     inner.check_writable()?;
+    // Redactions first: a row they rewrite drops its references to payloads.
+    let mut applied = 0;
+    let listed = vec![keys::T_SESSION_ID];
+    let mut sids = Vec::new();
+    for pair in inner.kv.scan(&listed, &keys::prefix_end(&listed)) {
+        let (_, v) = pair?;
+        sids.extend(keys::u64_value(&v));
+    }
+    for sid in sids {
+        let Some(record) = inner.get::<SessionRecord>(&keys::session(sid))? else {
+            continue;
+        };
+        let handle = Handle::open(logs.clone(), sid, record)?;
+        applied += crate::ops::redact::finish(&handle, views)?;
+    }
     let _gate = inner.payload_gate.write();
     let referenced = payload_references(inner)?;
     let (start, end) = payload_range();
-    let mut report = GcReport::default();
+    let mut report = GcReport {
+        redactions_applied: applied,
+        rewrite_due: inner.kv.get(&keys::meta(keys::META_REWRITE_DUE))?.is_some(),
+        ..GcReport::default()
+    };
     let mut batch = WriteBatch::new();
     for pair in inner.kv.scan(&start, &end) {
         let (k, v) = pair?;

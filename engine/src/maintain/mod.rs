@@ -5,5 +5,6 @@
 
 pub mod gc;
 pub mod report;
+pub mod rewrite;
 pub mod salvage;
 pub mod verify;

@@ -42,6 +42,9 @@ pub struct VerifyReport {
     pub records: u64,
     /// Every problem found; empty when the store is sound.
     pub problems: Vec<Problem>,
+    /// Records whose lines differ from their content digests because redactions recorded in
+    /// their sessions' logs explain it (not problems: docs/design.md, "Redaction").
+    pub redacted: u64,
 }
 
 impl VerifyReport {

@@ -8,5 +8,6 @@
 pub mod lease;
 pub mod navigate;
 pub mod oplog;
+pub mod redact;
 pub mod replay;
 pub mod summary;

@@ -369,10 +369,12 @@ pub(crate) fn seal(s: &Handle) -> Result<Seal> {
     let mut state = seal_start_of(s);
     let mut records = 0;
     let mut operations = 0;
+    let mut contents = Contents::of(s);
     walk_log(s, |step| {
         operations += u64::from(step.stamp.is_some() || records == 0);
         records += 1;
-        state = seal_step(&state, &step);
+        let (content, _) = contents.content(&step)?;
+        state = seal_step(&state, &step, &content);
         Ok(())
     })?;
     Ok(Seal {
@@ -401,6 +403,7 @@ pub(crate) fn check_seal(s: &Handle, digest_hex: &str) -> Result<SealCheck> {
     let mut records = 0u64;
     let mut operations = 0u64;
     let mut found = None;
+    let mut contents = Contents::of(s);
     // The digest after each operation is the state before the next operation's first
     // record (or at the end of the log).
     walk_log(s, |step| {
@@ -413,7 +416,8 @@ pub(crate) fn check_seal(s: &Handle, digest_hex: &str) -> Result<SealCheck> {
         }
         operations += u64::from(step.stamp.is_some() || records == 0);
         records += 1;
-        state = seal_step(&state, &step);
+        let (content, _) = contents.content(&step)?;
+        state = seal_step(&state, &step, &content);
         Ok(())
     })?;
     if found.is_none() && records > 0 && digest::hex(&state) == want {
@@ -442,23 +446,68 @@ pub(crate) fn seal_start(id: &str, header: &str) -> digest::Digest {
     *h.finalize().as_bytes()
 }
 
-/// The running seal digest after one more record.
-pub(crate) fn seal_step(state: &digest::Digest, step: &Step<'_>) -> digest::Digest {
-    seal_next(state, step.seq, step.line, step.stamp)
+/// The content digest seals and audit files cover for each record: its line's blake3, or,
+/// for a record whose line redactions changed, the content digest its node keeps (the line
+/// as written), when the session's redactions lead from that digest to the line it holds
+/// now (docs/design.md, "Redaction"). Anything else keeps the line's own digest, so an
+/// altered line changes the seal.
+pub(crate) struct Contents<'h> {
+    s: &'h Handle,
+    redactions: Option<crate::log::redactions::Redactions>,
 }
 
-/// [`seal_step`] of record `seq` with its line and stamp.
+impl<'h> Contents<'h> {
+    /// The contents of `s`'s records.
+    pub(crate) fn of(s: &'h Handle) -> Contents<'h> {
+        Contents {
+            s,
+            redactions: None,
+        }
+    }
+
+    /// Record `step`'s content digest, and the record of the redaction that explains its
+    /// line when one does.
+    pub(crate) fn content(&mut self, step: &Step<'_>) -> Result<(digest::Digest, Option<u64>)> {
+        let now = digest::content_hash(step.line);
+        if now == step.node.content {
+            return Ok((now, None));
+        }
+        if self.redactions.is_none() {
+            self.redactions = Some(self.s.redactions()?);
+        }
+        let by = self
+            .redactions
+            .as_ref()
+            .and_then(|r| r.explains(step.seq, &step.node.content, &now, u64::MAX));
+        Ok(match by {
+            Some(by) => (step.node.content, Some(by)),
+            None => (now, None),
+        })
+    }
+}
+
+/// The running seal digest after one more record whose content digest is `content`
+/// ([`Contents`]).
+pub(crate) fn seal_step(
+    state: &digest::Digest,
+    step: &Step<'_>,
+    content: &digest::Digest,
+) -> digest::Digest {
+    seal_next(state, step.seq, content, step.stamp)
+}
+
+/// [`seal_step`] of record `seq` with its content digest and stamp.
 pub(crate) fn seal_next(
     state: &digest::Digest,
     seq: u64,
-    line: &[u8],
+    content: &digest::Digest,
     stamp: Option<&OpStamp>,
 ) -> digest::Digest {
     let stamp = stamp.map(OpStamp::to_bytes).unwrap_or_default();
     let mut h = blake3::Hasher::new();
     h.update(state);
     h.update(&seq.to_be_bytes());
-    h.update(&digest::content_hash(line));
+    h.update(content);
     h.update(&(stamp.len() as u64).to_be_bytes());
     h.update(&stamp);
     *h.finalize().as_bytes()

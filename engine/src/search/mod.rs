@@ -26,6 +26,7 @@ use std::ops::Bound;
 use std::path::PathBuf;
 
 use grove_codec::record::{NodeRecord, SessionRecord};
+use grove_codec::redact::RedactionNote;
 use grove_codec::text::searchable;
 use grove_codec::EntryKind;
 use parking_lot::Mutex;
@@ -308,6 +309,18 @@ impl Search {
         })
     }
 
+    /// Catches up, then rewrites the index's segments without its deleted documents
+    /// ([`Open::compact`]); nothing when the store has no index. Whether anything was merged.
+    pub(crate) fn compact(&self, inner: &Inner, logs: &std::sync::Arc<Logs>) -> Result<bool> {
+        if !self.exists() {
+            return Ok(false);
+        }
+        self.with(inner, |open| {
+            open.catch_up(inner, logs)?;
+            open.compact()
+        })
+    }
+
     /// Whether the store has an index: one was built here, or its files are in the store
     /// directory.
     pub(crate) fn exists(&self) -> bool {
@@ -392,6 +405,60 @@ impl Open {
         self.commit()
     }
 
+    /// Adds the document of `entry` of session `sid`; `false` when it has no text.
+    fn add(&mut self, sid: u64, entry: &crate::log::handle::Entry) -> Result<bool> {
+        let Some(found) = searchable(&entry.line) else {
+            return Ok(false);
+        };
+        if found.text.is_empty() {
+            return Ok(false);
+        }
+        let mut doc = TantivyDocument::new();
+        doc.add_u64(self.fields.sid, sid);
+        doc.add_u64(self.fields.seq, entry.seq);
+        doc.add_text(self.fields.kind, &found.entry_type);
+        if let Some(role) = &found.role {
+            doc.add_text(self.fields.kind, role);
+        }
+        doc.add_i64(self.fields.time, found.time_ms.unwrap_or(i64::MIN));
+        doc.add_text(self.fields.text, &found.text);
+        self.writer()?
+            .add_document(doc)
+            .map_err(failed("adding a document"))?;
+        Ok(true)
+    }
+
+    /// Rewrites the index's segments without the documents deleted since they were written
+    /// (a redaction's old document among them), so no file keeps their words, and removes the
+    /// files no longer used ([`crate::Store::gc`]). Returns whether anything was merged.
+    fn compact(&mut self) -> Result<bool> {
+        let searcher = self.reader.searcher();
+        let deleted = searcher
+            .segment_readers()
+            .iter()
+            .any(|r| r.num_deleted_docs() > 0);
+        if !deleted {
+            return Ok(false);
+        }
+        let ids = self
+            .index
+            .searchable_segment_ids()
+            .map_err(failed("listing segments"))?;
+        let writer = self.writer()?;
+        writer
+            .merge(&ids)
+            .wait()
+            .map_err(failed("merging segments"))?;
+        self.commit()?;
+        if let Some(writer) = self.writer.as_mut() {
+            writer
+                .garbage_collect_files()
+                .wait()
+                .map_err(failed("removing unused files"))?;
+        }
+        Ok(true)
+    }
+
     fn catch_up(&mut self, inner: &Inner, logs: &std::sync::Arc<Logs>) -> Result<IndexReport> {
         let touched = inner.commits.take_touched();
         let mut report = IndexReport::default();
@@ -436,26 +503,42 @@ impl Open {
                 }
                 at = entry.seq + 1;
                 if EntryKind::from_tag(entry.node.kind) == Some(EntryKind::Leaf) {
+                    // A redaction of a record indexed before: its document goes, and the
+                    // record's line as it now is comes in its place.
+                    let Some(note) = RedactionNote::of_line(&entry.line) else {
+                        continue;
+                    };
+                    if note.seq >= mark {
+                        continue;
+                    }
+                    let query = BooleanQuery::new(vec![
+                        (
+                            Occur::Must,
+                            Box::new(TermQuery::new(
+                                Term::from_field_u64(self.fields.sid, sid),
+                                IndexRecordOption::Basic,
+                            )) as Box<dyn Query>,
+                        ),
+                        (
+                            Occur::Must,
+                            Box::new(RangeQuery::new(
+                                Bound::Included(Term::from_field_u64(self.fields.seq, note.seq)),
+                                Bound::Included(Term::from_field_u64(self.fields.seq, note.seq)),
+                            )),
+                        ),
+                    ]);
+                    self.writer()?
+                        .delete_query(Box::new(query))
+                        .map_err(failed("removing a redacted entry"))?;
+                    let redacted = handle.entry_at(note.seq)?;
+                    if self.add(sid, &redacted)? {
+                        report.indexed += 1;
+                    }
                     continue;
                 }
-                let Some(found) = searchable(&entry.line) else {
-                    continue;
-                };
-                if found.text.is_empty() {
+                if !self.add(sid, &entry)? {
                     continue;
                 }
-                let mut doc = TantivyDocument::new();
-                doc.add_u64(self.fields.sid, sid);
-                doc.add_u64(self.fields.seq, entry.seq);
-                doc.add_text(self.fields.kind, &found.entry_type);
-                if let Some(role) = &found.role {
-                    doc.add_text(self.fields.kind, role);
-                }
-                doc.add_i64(self.fields.time, found.time_ms.unwrap_or(i64::MIN));
-                doc.add_text(self.fields.text, &found.text);
-                self.writer()?
-                    .add_document(doc)
-                    .map_err(failed("adding a document"))?;
                 report.indexed += 1;
                 pending += 1;
                 indexed_here = true;

@@ -20,6 +20,10 @@ pub struct EntryProof {
     /// The parent's chain digest: 32 zero bytes for a root (and for an entry whose parent is
     /// missing, itself, or closes a cycle, which count as roots).
     pub parent_digest: Digest,
+    /// For a redacted entry: blake3 of the line it holds now, which its recorded redactions
+    /// lead to from its content digest (the line as written, which the proof's digests keep
+    /// covering; docs/design.md, "Redaction").
+    pub redacted: Option<Digest>,
 }
 
 impl EntryProof {
@@ -44,7 +48,16 @@ pub(crate) fn proof(s: &Handle, id: &str) -> Result<EntryProof> {
         Parent::Seq(parent) => s.node(parent)?.digest,
         Parent::Root | Parent::Missing | Parent::SelfRef | Parent::Cycle(_) => digest::ROOT_PARENT,
     };
-    let content = digest::content_hash(entry.line.as_bytes());
+    let mut content = digest::content_hash(entry.line.as_bytes());
+    let mut redacted = None;
+    if content != entry.node.content
+        && s.redactions()?
+            .explains(entry.seq, &entry.node.content, &content, u64::MAX)
+            .is_some()
+    {
+        redacted = Some(content);
+        content = entry.node.content;
+    }
     if content != entry.node.content {
         return Err(GroveError::Corrupt(format!(
             "entry {id} (record {}): its line hashes to {}, the store recorded {}",
@@ -65,5 +78,6 @@ pub(crate) fn proof(s: &Handle, id: &str) -> Result<EntryProof> {
     Ok(EntryProof {
         entry,
         parent_digest,
+        redacted,
     })
 }

@@ -30,6 +30,7 @@ mod payloads;
 mod postgres;
 mod proof;
 mod read_checks;
+mod redact;
 mod redb;
 mod reopen;
 mod replay;
