@@ -112,6 +112,11 @@ impl Env<'_> {
         Ok(Store::open_with(self.config(false)?)?.with_actor("cli"))
     }
 
+    /// The configuration [`Env::open_store`] opens the store with.
+    pub fn store_config(&self) -> CmdResult<StoreConfig> {
+        self.config(false)
+    }
+
     /// Opens the existing store only to read it: a missing store is an error, nothing is
     /// written, and a store on a read-only mount opens. A store that lost acknowledged writes
     /// is refused with `LostWrites` (what it serves is not what was acknowledged) unless

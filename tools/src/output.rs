@@ -398,6 +398,25 @@ pub fn gc_value(report: &grove::GcReport) -> Value {
         "referenced": report.referenced,
         "removed": removed,
         "removedBytes": report.removed_bytes(),
+        "redactionsApplied": report.redactions_applied,
+        "rewriteDue": report.rewrite_due,
+        "searchCompacted": report.search_compacted,
+    })
+}
+
+/// A redaction as JSON: `{"entryId", "paths", "reason", "removed", "before", "after",
+/// "recordId", "actor", "timeMs"}`.
+pub fn redaction_value(r: &grove::Redaction) -> Value {
+    serde_json::json!({
+        "entryId": r.entry_id,
+        "paths": r.paths,
+        "reason": r.reason,
+        "removed": r.removed,
+        "before": r.before,
+        "after": r.after,
+        "recordId": r.record_id,
+        "actor": r.actor,
+        "timeMs": r.time_ms,
     })
 }
 

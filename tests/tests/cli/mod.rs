@@ -20,6 +20,7 @@ mod payloads;
 mod permissions;
 mod read;
 mod read_checks;
+mod redact;
 mod salvage;
 mod search;
 mod store_access;

@@ -218,7 +218,7 @@ fn a_secret_written_through_every_path_is_gone_from_the_files_after_redact_gc_an
         let report = store.verify().unwrap();
         assert!(report.is_ok(), "{backend}: {:?}", report.problems);
         assert_eq!(report.redacted, 15);
-        assert_eq!(store.gc().unwrap().rewrite_due, false);
+        assert!(!store.gc().unwrap().rewrite_due);
         // Every entry not redacted is byte for byte as before.
         let after = lines(&store);
         for (key, line) in &before {

@@ -13,6 +13,7 @@ mod input_limits;
 mod limits;
 mod oplog;
 mod payloads;
+mod redact;
 mod replay;
 mod routes;
 mod search;

@@ -28,6 +28,7 @@ pub mod name;
 pub mod navigate;
 pub mod path;
 pub mod print;
+pub mod redact;
 pub mod replay;
 pub mod salvage;
 pub mod seal;
@@ -64,6 +65,7 @@ pub enum Command {
     Label(label::Args),
     Name(name::Args),
     Fork(fork::Args),
+    Redact(redact::Args),
     Gc(gc::Args),
     Verify(verify::Args),
     #[cfg(feature = "search")]
@@ -99,6 +101,7 @@ pub fn run(command: Command, env: &mut Env<'_>) -> CmdResult {
         Command::Label(a) => label::run(a, env),
         Command::Name(a) => name::run(a, env),
         Command::Fork(a) => fork::run(a, env),
+        Command::Redact(a) => redact::run(a, env),
         Command::Gc(a) => gc::run(a, env),
         Command::Verify(a) => verify::run(a, env),
         #[cfg(feature = "search")]

@@ -24,7 +24,8 @@ pub struct Args {
     /// was sealed is unchanged, whatever was appended since. Needs SESSION.
     #[arg(long, value_name = "DIGEST", requires = "session")]
     seal: Option<String>,
-    /// Print {"sessions": N, "records": N, "problems": [{"session", "entry"?, "problem"}]}
+    /// Print {"sessions": N, "records": N, "redacted": N, "problems": [{"session", "entry"?,
+    /// "problem"}]}
     /// (and "seal": {"extends", "operations"?, "records"?} with --seal).
     #[arg(long)]
     json: bool,
@@ -71,6 +72,7 @@ pub fn run(args: Args, env: &mut Env<'_>) -> CmdResult {
         let mut out = serde_json::json!({
             "sessions": report.sessions,
             "records": report.records,
+            "redacted": report.redacted,
             "problems": problems,
         });
         if let Some((_, check)) = &seal {
@@ -93,6 +95,13 @@ pub fn run(args: Args, env: &mut Env<'_>) -> CmdResult {
                 env.out,
                 "seal: the session extends it (sealed after {operations} operation(s), \
                  {records} record(s))"
+            )?;
+        }
+        if report.redacted > 0 {
+            writeln!(
+                env.out,
+                "{} record(s) redacted, each by a redaction its session records",
+                report.redacted
             )?;
         }
         writeln!(
@@ -149,6 +158,7 @@ fn verify_file(
             "operations": report.operations,
             "seal": report.seal,
             "signedBy": report.signed_by,
+            "redacted": report.redacted.iter().map(|(seq, by)| serde_json::json!({"seq": seq, "by": by})).collect::<Vec<_>>(),
         });
         writeln!(env.out, "{out}")?;
     } else {

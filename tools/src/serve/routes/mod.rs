@@ -184,6 +184,8 @@ pub const ROUTES: &[Route] = table! {
     // Operations
     Get "/v1/sessions/{sid}/operations" => operations::operations, "the operations, newest first";
     Post "/v1/sessions/{sid}/undo" => operations::undo, "undo the last operation, or back to one";
+    Post "/v1/sessions/{sid}/redact" => operations::redact, "redact an entry's value or content";
+    Get "/v1/sessions/{sid}/redactions" => operations::redactions, "the session's redactions";
     Get "/v1/sessions/{sid}/seal" => operations::seal, "a digest of the session's history";
     Post "/v1/sessions/{sid}/seal/check" => operations::check_seal, "whether it extends a seal";
     Get "/v1/sessions/{sid}/replay" => operations::replay, "the history as JSON lines, or followed";

@@ -1,6 +1,6 @@
-//! The routes of docs/api.md's "Operations": a session's operations newest first, undo, the
-//! seal and its check, and the replay stream (followed as long as the client stays and the
-//! server runs: `serve/follow.rs`). This room owns those routes. Operations and seals are
+//! The routes of docs/api.md's "Operations": a session's operations newest first, undo,
+//! redaction and the list of redactions, the seal and its check, and the replay stream
+//! (followed as long as the client stays and the server runs: `serve/follow.rs`). This room owns those routes. Operations and seals are
 //! written as the CLI's `--json` writes them (`output::operation_value`, `seal_value`,
 //! `seal_check_value`). It calls the engine's public API, the state (the blocking pool, JSON
 //! answers), `api`, `stream`, `follow` and `output`.
@@ -10,7 +10,7 @@ use axum::response::Response;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::output::{operation_value, seal_check_value, seal_value};
+use crate::output::{operation_value, redaction_value, seal_check_value, seal_value};
 use crate::serve::api::{ApiError, ApiResult, Body, Path, Query};
 use crate::serve::state::{blocking, json_answer, State};
 use crate::serve::stream::ndjson;
@@ -54,6 +54,40 @@ pub(super) async fn undo(
     let store = state.store()?;
     let op = blocking(move || store.session(&sid)?.undo(body.to_op)).await?;
     Ok(json_answer(StatusCode::OK, operation_value(&op)))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RedactBody {
+    #[serde(rename = "entryId")]
+    entry_id: String,
+    path: Option<String>,
+    reason: String,
+}
+
+/// `POST .../redact`: the value at `path` of entry `entryId` (or its whole content) replaced
+/// by the redaction marker, recorded as an operation; the answer is the redaction.
+pub(super) async fn redact(
+    state: State,
+    Path(sid): Path<String>,
+    Body(body): Body<RedactBody>,
+) -> ApiResult<Response> {
+    let store = state.store()?;
+    let redaction = blocking(move || {
+        store
+            .session(&sid)?
+            .redact(&body.entry_id, body.path.as_deref(), &body.reason)
+    })
+    .await?;
+    Ok(json_answer(StatusCode::OK, redaction_value(&redaction)))
+}
+
+/// `GET .../redactions`: the session's redactions, oldest first.
+pub(super) async fn redactions(state: State, Path(sid): Path<String>) -> ApiResult<Response> {
+    let store = state.store()?;
+    let found = blocking(move || store.session(&sid)?.redactions()).await?;
+    let list: Vec<Value> = found.iter().map(redaction_value).collect();
+    Ok(json_answer(StatusCode::OK, json!({ "redactions": list })))
 }
 
 /// `GET .../seal`.

@@ -154,6 +154,7 @@ pub(super) async fn verify(state: State) -> ApiResult<Response> {
         json!({
             "sessions": reports.iter().map(|r| r.sessions).sum::<u64>(),
             "records": reports.iter().map(|r| r.records).sum::<u64>(),
+            "redacted": reports.iter().map(|r| r.redacted).sum::<u64>(),
             "ok": problems.is_empty(),
             "problems": problems,
         }),
