@@ -137,7 +137,7 @@ struct Opening {
 /// The error of a format marker this build does not open (`read_only`: one it would upgrade
 /// if it could write).
 fn unknown_layout(marker: &[u8], read_only: bool) -> GroveError {
-    let current = FORMAT_MARKER[FORMAT_MARKER.len() - 1];
+    let current = keys::FORMAT_MARKER_REDACTED[keys::FORMAT_MARKER_REDACTED.len() - 1];
     match marker.strip_prefix(b"grove\x00") {
         Some(&[layout]) if read_only && layout < current => GroveError::ReadOnly(format!(
             "this store has grove store layout {layout}, which this build upgrades to layout \
@@ -450,6 +450,7 @@ fn start(kv: Box<dyn Kv>, opening: Opening) -> Result<Parts> {
             // Layouts 7 to 12 are read as they are (a writer only rewrites their marker).
             Some(m)
                 if m == FORMAT_MARKER
+                    || m == keys::FORMAT_MARKER_REDACTED
                     || m == FORMAT_MARKER_12
                     || m == FORMAT_MARKER_11
                     || m == FORMAT_MARKER_10
@@ -468,7 +469,8 @@ fn start(kv: Box<dyn Kv>, opening: Opening) -> Result<Parts> {
     let parts = Parts::wire(inner);
     let inner = &parts.inner;
     match marker {
-        Some(m) if m == FORMAT_MARKER => {}
+        // Layout 14 is layout 13 with redactions: written by the first one.
+        Some(m) if m == FORMAT_MARKER || m == keys::FORMAT_MARKER_REDACTED => {}
         Some(m)
             if m == FORMAT_MARKER_12
                 || m == FORMAT_MARKER_11

@@ -110,6 +110,10 @@ pub const META_NEXT_SID: &[u8] = b"next_sid";
 /// Present (empty) when a redaction was made since the store's files were last rewritten
 /// (`grove gc`): the backend may still hold the redacted bytes in its free space.
 pub const META_REWRITE_DUE: &[u8] = b"rewrite_due";
+/// The format marker of a store with a redaction (layout 14): layout 13 plus redaction
+/// records, written with a store's first redaction, so that a build that cannot tell a
+/// redacted line from a damaged one does not open it (docs/format.md, "Version log").
+pub const FORMAT_MARKER_REDACTED: &[u8] = b"grove\x00\x0e";
 
 /// `[0x00] ++ name`.
 pub fn meta(name: &[u8]) -> Vec<u8> {

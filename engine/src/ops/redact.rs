@@ -131,8 +131,13 @@ pub(crate) fn redact(
         let (key, value) =
             s.rewritten_value(seq, &node, redacted.line.as_bytes(), stamp.as_ref())?;
         txn.also_put(key, value);
-        // The backend's files hold the old bytes until `grove gc` rewrites them.
+        // The backend's files hold the old bytes until `grove gc` rewrites them; and a build
+        // that would take a redacted line for damage no longer opens the store.
         txn.also_put(keys::meta(keys::META_REWRITE_DUE), Vec::new());
+        txn.also_put(
+            keys::meta(keys::META_FORMAT),
+            keys::FORMAT_MARKER_REDACTED.to_vec(),
+        );
         // The materialized view rows copy lines: gone (a cache, rebuilt from the log).
         let view = keys::session_prefix(keys::T_VIEW, s.sid);
         for pair in s.inner.kv.scan(&view, &keys::prefix_end(&view)) {

@@ -219,6 +219,9 @@ fn a_secret_written_through_every_path_is_gone_from_the_files_after_redact_gc_an
         assert!(report.is_ok(), "{backend}: {:?}", report.problems);
         assert_eq!(report.redacted, 15);
         assert!(!store.gc().unwrap().rewrite_due);
+        // Layout 14: a store with a redaction.
+        let marker = store.kv().get(&grove::keys::meta(b"format")).unwrap();
+        assert_eq!(marker.as_deref(), Some(&b"grove\x00\x0e"[..]));
         // Every entry not redacted is byte for byte as before.
         let after = lines(&store);
         for (key, line) in &before {
@@ -302,6 +305,8 @@ fn tamper(store: &Store, sid: u64, seq: u64, line: &str) {
 #[test]
 fn a_redaction_is_an_operation_and_verifiers_tell_it_from_tampering() {
     let store = Store::temporary().unwrap().with_actor("auditor");
+    let layout = || store.kv().get(&grove::keys::meta(b"format")).unwrap();
+    assert_eq!(layout().as_deref(), Some(&b"grove\x00\x0d"[..]), "layout 13 until a redaction");
     let s = store.create_session(CreateSession::default()).unwrap();
     s.append(user("first")).unwrap();
     let secret = s
