@@ -155,7 +155,7 @@ mod tests {
             assert_eq!(kind.tag() as usize, i);
             assert_eq!(OpKind::from_tag(kind.tag()), Some(kind));
         }
-        assert_eq!(OpKind::from_tag(11), None);
+        assert_eq!(OpKind::from_tag(12), None);
         let names: std::collections::HashSet<_> = OpKind::ALL.iter().map(|k| k.name()).collect();
         assert_eq!(names.len(), OpKind::ALL.len());
     }

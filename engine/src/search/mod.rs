@@ -440,21 +440,35 @@ impl Open {
         if !deleted {
             return Ok(false);
         }
+        // tantivy's own merges run in the background and may take the segments first: they
+        // finish, and the merge is made by a writer that merges nothing else.
+        if let Some(writer) = self.writer.take() {
+            writer
+                .wait_merging_threads()
+                .map_err(failed("finishing its merges"))?;
+        }
+        self.writer()?
+            .set_merge_policy(Box::new(tantivy::merge_policy::NoMergePolicy));
         let ids = self
             .index
             .searchable_segment_ids()
             .map_err(failed("listing segments"))?;
-        let writer = self.writer()?;
-        writer
-            .merge(&ids)
-            .wait()
-            .map_err(failed("merging segments"))?;
+        if !ids.is_empty() {
+            self.writer()?
+                .merge(&ids)
+                .wait()
+                .map_err(failed("merging segments"))?;
+        }
         self.commit()?;
-        if let Some(writer) = self.writer.as_mut() {
+        if let Some(writer) = self.writer.take() {
             writer
                 .garbage_collect_files()
                 .wait()
                 .map_err(failed("removing unused files"))?;
+            // The next writer merges as tantivy does by default.
+            writer
+                .wait_merging_threads()
+                .map_err(failed("finishing its merges"))?;
         }
         Ok(true)
     }

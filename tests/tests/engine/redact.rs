@@ -306,7 +306,11 @@ fn tamper(store: &Store, sid: u64, seq: u64, line: &str) {
 fn a_redaction_is_an_operation_and_verifiers_tell_it_from_tampering() {
     let store = Store::temporary().unwrap().with_actor("auditor");
     let layout = || store.kv().get(&grove::keys::meta(b"format")).unwrap();
-    assert_eq!(layout().as_deref(), Some(&b"grove\x00\x0d"[..]), "layout 13 until a redaction");
+    assert_eq!(
+        layout().as_deref(),
+        Some(&b"grove\x00\x0d"[..]),
+        "layout 13 until a redaction"
+    );
     let s = store.create_session(CreateSession::default()).unwrap();
     s.append(user("first")).unwrap();
     let secret = s
@@ -481,4 +485,47 @@ fn an_interrupted_rewrite_is_finished_at_the_next_open() {
     assert_eq!(store.session(&id).unwrap().entries().count(), 1);
     assert!(!copy.exists());
     assert!(!path.join("grove.rewritten").exists());
+}
+
+/// `gc` compacts the search index whatever tantivy merges in the background meanwhile: many
+/// small segments (one commit per search), a deletion, then gc, on stores of 3 to 23
+/// sessions (a merge of segments tantivy was merging itself failed before).
+#[test]
+fn gc_compacts_the_search_index_while_tantivy_merges_in_the_background() {
+    for n in 3..24 {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        for i in 0..n {
+            let s = store
+                .create_session(CreateSession {
+                    id: Some(format!("s{i}")),
+                    ..CreateSession::default()
+                })
+                .unwrap();
+            s.append(user(&format!("word{i} secret{i}"))).unwrap();
+            store
+                .search(&format!("word{i}"), &SearchOptions::default())
+                .unwrap();
+        }
+        store.delete_session("s0").unwrap();
+        store.search("word1", &SearchOptions::default()).unwrap();
+        // A segment whose documents are all deleted is dropped at its commit: nothing may be
+        // left to compact, but gc must not fail.
+        store.gc().unwrap_or_else(|e| panic!("{n} sessions: {e}"));
+        assert_eq!(
+            store
+                .search("secret0", &SearchOptions::default())
+                .unwrap()
+                .total,
+            0
+        );
+        assert_eq!(
+            store
+                .search("secret1", &SearchOptions::default())
+                .unwrap()
+                .total,
+            1
+        );
+        assert_eq!(store.search_verify().unwrap(), Vec::new());
+    }
 }

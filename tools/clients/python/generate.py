@@ -50,6 +50,8 @@ METHODS: list[tuple[str, str, str, str, str, str]] = [
     ("leaf_history", "sid: str", "c.leaf_history(sid)", "list[JsonObject]", "json", "Every leaf record, in order."),
     ("operations", "sid: str, limit: Optional[int] = None", "c.operations(sid, limit)", "list[JsonObject]", "json", "The session's operations, newest first."),
     ("undo", "sid: str, to_op: Optional[int] = None", "c.undo(sid, to_op)", "JsonObject", "json", "Puts the leaf back before the last operation (or `to_op`); the undo operation."),
+    ("redact", "sid: str, entry_id: str, reason: str, path: Optional[str] = None", "c.redact(sid, entry_id, reason, path)", "Redaction", "json", "Redacts the value at `path` (a JSON pointer such as `/message/content/0/text`) of entry\n        `entry_id`, or without `path` its whole content: it reads as `\"[redacted]\"` from then on\n        in every read, its bytes gone from the log; recorded as an operation of kind `redact` (the\n        leaf stays). `reason` must not be empty; what the tree reads (`/id`, `/message/role`, ...)\n        and a value already redacted are `invalid_argument`, an unknown entry `not_found`."),
+    ("redactions", "sid: str", "c.redactions(sid)", "list[Redaction]", "json", "The session's redactions, oldest first."),
     ("seal", "sid: str", "c.seal(sid)", "JsonObject", "json", "The session's seal: `digest`, `records`, `operations`."),
     ("check_seal", "sid: str, digest: str", "c.check_seal(sid, digest)", "JsonObject", "json", "Whether the session still extends the seal `digest`."),
     ("replay", "sid: str, from_op: Optional[int] = None, until_op: Optional[int] = None, follow: bool = False", "c.replay(sid, from_op, until_op, follow)", "JsonObject", "lines", "The history in order: `start`, then each `operation` and its `record`s with their context change; `follow` waits for new ones."),
@@ -78,7 +80,7 @@ JsonObject = dict[str, Any]
 SYNC_IMPORTS = '''from . import _calls as c
 from ._calls import At, Call
 from ._http import Http
-from .results import SearchResults
+from .results import Redaction, SearchResults
 from ._native_transport import Embedded, held_by_url, open_or_serving
 from ._transport import client_args, decode, error_of
 '''
@@ -88,7 +90,7 @@ from ._aio_http import AsyncHttp
 from ._calls import At, Call
 from ._native_transport import Embedded, held_by_url, open_or_serving
 from ._transport import LineSplitter, client_args, decode, error_of
-from .results import SearchResults
+from .results import Redaction, SearchResults
 '''
 
 

@@ -6,6 +6,6 @@ opened in this process (`open(path)`, `aio.open(path)`: the extension module `_n
 from .aio import AsyncGroveClient
 from .client import GroveClient, JsonObject, open
 from .errors import GroveError
-from .results import SearchHit, SearchResults
+from .results import Redaction, SearchHit, SearchResults
 
-__all__ = ["AsyncGroveClient", "GroveClient", "GroveError", "JsonObject", "SearchHit", "SearchResults", "open"]
+__all__ = ["AsyncGroveClient", "GroveClient", "GroveError", "JsonObject", "Redaction", "SearchHit", "SearchResults", "open"]

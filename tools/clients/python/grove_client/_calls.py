@@ -233,6 +233,15 @@ def undo(sid: str, to_op: Optional[int]) -> Call:
     return Call("POST", session(sid, "/undo"), body=drop_none({"toOp": to_op}))
 
 
+def redact(sid: str, entry_id: str, reason: str, path: Optional[str]) -> Call:
+    body = drop_none({"entryId": entry_id, "path": path, "reason": reason})
+    return Call("POST", session(sid, "/redact"), body=body)
+
+
+def redactions(sid: str) -> Call:
+    return Call("GET", session(sid, "/redactions"), pick=field("redactions"))
+
+
 def seal(sid: str) -> Call:
     return Call("GET", session(sid, "/seal"))
 

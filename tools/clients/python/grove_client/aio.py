@@ -13,7 +13,7 @@ from ._aio_http import AsyncHttp
 from ._calls import At, Call
 from ._native_transport import Embedded, held_by_url, open_or_serving
 from ._transport import LineSplitter, client_args, decode, error_of
-from .results import SearchResults
+from .results import Redaction, SearchResults
 
 #: A JSON object as the server answers it.
 JsonObject = dict[str, Any]
@@ -249,6 +249,18 @@ class AsyncGroveClient:
     async def undo(self, sid: str, to_op: Optional[int] = None) -> JsonObject:
         """Puts the leaf back before the last operation (or `to_op`); the undo operation."""
         return cast(JsonObject, await self._run(c.undo(sid, to_op)))
+
+    async def redact(self, sid: str, entry_id: str, reason: str, path: Optional[str] = None) -> Redaction:
+        """Redacts the value at `path` (a JSON pointer such as `/message/content/0/text`) of entry
+        `entry_id`, or without `path` its whole content: it reads as `"[redacted]"` from then on
+        in every read, its bytes gone from the log; recorded as an operation of kind `redact` (the
+        leaf stays). `reason` must not be empty; what the tree reads (`/id`, `/message/role`, ...)
+        and a value already redacted are `invalid_argument`, an unknown entry `not_found`."""
+        return cast(Redaction, await self._run(c.redact(sid, entry_id, reason, path)))
+
+    async def redactions(self, sid: str) -> list[Redaction]:
+        """The session's redactions, oldest first."""
+        return cast(list[Redaction], await self._run(c.redactions(sid)))
 
     async def seal(self, sid: str) -> JsonObject:
         """The session's seal: `digest`, `records`, `operations`."""

@@ -1,5 +1,5 @@
-"""The typed answers of the client's routes that have one (`search`); the others are JSON
-objects as the server answers them (`JsonObject`)."""
+"""The typed answers of the client's routes that have one (`search`, `redact`, `redactions`);
+the others are JSON objects as the server answers them (`JsonObject`)."""
 
 from __future__ import annotations
 
@@ -40,3 +40,27 @@ class SearchResults(TypedDict):
     total: int
     #: Entries the index took in before this search.
     indexed: int
+
+
+class Redaction(TypedDict):
+    """A redaction (`POST .../redact`, `GET .../redactions`), as `grove redact --json` writes it:
+    the values at `paths` of entry `entryId` read as `"[redacted]"` from then on."""
+
+    #: The redacted entry.
+    entryId: str
+    #: The JSON pointers redacted (the entry's whole content: its content's pointer).
+    paths: list[str]
+    #: Why, as the redactor gave it.
+    reason: str
+    #: blake3 (hex) of the removed values.
+    removed: str
+    #: blake3 (hex) of the entry's line before this redaction.
+    before: str
+    #: blake3 (hex) of its line after.
+    after: str
+    #: The id of the leaf record that records it (it leaves the leaf where it is).
+    recordId: str
+    #: Who made it (the operation's actor).
+    actor: Optional[str]
+    #: When, in ms since the Unix epoch.
+    timeMs: Optional[int]

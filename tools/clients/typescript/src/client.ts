@@ -44,6 +44,8 @@ import type {
 	ContextChange,
 	PathOptions,
 	PointInTime,
+	RedactOptions,
+	Redaction,
 	Seal,
 	SealCheck,
 	SearchOptions,
@@ -547,6 +549,27 @@ export class GroveClient {
 	undo(sid: string, options: { toOp?: number } = {}): Promise<Operation> {
 		const body = options.toOp === undefined ? {} : { toOp: options.toOp };
 		return this.request("POST", sessionPath(sid, "/undo"), { body });
+	}
+
+	/**
+	 * Redacts the value at `path` (a JSON pointer such as `/message/content/0/text`) of entry
+	 * `entryId`, or without `path` its whole content: it reads as `"[redacted]"` from then on in
+	 * every read, and its bytes leave the log. Recorded as an operation of kind `redact` (the leaf
+	 * stays where it is); seals taken before still hold. `invalid_argument` for an empty reason,
+	 * a path that is not a JSON pointer, names no value or names what the tree reads (`/id`,
+	 * `/message/role`, …), an entry with nothing to redact or a value already redacted;
+	 * `not_found` for an unknown entry.
+	 */
+	redact(sid: string, entryId: string, options: RedactOptions): Promise<Redaction> {
+		const { path, reason } = options;
+		const body = path === undefined ? { entryId, reason } : { entryId, path, reason };
+		return this.request("POST", sessionPath(sid, "/redact"), { body });
+	}
+
+	/** The session's redactions, oldest first. */
+	async redactions(sid: string): Promise<Redaction[]> {
+		const answer = await this.request<{ redactions: Redaction[] }>("GET", sessionPath(sid, "/redactions"));
+		return answer.redactions;
 	}
 
 	/**

@@ -21,13 +21,25 @@ export interface WireEntry {
  */
 export type NewEntry = { type: string; [field: string]: unknown } | { role: string; [field: string]: unknown };
 
-/** What `POST /v1/gc` removed: payloads no session references, with their blake3 and size. */
+/**
+ * What `POST /v1/gc` did: the payloads no session references, removed with their blake3 and size;
+ * redactions finished; the search index compacted.
+ */
 export interface GcReport {
 	payloads: number;
 	payloadBytes: number;
 	referenced: number;
 	removed: { hash: string; bytes: number }[];
 	removedBytes: number;
+	/** Redactions a crash left recorded but unwritten, applied now. */
+	redactionsApplied: number;
+	/**
+	 * A redaction was made since the store's files were last rewritten: the backend's free space
+	 * may still hold its bytes until `grove gc` runs with the server stopped.
+	 */
+	rewriteDue: boolean;
+	/** Whether the search index was rewritten without deleted documents. */
+	searchCompacted: boolean;
 }
 
 export interface Health {
@@ -45,6 +57,8 @@ export interface Health {
 export interface VerifyReport {
 	sessions: number;
 	records: number;
+	/** Records whose lines a recorded redaction explains (not problems). */
+	redacted: number;
 	problems: string[];
 	ok: boolean;
 }
@@ -215,6 +229,7 @@ export type OperationKind =
 	| "import"
 	| "fork"
 	| "undo"
+	| "redact"
 	| (string & {});
 
 /** One change of a session (`GET .../operations`, `POST .../undo`), as `grove log --json` writes it. */
@@ -311,6 +326,43 @@ export interface Seal {
  * sealed (`operations` and `records` are what the seal covers), or no prefix of it is.
  */
 export type SealCheck = { extends: true; operations: number; records: number } | { extends: false };
+
+/** What `redact` takes besides the entry: where, and why. */
+export interface RedactOptions {
+	/**
+	 * A JSON pointer to the value redacted (`/message/content/0/text`); without it, the entry's
+	 * whole content. Never what the tree reads (`/id`, `/type`, `/parentId`, `/timestamp`, a
+	 * message's `/message/role`, …).
+	 */
+	path?: string;
+	/** Why (not empty), kept with the redaction. */
+	reason: string;
+}
+
+/**
+ * A redaction (`POST .../redact`, `GET .../redactions`), as `grove redact --json` writes it: the
+ * values at `paths` of entry `entryId` read as `"[redacted]"` from then on, their bytes gone
+ * from the log.
+ */
+export interface Redaction {
+	/** The redacted entry. */
+	entryId: string;
+	/** The JSON pointers redacted (the entry's whole content: its content's pointer). */
+	paths: string[];
+	reason: string;
+	/** blake3 (hex) of the removed values. */
+	removed: string;
+	/** blake3 (hex) of the entry's line before this redaction. */
+	before: string;
+	/** blake3 (hex) of its line after. */
+	after: string;
+	/** The id of the leaf record that records it (a leaf record that leaves the leaf where it is). */
+	recordId: string;
+	/** Who made it (the operation's actor). */
+	actor: string | null;
+	/** When, in ms since the Unix epoch. */
+	timeMs: number | null;
+}
 
 /** What `search` looks for besides the text (`GET /v1/search`). */
 export interface SearchOptions {
