@@ -207,6 +207,22 @@ pub struct LeaseRecord {
     pub ttl_ms: u64,
 }
 
+/// An operation on the store as a whole (tag `0x21`): a retention run, say. `detail` is a
+/// JSON object's text, whose shape is the kind's (docs/format.md, "StoreOpRecord").
+#[derive(Debug, Clone, PartialEq, Eq, Encode, Decode)]
+pub struct StoreOpRecord {
+    /// What it is: `retain`.
+    pub kind: String,
+    /// When it began (ms since the Unix epoch).
+    pub time_ms: u64,
+    /// Who made it.
+    pub actor: String,
+    /// `started` while it runs (what a crash leaves), then `done`.
+    pub status: String,
+    /// What it did, as JSON object text.
+    pub detail: String,
+}
+
 /// The current label of one target id.
 #[derive(Debug, Clone, PartialEq, Eq, Encode, Decode)]
 pub struct LabelRecord {

@@ -51,6 +51,10 @@ pub use crate::log::coalesce::LogCoalesce;
 pub use crate::log::labels::Label;
 pub use crate::maintain::gc::GcReport;
 pub use crate::maintain::report::{Problem, VerifyReport};
+pub use crate::maintain::retain::{
+    ArchiveFormat, RetentionItem, RetentionPlan, RetentionPolicy, RetentionRule, RetentionRun,
+    StoreOperation,
+};
 pub use crate::maintain::rewrite::RewriteReport;
 pub use crate::ops::lease::DEFAULT_TURN_TTL;
 pub use crate::ops::navigate::{

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::context::views::Views;
-use crate::core::error::Result;
+use crate::core::error::{GroveError, Result};
 use crate::core::keys;
 use crate::core::payloads::PayloadStats;
 use crate::core::shared::Inner;
@@ -426,6 +426,51 @@ impl Store {
         drop(store);
         crate::maintain::rewrite::finish(&dir)?;
         Ok(report)
+    }
+
+    /// What the retention policy would remove now, and what it spares (docs/design.md,
+    /// "Retention"): nothing is changed.
+    pub fn retention_plan(
+        &self,
+        policy: &crate::maintain::retain::RetentionPolicy,
+    ) -> Result<crate::maintain::retain::RetentionPlan> {
+        let now = i64::try_from(crate::core::util::now_ms()).unwrap_or(i64::MAX);
+        crate::maintain::retain::plan(&self.logs, policy, now)
+    }
+
+    /// Applies the retention policy now: records the run in the store's operation log, then
+    /// archives (when the policy says where) and deletes each session its plan names, and
+    /// records what was done. Returns the run.
+    pub fn retain(
+        &self,
+        policy: &crate::maintain::retain::RetentionPolicy,
+    ) -> Result<crate::maintain::retain::RetentionRun> {
+        let now = i64::try_from(crate::core::util::now_ms()).unwrap_or(i64::MAX);
+        crate::maintain::retain::apply(&self.logs, policy, self.actor(), now)
+    }
+
+    /// The store's own operations (retention runs), oldest first.
+    pub fn store_operations(&self) -> Result<Vec<crate::maintain::retain::StoreOperation>> {
+        crate::maintain::retain::store_operations(&self.logs)
+    }
+
+    /// Pins session `id` (`true`), so that retention spares it, or unpins it.
+    pub fn set_pinned(&self, id: &str, pinned: bool) -> Result<()> {
+        self.inner.check_writable()?;
+        let sid = self
+            .inner
+            .sid_of(id)?
+            .ok_or_else(|| GroveError::SessionNotFound(id.to_owned()))?;
+        crate::log::store_ops::set_pinned(&self.inner, sid, pinned)
+    }
+
+    /// Whether session `id` is pinned ([`Store::set_pinned`]).
+    pub fn is_pinned(&self, id: &str) -> Result<bool> {
+        let sid = self
+            .inner
+            .sid_of(id)?
+            .ok_or_else(|| GroveError::SessionNotFound(id.to_owned()))?;
+        crate::log::store_ops::is_pinned(&self.inner, sid)
     }
 
     /// Verifies every session of the store.

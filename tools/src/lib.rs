@@ -20,6 +20,7 @@ mod output;
 mod output_file;
 mod page;
 mod remote;
+mod retain;
 #[cfg(feature = "search")]
 mod search;
 mod serve;
@@ -29,6 +30,7 @@ pub use serve::js_text;
 mod shard;
 mod storage_hint;
 mod summarizer_args;
+mod when;
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;

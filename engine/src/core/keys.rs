@@ -29,6 +29,8 @@ pub const T_VIEW: u8 = 0x06;
 /// turn or a navigation). Written only in a store whose backend processes share; a store one
 /// process holds keeps its leases in memory.
 pub const T_LEASE: u8 = 0x07;
+/// Session pin (`08 ++ sid`, empty): retention spares the session (`Store::set_pinned`).
+pub const T_PIN: u8 = 0x08;
 /// Log row (node record and line bytes): `[0x10][sid][seq]`, for records from the session's
 /// packed count on. Tag `0x11` is unused (it held node records before format 2).
 pub const T_LOG: u8 = 0x10;
@@ -75,14 +77,18 @@ pub const T_LEAF_PACK: u8 = 0x1E;
 /// value cut out of the lines that hold it, stored once for every session (docs/format.md,
 /// "Payloads"). Store-wide, not per session: after the per-session tables.
 pub const T_PAYLOAD: u8 = 0x20;
+/// Store operation (`21 ++ n`, u64 BE from 0): an operation on the store as a whole, such as
+/// a retention run (`StoreOpRecord`).
+pub const T_STORE_OP: u8 = 0x21;
 
 /// The children-index parent of root entries.
 pub const ROOT: u64 = u64::MAX;
 
 /// Every per-session table, for deletion and verification.
-pub const SESSION_TABLES: [u8; 18] = [
+pub const SESSION_TABLES: [u8; 19] = [
     T_HEAD,
     T_LEASE,
+    T_PIN,
     T_PENDING,
     T_PACKED,
     T_LOG,
@@ -155,6 +161,16 @@ pub fn head(sid: u64) -> Vec<u8> {
 /// `[0x07][sid]`.
 pub fn lease(sid: u64) -> Vec<u8> {
     tag_u64(T_LEASE, sid)
+}
+
+/// `08 ++ sid`: the session's pin.
+pub fn pin(sid: u64) -> Vec<u8> {
+    tag_u64(T_PIN, sid)
+}
+
+/// `21 ++ n`: store operation `n`.
+pub fn store_op(n: u64) -> Vec<u8> {
+    tag_u64(T_STORE_OP, n)
 }
 
 /// `[0x03] ++ id`.

@@ -21,5 +21,6 @@ pub mod labels;
 pub mod redactions;
 pub mod rows;
 pub mod shared;
+pub mod store_ops;
 pub mod tip;
 pub mod write;

@@ -35,7 +35,7 @@ pub struct GcReport {
     pub redactions_applied: u64,
     /// Whether redactions were made since the backend's files were last rewritten: they may
     /// still hold redacted bytes in their free space until `grove gc` rewrites them
-    /// ([`crate::maintain::rewrite`]), which a store open elsewhere (a server, a native
+    /// (`Store::rewrite`), which a store open elsewhere (a server, a native
     /// package) cannot do.
     pub rewrite_due: bool,
     /// Whether the search index's segments were rewritten without deleted documents.

@@ -21,6 +21,7 @@ mod permissions;
 mod read;
 mod read_checks;
 mod redact;
+mod retain;
 mod salvage;
 mod search;
 mod store_access;

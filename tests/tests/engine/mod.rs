@@ -34,6 +34,7 @@ mod redact;
 mod redb;
 mod reopen;
 mod replay;
+mod retain;
 mod salvage;
 mod search;
 mod seed_questions;

@@ -15,6 +15,7 @@ mod oplog;
 mod payloads;
 mod redact;
 mod replay;
+mod retain;
 mod routes;
 mod search;
 mod shard;

@@ -30,6 +30,7 @@ pub mod path;
 pub mod print;
 pub mod redact;
 pub mod replay;
+pub mod retain;
 pub mod salvage;
 pub mod seal;
 #[cfg(feature = "search")]
@@ -66,6 +67,7 @@ pub enum Command {
     Name(name::Args),
     Fork(fork::Args),
     Redact(redact::Args),
+    Retain(retain::Args),
     Gc(gc::Args),
     Verify(verify::Args),
     #[cfg(feature = "search")]
@@ -102,6 +104,7 @@ pub fn run(command: Command, env: &mut Env<'_>) -> CmdResult {
         Command::Name(a) => name::run(a, env),
         Command::Fork(a) => fork::run(a, env),
         Command::Redact(a) => redact::run(a, env),
+        Command::Retain(a) => retain::run(a, env),
         Command::Gc(a) => gc::run(a, env),
         Command::Verify(a) => verify::run(a, env),
         #[cfg(feature = "search")]

@@ -28,6 +28,7 @@ mod full_disk;
 mod guard;
 pub mod js_text;
 mod limits;
+mod retain;
 mod routes;
 mod state;
 mod stores;
@@ -134,6 +135,19 @@ pub struct Args {
     #[cfg(feature = "postgres")]
     #[arg(long, value_name = "SECONDS", default_value_t = 0.2)]
     map_refresh: f64,
+    /// Apply this retention policy (the JSON of `grove retain --policy`) on a schedule; each
+    /// run is recorded in the store's operation log and reported on stderr. Not with --etcd.
+    #[arg(long, value_name = "FILE")]
+    retain: Option<PathBuf>,
+    /// How often the --retain policy runs (an age such as 1h, 30m, 1d); the first run is that
+    /// long after the start.
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "1h",
+        requires = "retain"
+    )]
+    retain_every: String,
     #[command(flatten)]
     summarizer: SummarizerArgs,
 }
@@ -222,6 +236,41 @@ pub fn run(env: &mut Env<'_>, args: &Args) -> CmdResult<()> {
             (Stores::Sharded(shards), Some(refresher))
         }
     };
+    // The retention policy is read and checked now; each run reads its ages again.
+    let retention = match &args.retain {
+        None => None,
+        Some(path) => {
+            if etcd.is_some() {
+                return Err(CommandError::invalid(
+                    "--retain applies to one store, not to sessions sharded over clusters",
+                    "run `grove retain --apply` on each cluster's store",
+                ));
+            }
+            let text = std::fs::read_to_string(path).map_err(|source| CommandError::File {
+                path: path.clone(),
+                source,
+            })?;
+            let bad = |e: String| {
+                CommandError::invalid(
+                    format!("{}: {e}", path.display()),
+                    "see `grove retain --help` for the policy's form",
+                )
+            };
+            let json: crate::retain::PolicyJson =
+                serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
+            crate::retain::policy(json, crate::when::now_ms()).map_err(bad)?;
+            let every = crate::retain::age_ms(&args.retain_every, crate::when::now_ms())
+                .ok()
+                .filter(|ms| *ms > 0)
+                .ok_or_else(|| {
+                    CommandError::invalid(
+                        format!("--retain-every {} is not a duration", args.retain_every),
+                        "give a duration such as 30m, 1h or 1d",
+                    )
+                })?;
+            Some((text, Duration::from_millis(every)))
+        }
+    };
     let socket = args
         .socket
         .clone()
@@ -272,6 +321,9 @@ pub fn run(env: &mut Env<'_>, args: &Args) -> CmdResult<()> {
     runtime.block_on(async move {
         if let Some((full, openers)) = full_disk {
             tokio::spawn(full_disk::reopen_when_room(state.clone(), full, openers));
+        }
+        if let Some((text, every)) = retention {
+            tokio::spawn(retain::every(state.clone(), text, every));
         }
         let stopped = shutdown_signal();
         let (stop_tx, stop_rx) = watch::channel(false);

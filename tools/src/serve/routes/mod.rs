@@ -141,6 +141,8 @@ pub const ROUTES: &[Route] = table! {
     Get "/v1/health" => server::health, "whether the server can do its work now";
     Post "/v1/verify" => server::verify, "verify every store served";
     Post "/v1/gc" => server::gc, "remove the payloads no session references";
+    Post "/v1/retain" => server::retain, "plan or apply a retention policy";
+    Get "/v1/retain/log" => server::retain_log, "the store's operations: retention runs";
     // Search
     Get "/v1/search" => find, "the entries whose text matches a query, across sessions";
     // Sessions
@@ -148,6 +150,7 @@ pub const ROUTES: &[Route] = table! {
     Post "/v1/sessions" => sessions::create_session, "create a session";
     Get "/v1/sessions/{sid}" => sessions::get_session, "a session's summary, leaf and name";
     Delete "/v1/sessions/{sid}" => sessions::delete_session, "delete a session";
+    Put "/v1/sessions/{sid}/pin" => sessions::pin, "pin or unpin a session for retention";
     Post "/v1/import" => sessions::import, "import a pi session JSONL body";
     Get "/v1/sessions/{sid}/export" => sessions::export, "export a session as pi JSONL, streamed";
     Post "/v1/sessions/{sid}/fork" => sessions::fork, "fork a session into a new one";

@@ -1,5 +1,6 @@
 //! The routes of docs/api.md's "Server": `POST /v1/verify` and `POST /v1/gc` (over every store
-//! served, as `grove verify` and `grove gc --json` report), and `GET /v1/health`: whether the
+//! served, as `grove verify` and `grove gc --json` report), retention (`POST /v1/retain`, `GET
+//! /v1/retain/log`, as `grove retain` plans, applies and lists; `crate::retain`), and `GET /v1/health`: whether the
 //! server can do its work now, which a load balancer or an operator may trust. This room owns the
 //! checks and the middleware that counts the write requests in flight (the count itself is
 //! `state::Writes`): `ok` is false, and the answer `503`, when a store refuses writes (`poisoned`,
@@ -19,7 +20,7 @@ use grove::Store;
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::serve::api::{ApiError, ApiResult, Query};
+use crate::serve::api::{ApiError, ApiResult, Body, Query};
 use crate::serve::state::{blocking, json_answer, State};
 use crate::serve::stores::Stores;
 
@@ -159,4 +160,50 @@ pub(super) async fn verify(state: State) -> ApiResult<Response> {
             "problems": problems,
         }),
     ))
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RetainBody {
+    policy: crate::retain::PolicyJson,
+    apply: Option<bool>,
+}
+
+/// `POST /v1/retain`: what a retention policy removes (`apply` false, the default), or a run
+/// of it, recorded in the store's operation log. A policy given here archives nothing: files
+/// are written where the server's own policy (`grove serve --retain`) says, not where a
+/// client asks.
+pub(super) async fn retain(state: State, Body(body): Body<RetainBody>) -> ApiResult<Response> {
+    if state.is_sharded() {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "invalid_state",
+            "sessions are sharded over several clusters: run `grove retain` on each cluster's store",
+        ));
+    }
+    if body.policy.archives() {
+        return Err(ApiError::invalid_argument(
+            "a policy sent to the server archives nothing: give the archive in the server's own \
+             policy (grove serve --retain FILE), or run grove retain --apply --archive DIR",
+        ));
+    }
+    let policy = crate::retain::policy(body.policy, crate::when::now_ms())
+        .map_err(ApiError::invalid_argument)?;
+    let store = state.store()?;
+    let answer = if body.apply.unwrap_or(false) {
+        let run = blocking(move || store.retain(&policy)).await?;
+        crate::retain::run_value(&run)
+    } else {
+        let plan = blocking(move || store.retention_plan(&policy)).await?;
+        crate::retain::plan_value(&plan)
+    };
+    Ok(json_answer(StatusCode::OK, answer))
+}
+
+/// `GET /v1/retain/log`: the store's operations (retention runs), oldest first.
+pub(super) async fn retain_log(state: State) -> ApiResult<Response> {
+    let store = state.store()?;
+    let ops = blocking(move || store.store_operations()).await?;
+    let list: Vec<serde_json::Value> = ops.iter().map(crate::retain::store_op_value).collect();
+    Ok(json_answer(StatusCode::OK, json!({ "operations": list })))
 }

@@ -315,3 +315,24 @@ pub(super) async fn fork(
     .await?;
     Ok(raw_json(StatusCode::CREATED, info))
 }
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct PinBody {
+    pinned: bool,
+}
+
+/// `PUT .../pin`: pins the session (retention spares it) or unpins it.
+pub(super) async fn pin(
+    state: State,
+    Path(sid): Path<String>,
+    Body(body): Body<PinBody>,
+) -> ApiResult<Response> {
+    let store = state.store()?;
+    let id = sid.clone();
+    blocking(move || store.set_pinned(&id, body.pinned)).await?;
+    Ok(json_answer(
+        StatusCode::OK,
+        serde_json::json!({ "session": sid, "pinned": body.pinned }),
+    ))
+}
