@@ -30,7 +30,7 @@ const MARK: &str = "grove.rewritten";
 /// Bytes of keys and values per batch of the copy.
 const BATCH_BYTES: usize = 4 << 20;
 
-/// What [`rewrite`] did.
+/// What `Store::rewrite` did.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct RewriteReport {
     /// Keys copied.
