@@ -680,3 +680,23 @@ fn a_session_deleted_through_another_store_takes_no_more_commits() {
         .unwrap();
     assert_eq!(super::texts(&a.session(id).unwrap()), ["to the new one"]);
 }
+
+/// Redaction is refused on a store processes share: another process's caches would keep the
+/// old line (docs/design.md, "Redaction"); nothing is written.
+#[test]
+fn redaction_is_refused_on_a_shared_store() {
+    let Some(table) = Table::new("redact") else {
+        return;
+    };
+    let store = Store::open_with(StoreConfig::new("").backend(table.backend())).unwrap();
+    let s = store
+        .create_session(grove::CreateSession::default())
+        .unwrap();
+    let id = s.append(super::user("a secret")).unwrap();
+    let seal = s.seal().unwrap().digest;
+    let err = s.redact(&id, None, "leaked").unwrap_err();
+    assert!(matches!(err, grove::GroveError::InvalidState(_)), "{err}");
+    assert!(err.to_string().contains("PostgreSQL"), "{err}");
+    assert_eq!(s.seal().unwrap().digest, seal);
+    assert!(s.entry(&id).unwrap().line.contains("a secret"));
+}
