@@ -97,7 +97,7 @@ export GROVE_BIN="$PWD/target/debug/grove"
   GROVE_TRANSPORT=in-process NO_COLOR=1 CI=1 npx vitest run test/client.test.ts \
     test/differential.test.ts test/harness.test.ts test/langgraph.test.ts test/operations.test.ts \
     test/pi.test.ts test/replay.test.ts test/openai-agents.test.ts test/pi-storage.test.ts test/pi-lanes.test.ts \
-    test/search.test.ts test/pi-search.test.ts test/redact.test.ts \
+    test/search.test.ts test/pi-search.test.ts test/redact.test.ts test/retain.test.ts \
     test/claude-agent-sdk/claude-agent-sdk.test.ts
 ) || status=1
 # The bindings' own code has no unsafe: only what napi-rs's and PyO3's macros generate.

@@ -200,6 +200,16 @@ pub(crate) fn plan(
     }
     let mut sessions: Vec<Weighed> = Vec::new();
     for summary in logs.sessions()? {
+        // Only the sessions some rule's prefix takes are read.
+        let wanted = policy.rules.iter().any(|r| {
+            r.prefix
+                .as_deref()
+                .is_none_or(|p| summary.id.starts_with(p))
+        });
+        if !wanted {
+            continue;
+        }
+        // A session deleted meanwhile (by another client of the store) is not planned.
         let sid = match logs.inner.sid_of(&summary.id)? {
             Some(sid) => sid,
             None => continue,
@@ -207,8 +217,16 @@ pub(crate) fn plan(
         let Some(record) = logs.inner.get::<SessionRecord>(&keys::session(sid))? else {
             continue;
         };
-        let handle = Handle::open(logs.clone(), sid, record)?;
-        let head = handle.head()?;
+        let handle = match Handle::open(logs.clone(), sid, record) {
+            Ok(h) => h,
+            Err(GroveError::SessionNotFound(_)) => continue,
+            Err(e) => return Err(e),
+        };
+        let head = match handle.head() {
+            Ok(h) => h,
+            Err(GroveError::SessionNotFound(_)) => continue,
+            Err(e) => return Err(e),
+        };
         let last_activity_ms = head
             .last_timestamp
             .as_deref()

@@ -14,6 +14,7 @@ mod hints;
 mod html;
 mod label;
 mod limits;
+mod listing;
 mod navigate;
 mod oplog;
 mod payloads;

@@ -105,11 +105,11 @@ fn a_store_of_another_layout_is_refused_with_its_layout_named() {
     for (marker, expected) in [
         (
             &b"grove\x00\x01"[..],
-            "store layout 1; this build reads layout 13",
+            "store layout 1; this build reads layout 14",
         ),
         (
-            &b"grove\x00\x0e"[..],
-            "store layout 14; this build reads layout 13",
+            &b"grove\x00\x0f"[..],
+            "store layout 15; this build reads layout 14",
         ),
         (&b"other"[..], "not a grove store of a known format"),
     ] {

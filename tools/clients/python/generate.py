@@ -17,6 +17,9 @@ METHODS: list[tuple[str, str, str, str, str, str]] = [
     ("health", "", "c.health()", "JsonObject", "json", "The server's health: `ok`, `backend`, `durability`, `version`, `poisoned`."),
     ("verify", "", "c.verify()", "JsonObject", "json", "grove's verification of the whole store."),
     ("gc", "", "c.gc()", "JsonObject", "json", "Removes the payloads no session references, and lists them (`grove gc`)."),
+    ("retention_plan", "policy: RetentionPolicy", "c.retention_plan(policy)", "RetentionPlan", "json", "What `policy` removes now (`POST /v1/retain`): the sessions that go (`remove`) and those\n        selected but spared (`spared`: pinned or labelled), each with its export's bytes, entries,\n        last activity and the rules that selected it. Nothing is changed. A policy without rules,\n        a rule without a condition, an age or size that does not read or an `archive` is\n        `invalid_argument`."),
+    ("retain", "policy: RetentionPolicy", "c.retain(policy)", "RetentionRun", "json", "Applies `policy` now: deletes the sessions its plan removes, recorded in the store's\n        operation log (`retention_log`) before anything is deleted. The run: the plan's fields,\n        its `op`, the sessions `removed` and those that `failed` (they stay). Refused as\n        `retention_plan` refuses, with nothing changed."),
+    ("retention_log", "", "c.retention_log()", "list[StoreOperation]", "json", "The store's operations (retention runs, the server's scheduled ones too), oldest first."),
     ("list_sessions", "after: Optional[str] = None, limit: Optional[int] = None, order: Optional[str] = None", "c.list_sessions(after, limit, order)", "JsonObject", "json", "One page of sessions in id order (`order=\"desc\"`: from the last, newest first): `sessions` and `next` (pass it as `after`, with the same order)."),
     ("create_session", "id: Optional[str] = None, cwd: Optional[str] = None, metadata: Optional[JsonObject] = None", "c.create_session({'id': id, 'cwd': cwd, 'metadata': metadata})", "JsonObject", "json", "Creates a session; its summary."),
     ("get_session", "sid: str", "c.get_session(sid)", "JsonObject", "json", "A session's details."),
@@ -42,6 +45,7 @@ METHODS: list[tuple[str, str, str, str, str, str]] = [
     ("labels", "sid: str", "c.labels(sid)", "JsonObject", "json", "Every label by its target id."),
     ("label", "sid: str, eid: str", "c.label(sid, eid)", "Optional[str]", "json", "The label of an entry, or None."),
     ("set_label", "sid: str, target_id: str, label: Optional[str]", "c.set_label(sid, target_id, label)", "str", "json", "Appends a label entry (None clears); its id."),
+    ("set_pinned", "sid: str, pinned: bool", "c.set_pinned(sid, pinned)", "PinState", "json", "Pins the session (retention spares it, whatever the policy) or unpins it; `not_found`\n        for an unknown session."),
     ("name", "sid: str", "c.name(sid)", "Optional[str]", "json", "The session's name, or None."),
     ("set_name", "sid: str, name: str", "c.set_name(sid, name)", "str", "json", "Appends a session_info entry; its id."),
     ("stats", "sid: str", "c.stats(sid)", "JsonObject", "json", "Counts of the session."),
@@ -80,7 +84,7 @@ JsonObject = dict[str, Any]
 SYNC_IMPORTS = '''from . import _calls as c
 from ._calls import At, Call
 from ._http import Http
-from .results import Redaction, SearchResults
+from .results import PinState, Redaction, RetentionPlan, RetentionPolicy, RetentionRun, SearchResults, StoreOperation
 from ._native_transport import Embedded, held_by_url, open_or_serving
 from ._transport import client_args, decode, error_of
 '''
@@ -90,7 +94,7 @@ from ._aio_http import AsyncHttp
 from ._calls import At, Call
 from ._native_transport import Embedded, held_by_url, open_or_serving
 from ._transport import LineSplitter, client_args, decode, error_of
-from .results import Redaction, SearchResults
+from .results import PinState, Redaction, RetentionPlan, RetentionPolicy, RetentionRun, SearchResults, StoreOperation
 '''
 
 

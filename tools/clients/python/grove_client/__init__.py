@@ -6,6 +6,33 @@ opened in this process (`open(path)`, `aio.open(path)`: the extension module `_n
 from .aio import AsyncGroveClient
 from .client import GroveClient, JsonObject, open
 from .errors import GroveError
-from .results import Redaction, SearchHit, SearchResults
+from .results import (
+    PinState,
+    Redaction,
+    RetentionItem,
+    RetentionPlan,
+    RetentionPolicy,
+    RetentionRule,
+    RetentionRun,
+    SearchHit,
+    SearchResults,
+    StoreOperation,
+)
 
-__all__ = ["AsyncGroveClient", "GroveClient", "GroveError", "JsonObject", "Redaction", "SearchHit", "SearchResults", "open"]
+__all__ = [
+    "AsyncGroveClient",
+    "GroveClient",
+    "GroveError",
+    "JsonObject",
+    "PinState",
+    "Redaction",
+    "RetentionItem",
+    "RetentionPlan",
+    "RetentionPolicy",
+    "RetentionRule",
+    "RetentionRun",
+    "SearchHit",
+    "SearchResults",
+    "StoreOperation",
+    "open",
+]

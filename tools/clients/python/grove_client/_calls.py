@@ -78,6 +78,21 @@ def gc() -> Call:
     return Call("POST", f"{V1}/gc")
 
 
+# Retention
+
+
+def retention_plan(policy: Mapping[str, Any]) -> Call:
+    return Call("POST", f"{V1}/retain", body={"policy": policy})
+
+
+def retain(policy: Mapping[str, Any]) -> Call:
+    return Call("POST", f"{V1}/retain", body={"policy": policy, "apply": True})
+
+
+def retention_log() -> Call:
+    return Call("GET", f"{V1}/retain/log", pick=field("operations"))
+
+
 # Sessions
 
 
@@ -190,6 +205,10 @@ def label(sid: str, eid: str) -> Call:
 def set_label(sid: str, target_id: str, label: Optional[str]) -> Call:
     body = {"targetId": target_id, "label": label}
     return Call("POST", session(sid, "/labels"), body=body, pick=field("id"))
+
+
+def set_pinned(sid: str, pinned: bool) -> Call:
+    return Call("PUT", session(sid, "/pin"), body={"pinned": pinned})
 
 
 def name(sid: str) -> Call:

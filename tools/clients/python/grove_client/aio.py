@@ -13,7 +13,7 @@ from ._aio_http import AsyncHttp
 from ._calls import At, Call
 from ._native_transport import Embedded, held_by_url, open_or_serving
 from ._transport import LineSplitter, client_args, decode, error_of
-from .results import Redaction, SearchResults
+from .results import PinState, Redaction, RetentionPlan, RetentionPolicy, RetentionRun, SearchResults, StoreOperation
 
 #: A JSON object as the server answers it.
 JsonObject = dict[str, Any]
@@ -111,6 +111,25 @@ class AsyncGroveClient:
     async def gc(self) -> JsonObject:
         """Removes the payloads no session references, and lists them (`grove gc`)."""
         return cast(JsonObject, await self._run(c.gc()))
+
+    async def retention_plan(self, policy: RetentionPolicy) -> RetentionPlan:
+        """What `policy` removes now (`POST /v1/retain`): the sessions that go (`remove`) and those
+        selected but spared (`spared`: pinned or labelled), each with its export's bytes, entries,
+        last activity and the rules that selected it. Nothing is changed. A policy without rules,
+        a rule without a condition, an age or size that does not read or an `archive` is
+        `invalid_argument`."""
+        return cast(RetentionPlan, await self._run(c.retention_plan(policy)))
+
+    async def retain(self, policy: RetentionPolicy) -> RetentionRun:
+        """Applies `policy` now: deletes the sessions its plan removes, recorded in the store's
+        operation log (`retention_log`) before anything is deleted. The run: the plan's fields,
+        its `op`, the sessions `removed` and those that `failed` (they stay). Refused as
+        `retention_plan` refuses, with nothing changed."""
+        return cast(RetentionRun, await self._run(c.retain(policy)))
+
+    async def retention_log(self) -> list[StoreOperation]:
+        """The store's operations (retention runs, the server's scheduled ones too), oldest first."""
+        return cast(list[StoreOperation], await self._run(c.retention_log()))
 
     async def list_sessions(self, after: Optional[str] = None, limit: Optional[int] = None, order: Optional[str] = None) -> JsonObject:
         """One page of sessions in id order (`order="desc"`: from the last, newest first): `sessions` and `next` (pass it as `after`, with the same order)."""
@@ -217,6 +236,11 @@ class AsyncGroveClient:
     async def set_label(self, sid: str, target_id: str, label: Optional[str]) -> str:
         """Appends a label entry (None clears); its id."""
         return cast(str, await self._run(c.set_label(sid, target_id, label)))
+
+    async def set_pinned(self, sid: str, pinned: bool) -> PinState:
+        """Pins the session (retention spares it, whatever the policy) or unpins it; `not_found`
+        for an unknown session."""
+        return cast(PinState, await self._run(c.set_pinned(sid, pinned)))
 
     async def name(self, sid: str) -> Optional[str]:
         """The session's name, or None."""

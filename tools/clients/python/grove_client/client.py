@@ -10,7 +10,7 @@ from typing import Any, Optional, Sequence, Union, cast
 from . import _calls as c
 from ._calls import At, Call
 from ._http import Http
-from .results import Redaction, SearchResults
+from .results import PinState, Redaction, RetentionPlan, RetentionPolicy, RetentionRun, SearchResults, StoreOperation
 from ._native_transport import Embedded, held_by_url, open_or_serving
 from ._transport import client_args, decode, error_of
 
@@ -99,6 +99,25 @@ class GroveClient:
     def gc(self) -> JsonObject:
         """Removes the payloads no session references, and lists them (`grove gc`)."""
         return cast(JsonObject, self._run(c.gc()))
+
+    def retention_plan(self, policy: RetentionPolicy) -> RetentionPlan:
+        """What `policy` removes now (`POST /v1/retain`): the sessions that go (`remove`) and those
+        selected but spared (`spared`: pinned or labelled), each with its export's bytes, entries,
+        last activity and the rules that selected it. Nothing is changed. A policy without rules,
+        a rule without a condition, an age or size that does not read or an `archive` is
+        `invalid_argument`."""
+        return cast(RetentionPlan, self._run(c.retention_plan(policy)))
+
+    def retain(self, policy: RetentionPolicy) -> RetentionRun:
+        """Applies `policy` now: deletes the sessions its plan removes, recorded in the store's
+        operation log (`retention_log`) before anything is deleted. The run: the plan's fields,
+        its `op`, the sessions `removed` and those that `failed` (they stay). Refused as
+        `retention_plan` refuses, with nothing changed."""
+        return cast(RetentionRun, self._run(c.retain(policy)))
+
+    def retention_log(self) -> list[StoreOperation]:
+        """The store's operations (retention runs, the server's scheduled ones too), oldest first."""
+        return cast(list[StoreOperation], self._run(c.retention_log()))
 
     def list_sessions(self, after: Optional[str] = None, limit: Optional[int] = None, order: Optional[str] = None) -> JsonObject:
         """One page of sessions in id order (`order="desc"`: from the last, newest first): `sessions` and `next` (pass it as `after`, with the same order)."""
@@ -205,6 +224,11 @@ class GroveClient:
     def set_label(self, sid: str, target_id: str, label: Optional[str]) -> str:
         """Appends a label entry (None clears); its id."""
         return cast(str, self._run(c.set_label(sid, target_id, label)))
+
+    def set_pinned(self, sid: str, pinned: bool) -> PinState:
+        """Pins the session (retention spares it, whatever the policy) or unpins it; `not_found`
+        for an unknown session."""
+        return cast(PinState, self._run(c.set_pinned(sid, pinned)))
 
     def name(self, sid: str) -> Optional[str]:
         """The session's name, or None."""

@@ -1,9 +1,10 @@
-"""The typed answers of the client's routes that have one (`search`, `redact`, `redactions`);
+"""The typed answers of the client's routes that have one (`search`, `redact`, `redactions`,
+`retention_plan`, `retain`, `retention_log`, `set_pinned`) and the retention policy they take;
 the others are JSON objects as the server answers them (`JsonObject`)."""
 
 from __future__ import annotations
 
-from typing import Optional, TypedDict
+from typing import Any, Literal, Optional, TypedDict, Union
 
 
 class SearchHit(TypedDict):
@@ -64,3 +65,110 @@ class Redaction(TypedDict):
     actor: Optional[str]
     #: When, in ms since the Unix epoch.
     timeMs: Optional[int]
+
+
+class RetentionRule(TypedDict, total=False):
+    """One rule of a `RetentionPolicy`: it selects the sessions whose id starts with `prefix`
+    (every session without one) for which every condition it gives holds. At least one of
+    `olderThan`, `largerThan` and `keepNewest` is needed (`invalid_argument` otherwise)."""
+
+    #: Only sessions whose id starts with this.
+    prefix: str
+    #: Last activity (the timestamp of the session's last record, else its creation) older than
+    #: an age (`30d`, `12h`) or before a time (`2026-01-01`, RFC 3339).
+    olderThan: str
+    #: The session's pi JSONL export larger than this: bytes, or `"10KB"`, `"5MB"`, `"1GB"`
+    #: (powers of 1024).
+    largerThan: Union[int, str]
+    #: Beyond the newest N of the rule's sessions, by last activity.
+    keepNewest: int
+    #: Spare the sessions that have a label (default True).
+    spareLabelled: bool
+
+
+class RetentionPolicy(TypedDict):
+    """A retention policy (`POST /v1/retain`): a session any rule selects goes, unless it is
+    pinned (`set_pinned`) or has a label (for rules that spare labelled sessions, the default).
+    A policy sent to the server archives nothing (an `archive` member is `invalid_argument`):
+    archiving is the server's own policy (`grove serve --retain FILE`) or `grove retain --apply
+    --archive DIR`."""
+
+    rules: list[RetentionRule]
+
+
+class RetentionItem(TypedDict):
+    """One session a retention plan names."""
+
+    session: str
+    #: Its pi JSONL export's bytes.
+    bytes: int
+    entries: int
+    #: Its last activity (RFC 3339), or None when unknown.
+    lastActivity: Optional[str]
+    #: Why it was selected: per rule that selected it, `rule N: ` and the conditions it met.
+    reasons: list[str]
+    #: Why it stays although selected: `pinned` or `labelled`; None when it goes.
+    spared: Optional[Literal["pinned", "labelled"]]
+
+
+class RetentionPlan(TypedDict):
+    """What a retention policy removes now (`retention_plan`); nothing is changed."""
+
+    #: The sessions that go.
+    remove: list[RetentionItem]
+    #: The sessions selected but spared (pinned or labelled).
+    spared: list[RetentionItem]
+    #: Bytes of the sessions that go (their exports).
+    bytes: int
+
+
+class RetentionRemoved(TypedDict):
+    """A session a retention run removed."""
+
+    session: str
+    #: The archive written for it (None: none).
+    archive: Optional[str]
+
+
+class RetentionFailed(TypedDict):
+    """A session a retention run could not remove (it stays), and why."""
+
+    session: str
+    error: str
+
+
+class RetentionRun(RetentionPlan):
+    """What an applied retention run did (`retain`): its plan, and what became of each session."""
+
+    #: Its number in the store's operation log (`retention_log`).
+    op: int
+    removed: list[RetentionRemoved]
+    failed: list[RetentionFailed]
+
+
+class StoreOperation(TypedDict):
+    """One operation of the store's operation log (`GET /v1/retain/log`): a retention run,
+    recorded `started` (with its plan) before anything is deleted and `done` once it finished."""
+
+    #: Its number, from 0.
+    op: int
+    #: `retain`.
+    kind: str
+    #: When it began (RFC 3339).
+    time: str
+    #: Who made it: the client's name (`server` without one), or `retention` for the server's
+    #: schedule.
+    actor: str
+    #: `started` (still running, or interrupted by a crash) or `done`.
+    status: str
+    #: What it did: `plan` (`remove`, `spared`, `bytes`, `nowMs`; each item with
+    #: `lastActivityMs`), `archive` (`{dir, format}` or None) and, once done, `removed` and
+    #: `failed`.
+    detail: dict[str, Any]
+
+
+class PinState(TypedDict):
+    """Whether a session is pinned (`PUT .../pin`): retention spares a pinned session."""
+
+    session: str
+    pinned: bool

@@ -43,9 +43,13 @@ import type {
 	ReplayEvent,
 	ContextChange,
 	PathOptions,
+	PinState,
 	PointInTime,
 	RedactOptions,
 	Redaction,
+	RetentionPlan,
+	RetentionPolicy,
+	RetentionRun,
 	Seal,
 	SealCheck,
 	SearchOptions,
@@ -54,6 +58,7 @@ import type {
 	SessionPage,
 	SessionSummary,
 	Stats,
+	StoreOperation,
 	Tree,
 	VerifyReport,
 	WireEntry,
@@ -224,6 +229,39 @@ export class GroveClient {
 	/** Removes the payloads no session references any more, and lists them (`grove gc`). */
 	gc(): Promise<GcReport> {
 		return this.request("POST", `${V1}/gc`);
+	}
+
+	// Retention
+
+	/**
+	 * What `policy` removes now (`POST /v1/retain`): the sessions that go and those selected but
+	 * spared (pinned or labelled), each with its export's bytes, entries, last activity and the
+	 * rules that selected it. Nothing is changed. `invalid_argument` for a policy without rules,
+	 * a rule without a condition, an age or size that does not read, or an `archive`.
+	 */
+	retentionPlan(policy: RetentionPolicy): Promise<RetentionPlan> {
+		return this.request("POST", `${V1}/retain`, { body: { policy } });
+	}
+
+	/**
+	 * Applies `policy` now (`POST /v1/retain` with `apply`): deletes the sessions its plan
+	 * removes, recorded in the store's operation log (`retentionLog`) before anything is deleted.
+	 * The run: the plan's fields, its `op`, the sessions `removed` and those that `failed` (they
+	 * stay). Refused as `retentionPlan` refuses, with nothing changed.
+	 */
+	retain(policy: RetentionPolicy): Promise<RetentionRun> {
+		return this.request("POST", `${V1}/retain`, { body: { policy, apply: true } });
+	}
+
+	/** The store's operations (retention runs, the server's scheduled ones too), oldest first. */
+	async retentionLog(): Promise<StoreOperation[]> {
+		const answer = await this.request<{ operations: StoreOperation[] }>("GET", `${V1}/retain/log`);
+		return answer.operations;
+	}
+
+	/** Pins the session (retention spares it, whatever the policy) or unpins it; `not_found` for an unknown session. */
+	setPinned(sid: string, pinned: boolean): Promise<PinState> {
+		return this.request("PUT", sessionPath(sid, "/pin"), { body: { pinned } });
 	}
 
 	// Search

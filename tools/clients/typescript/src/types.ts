@@ -364,6 +364,118 @@ export interface Redaction {
 	timeMs: number | null;
 }
 
+/**
+ * One rule of a `RetentionPolicy`: it selects the sessions whose id starts with `prefix` (every
+ * session without one) for which every condition it gives holds. At least one of `olderThan`,
+ * `largerThan` and `keepNewest` is needed (`invalid_argument` otherwise).
+ */
+export interface RetentionRule {
+	/** Only sessions whose id starts with this. */
+	prefix?: string;
+	/**
+	 * Last activity (the timestamp of the session's last record, else its creation) older than
+	 * an age (`30d`, `12h`, `90m`) or before a time (`2026-01-01`, RFC 3339).
+	 */
+	olderThan?: string;
+	/** The session's pi JSONL export larger than this: bytes, or `"10KB"`, `"5MB"`, `"1GB"` (powers of 1024). */
+	largerThan?: number | string;
+	/** Beyond the newest N of the rule's sessions, by last activity. */
+	keepNewest?: number;
+	/** Spare the sessions that have a label (default true). */
+	spareLabelled?: boolean;
+}
+
+/**
+ * A retention policy (`POST /v1/retain`): a session any rule selects goes, unless it is pinned
+ * (`setPinned`) or has a label (for rules that spare labelled sessions, the default). A policy
+ * sent to the server archives nothing (an `archive` member is `invalid_argument`): archiving is
+ * the server's own policy (`grove serve --retain FILE`) or `grove retain --apply --archive DIR`.
+ */
+export interface RetentionPolicy {
+	rules: RetentionRule[];
+}
+
+/** One session a retention plan names. */
+export interface RetentionItem {
+	session: string;
+	/** Its pi JSONL export's bytes. */
+	bytes: number;
+	entries: number;
+	/** Its last activity (RFC 3339), or null when unknown. */
+	lastActivity: string | null;
+	/** Why it was selected: per rule that selected it, `rule N: ` and the conditions it met. */
+	reasons: string[];
+	/** Why it stays although selected: `pinned` or `labelled`; null when it goes. */
+	spared: "pinned" | "labelled" | null;
+}
+
+/** What a retention policy removes now (`retentionPlan`); nothing is changed. */
+export interface RetentionPlan {
+	/** The sessions that go. */
+	remove: RetentionItem[];
+	/** The sessions selected but spared (pinned or labelled). */
+	spared: RetentionItem[];
+	/** Bytes of the sessions that go (their exports). */
+	bytes: number;
+}
+
+/** What an applied retention run did (`retain`): its plan, and what became of each session. */
+export interface RetentionRun extends RetentionPlan {
+	/** Its number in the store's operation log (`retentionLog`). */
+	op: number;
+	/** Each session removed, with the archive written for it (null: none). */
+	removed: { session: string; archive: string | null }[];
+	/** Each session that could not be removed (it stays), and why. */
+	failed: { session: string; error: string }[];
+}
+
+/**
+ * One operation of the store's operation log (`GET /v1/retain/log`): a retention run, recorded
+ * `started` (with its plan) before anything is deleted and `done` once it finished.
+ */
+export interface StoreOperation {
+	/** Its number, from 0. */
+	op: number;
+	kind: "retain" | (string & {});
+	/** When it began (RFC 3339). */
+	time: string;
+	/** Who made it: the client's name (`server` without one), or `retention` for the server's schedule. */
+	actor: string;
+	/** `started` (still running, or interrupted by a crash) or `done`. */
+	status: "started" | "done" | (string & {});
+	/**
+	 * What it did: `plan` (`remove`, `spared`, `bytes`, `nowMs`; each item with
+	 * `lastActivityMs`), `archive` (`{dir, format}` or null) and, once done, `removed` and `failed`.
+	 */
+	detail: StoreOperationDetail;
+}
+
+/** The `detail` of a retention run in the store's operation log. */
+export interface StoreOperationDetail {
+	plan?: {
+		remove: StoreOperationItem[];
+		spared: StoreOperationItem[];
+		bytes: number;
+		/** The time the plan was made for, in ms since the Unix epoch. */
+		nowMs: number;
+	};
+	archive?: { dir: string; format: string } | null;
+	removed?: { session: string; archive: string | null }[];
+	failed?: { session: string; error: string }[];
+	[field: string]: unknown;
+}
+
+/** A `RetentionItem` as the operation log keeps it: the last activity in ms since the Unix epoch. */
+export interface StoreOperationItem extends Omit<RetentionItem, "lastActivity"> {
+	lastActivityMs: number | null;
+}
+
+/** Whether a session is pinned (`PUT .../pin`): retention spares a pinned session. */
+export interface PinState {
+	session: string;
+	pinned: boolean;
+}
+
 /** What `search` looks for besides the text (`GET /v1/search`). */
 export interface SearchOptions {
 	/** Only this session's entries (`not_found` when there is no such session). */
