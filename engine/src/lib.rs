@@ -75,4 +75,6 @@ pub use grove_codec::op::{OpKind, OpStamp};
 pub use grove_codec::reader::Strictness;
 pub use grove_codec::writer::NewEntry;
 pub use session::{AppendOptions, AppendOutcome, Entry, ExactOptions, Session, TurnGuard};
-pub use store::{Backend, CreateSession, Durability, SessionSummary, Store, StoreConfig};
+pub use store::{
+    Backend, CreateSession, Durability, SessionFilter, SessionSummary, Store, StoreConfig,
+};

@@ -28,7 +28,7 @@ use crate::session::Session;
 
 pub use crate::core::config::{Backend, SledRescue, StoreConfig, DEFAULT_CACHE_BYTES};
 pub use crate::kv::{Durability, ZSTD_LEVEL};
-pub use crate::log::catalogue::{CreateSession, SessionSummary};
+pub use crate::log::catalogue::{CreateSession, SessionFilter, SessionSummary};
 pub use crate::log::handle::DEFAULT_ACTOR;
 
 /// A grove store. Cheap to clone; every clone shares the backend and the writer locks.
@@ -314,7 +314,20 @@ impl Store {
         limit: usize,
         descending: bool,
     ) -> Result<Vec<SessionSummary>> {
-        self.logs.sessions_page(after, limit, descending)
+        self.logs
+            .sessions_page(after, limit, descending, &SessionFilter::default())
+    }
+
+    /// [`Store::sessions_page`] of the sessions that pass `filter`: it reads the sessions
+    /// from the cursor until the page is full, so a selective filter reads more than its page.
+    pub fn sessions_page_where(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+        descending: bool,
+        filter: &SessionFilter,
+    ) -> Result<Vec<SessionSummary>> {
+        self.logs.sessions_page(after, limit, descending, filter)
     }
 
     /// Deletes a session and everything stored for it. It disappears from the catalogue

@@ -16,6 +16,7 @@ mod etcd_args;
 mod exit;
 mod follow;
 mod graph;
+mod listing;
 mod output;
 mod output_file;
 mod page;

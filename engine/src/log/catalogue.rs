@@ -53,6 +53,86 @@ pub struct SessionSummary {
     pub parent_session: Option<String>,
 }
 
+/// Which sessions a listing names ([`crate::Store::sessions_page_where`]); every field given
+/// must hold. Times are milliseconds since the Unix epoch; ranges include their start and
+/// exclude their end.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SessionFilter {
+    /// The working directory, exactly.
+    pub cwd: Option<String>,
+    /// Text the session's name contains (case-insensitive).
+    pub name: Option<String>,
+    /// A label one of its entries carries, exactly (trimmed).
+    pub label: Option<String>,
+    /// Created at or after.
+    pub created_from: Option<i64>,
+    /// Created before.
+    pub created_until: Option<i64>,
+    /// Last active (its last record's timestamp, else its creation) at or after.
+    pub updated_from: Option<i64>,
+    /// Last active before.
+    pub updated_until: Option<i64>,
+}
+
+impl SessionFilter {
+    /// Whether it names every session.
+    pub fn is_empty(&self) -> bool {
+        *self == SessionFilter::default()
+    }
+
+    fn in_range(t: Option<i64>, from: Option<i64>, until: Option<i64>) -> bool {
+        match t {
+            Some(t) => from.is_none_or(|f| t >= f) && until.is_none_or(|u| t < u),
+            None => from.is_none() && until.is_none(),
+        }
+    }
+
+    /// Whether session `summary` (number `sid`) passes: the catalogue's fields first, then
+    /// what needs its head, name or labels.
+    fn passes(&self, logs: &Arc<Logs>, sid: u64, summary: &SessionSummary) -> Result<bool> {
+        if self.cwd.as_deref().is_some_and(|c| c != summary.cwd) {
+            return Ok(false);
+        }
+        let created = grove_codec::time::parse_ms(&summary.created);
+        if !Self::in_range(created, self.created_from, self.created_until) {
+            return Ok(false);
+        }
+        if self.updated_from.is_none()
+            && self.updated_until.is_none()
+            && self.name.is_none()
+            && self.label.is_none()
+        {
+            return Ok(true);
+        }
+        let rec: SessionRecord = logs.inner.require(&keys::session(sid))?;
+        let handle = Handle::open(logs.clone(), sid, rec)?;
+        if self.updated_from.is_some() || self.updated_until.is_some() {
+            let updated = handle
+                .head()?
+                .last_timestamp
+                .as_deref()
+                .and_then(grove_codec::time::parse_ms)
+                .or(created);
+            if !Self::in_range(updated, self.updated_from, self.updated_until) {
+                return Ok(false);
+            }
+        }
+        if let Some(want) = &self.name {
+            let name = handle.name()?.unwrap_or_default().to_lowercase();
+            if !name.contains(&want.to_lowercase()) {
+                return Ok(false);
+            }
+        }
+        if let Some(want) = &self.label {
+            let want = want.trim();
+            if !handle.labels()?.values().any(|l| l.label == want) {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+}
+
 impl Logs {
     /// Creates an empty session.
     pub(crate) fn create_session(self: &Arc<Logs>, options: CreateSession) -> Result<Handle> {
@@ -213,17 +293,19 @@ impl Logs {
     /// Every session, ordered by id, read from the catalogue (a few reads per session, no
     /// entry loaded; docs/design.md, "Commit protocol"). A session deleted meanwhile is left out.
     pub(crate) fn sessions(self: &Arc<Logs>) -> Result<Vec<SessionSummary>> {
-        self.sessions_page(None, usize::MAX, false)
+        self.sessions_page(None, usize::MAX, false, &SessionFilter::default())
     }
 
-    /// At most `limit` sessions in id order (`descending`: from the last), from the first id
-    /// after `after` (before it, descending): the listing reads those sessions, not the
-    /// catalogue (a page of a store of 100,000 sessions costs the page).
+    /// At most `limit` sessions that pass `filter`, in id order (`descending`: from the
+    /// last), from the first id after `after` (before it, descending): the listing reads the
+    /// sessions it weighs, not the catalogue (a page of a store of 100,000 sessions costs the
+    /// page; a filtered one, the sessions read until the page is full).
     pub(crate) fn sessions_page(
         self: &Arc<Logs>,
         after: Option<&str>,
         limit: usize,
         descending: bool,
+        filter: &SessionFilter,
     ) -> Result<Vec<SessionSummary>> {
         let prefix = vec![keys::T_SESSION_ID];
         let end = keys::prefix_end(&prefix);
@@ -256,7 +338,11 @@ impl Logs {
             if self.inner.sid_of(&id)? != Some(sid) {
                 continue;
             }
-            out.push(summary?);
+            let summary = summary?;
+            if !filter.is_empty() && !filter.passes(self, sid, &summary)? {
+                continue;
+            }
+            out.push(summary);
         }
         Ok(out)
     }

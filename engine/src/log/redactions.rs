@@ -12,7 +12,6 @@ use std::collections::BTreeMap;
 
 use grove_codec::digest::{self, Digest};
 use grove_codec::pack::{LogPack, LogPackWriter, LogValue};
-use grove_codec::record::NodeRecord;
 use grove_codec::redact::RedactionNote;
 
 use crate::core::error::{GroveError, Result};
@@ -81,16 +80,12 @@ impl Handle {
         Ok(out)
     }
 
-    /// The stored log value that holds record `seq` rewritten with `node` and `line` as that
-    /// record's row: `(key, value)`, the key unchanged (a single row, a batch under a log key,
-    /// or a log pack). `stamp` keeps the record's operation stamp.
-    pub(crate) fn rewritten_value(
-        &self,
-        seq: u64,
-        node: &NodeRecord,
-        line: &[u8],
-        stamp: Option<&grove_codec::op::OpStamp>,
-    ) -> Result<(Vec<u8>, Vec<u8>)> {
+    /// The stored log value that holds record `seq` with that record's line replaced by
+    /// `line` (stored whole): `(key, value)`, the key unchanged (a single row, a batch under a
+    /// log key, or a log pack). The row keeps its node — content and chain digests included —
+    /// but for the message span, found again in `line`, and its operation stamp; its CRC-32 is
+    /// the new line's.
+    pub(crate) fn rewritten_value(&self, seq: u64, line: &str) -> Result<(Vec<u8>, Vec<u8>)> {
         let kv = &self.inner.kv;
         let (lo, hi) = if seq >= self.packed {
             (
@@ -133,7 +128,10 @@ impl Handle {
                 .collect()
         };
         let slot = rows.get_mut(index).ok_or_else(missing)?;
-        *slot = grove_codec::record::encode_log_stamped(node, line, stamp);
+        let old = grove_codec::record::decode_log(slot).map_err(corrupt)?;
+        let mut node = old.node;
+        crate::log::fold::set_message_span(&mut node, line);
+        *slot = grove_codec::record::encode_log_stamped(&node, line.as_bytes(), old.op.as_ref());
         let mut pack = LogPackWriter::with_capacity(rows.len(), rows.iter().map(Vec::len).sum());
         for row in &rows {
             pack.push(row).map_err(corrupt)?;

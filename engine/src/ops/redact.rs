@@ -17,7 +17,7 @@
 
 use grove_codec::digest;
 use grove_codec::op::OpKind;
-use grove_codec::record::{self, LabelRecord};
+use grove_codec::record::LabelRecord;
 use grove_codec::redact::{self, RedactionNote};
 use grove_codec::{EntryKind, Envelope};
 
@@ -25,7 +25,6 @@ use crate::context::views::Views;
 use crate::core::error::{GroveError, Result};
 use crate::core::keys;
 use crate::kv::{Durability, WriteBatch};
-use crate::log::fold;
 use crate::log::handle::Handle;
 use crate::log::tip::Tip;
 use crate::log::write::{transact, Staged};
@@ -111,8 +110,6 @@ pub(crate) fn redact(
                 redacted.paths.join(", ")
             )));
         }
-        let mut node = current.node.clone();
-        fold::set_message_span(&mut node, &redacted.line);
         let note = RedactionNote {
             entry_id: entry.to_owned(),
             seq,
@@ -123,13 +120,7 @@ pub(crate) fn redact(
             after: digest::hex(&digest::content_hash(redacted.line.as_bytes())),
         };
         let (record_id, record_seq) = txn.record_redaction(&note)?;
-        let stamp = s
-            .read_row(seq, |row| record::decode_log(row).map(|p| p.op))?
-            .transpose()
-            .map_err(|e| GroveError::Corrupt(format!("log record {seq}: {e}")))?
-            .flatten();
-        let (key, value) =
-            s.rewritten_value(seq, &node, redacted.line.as_bytes(), stamp.as_ref())?;
+        let (key, value) = s.rewritten_value(seq, &redacted.line)?;
         txn.also_put(key, value);
         // The backend's files hold the old bytes until `grove gc` rewrites them; and a build
         // that would take a redacted line for damage no longer opens the store.
@@ -251,14 +242,7 @@ pub(crate) fn finish(s: &Handle, views: &Views) -> Result<u64> {
             }
         }
         if line != current.line {
-            let mut node = current.node.clone();
-            fold::set_message_span(&mut node, &line);
-            let stamp = s
-                .read_row(seq, |row| record::decode_log(row).map(|p| p.op))?
-                .transpose()
-                .map_err(|e| GroveError::Corrupt(format!("log record {seq}: {e}")))?
-                .flatten();
-            let (key, value) = s.rewritten_value(seq, &node, line.as_bytes(), stamp.as_ref())?;
+            let (key, value) = s.rewritten_value(seq, &line)?;
             batch.put(key, value);
         }
     }

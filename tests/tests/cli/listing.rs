@@ -56,3 +56,45 @@ fn ls_pages_cover_the_listing_in_both_directions() {
     let (code, err) = g.fail(&["ls", "--order", "sideways"]);
     assert_eq!(code, 2, "{err}");
 }
+
+#[test]
+fn ls_filters_by_cwd_name_label_and_times() {
+    let g = Grove::new();
+    g.ok(&["demo"]);
+    let parent = g.json(&["ls", "--json"])[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    g.ok(&["fork", &parent, "--id", "zz-a", "--cwd", "/work/a"]);
+    g.ok(&["fork", &parent, "--id", "zz-b", "--cwd", "/work/b"]);
+    g.ok(&["name", "zz-b", "Release Checklist"]);
+    g.ok(&["label", "zz-a", "@", "important"]);
+    let ids = |args: &[&str]| -> Vec<String> {
+        let mut all = vec!["ls", "--json"];
+        all.extend_from_slice(args);
+        g.json(&all)
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(ids(&["--cwd", "/work/a"]), ["zz-a"]);
+    assert_eq!(ids(&["--name", "checklist"]), ["zz-b"]);
+    assert_eq!(ids(&["--label", "important"]), ["zz-a"]);
+    assert_eq!(ids(&["--created-after", "1d"]).len(), 3);
+    assert!(ids(&["--created-before", "2000-01-01"]).is_empty());
+    assert_eq!(
+        ids(&["--updated-after", "1h", "--cwd", "/work/b"]),
+        ["zz-b"]
+    );
+    assert_eq!(
+        ids(&["--cwd", "/work/a", "--name", "checklist"]),
+        Vec::<String>::new()
+    );
+    let text = g.ok(&["ls", "--label", "important"]);
+    assert!(text.starts_with("zz-a "), "{text}");
+    let (code, err) = g.fail(&["ls", "--created-after", "yesterday"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("createdAfter"), "{err}");
+}

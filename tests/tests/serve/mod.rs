@@ -11,6 +11,7 @@ mod guard;
 mod health;
 mod input_limits;
 mod limits;
+mod listing;
 mod oplog;
 mod payloads;
 mod redact;

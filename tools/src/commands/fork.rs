@@ -99,7 +99,9 @@ pub fn run(args: Args, env: &mut Env<'_>) -> CmdResult {
     )?;
     let mut chain = vec![forked.id().to_owned()];
     if let Some(s) = by_id.get(forked.id()) {
-        chain.extend(lineage(s, &by_id));
+        chain.extend(lineage(s, |id| {
+            by_id.get(id).and_then(|p| p.parent_session_id.clone())
+        }));
     }
     writeln!(env.out, "lineage: {}", chain.join(" <- "))?;
     Ok(())

@@ -20,7 +20,8 @@ use crate::error::CmdResult;
 /// --limit N lists one page of at most N sessions, from the first id after --after ID (before
 /// it with --order desc, which lists from the last id); a page reads only its sessions, so it
 /// costs the page whatever the store holds. Pass the last id printed as --after for the next
-/// page.
+/// page. --cwd, --name, --label and the --created-/--updated- bounds list only the sessions
+/// that pass every one given (a filtered page reads sessions until it is full).
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// List from the first id after this one (before it, with --order desc).
@@ -32,6 +33,27 @@ pub struct Args {
     /// asc (by id, the default) or desc (from the last id).
     #[arg(long, value_name = "ORDER", default_value = "asc", value_parser = ["asc", "desc"])]
     order: String,
+    /// Only sessions with this working directory.
+    #[arg(long, value_name = "DIR")]
+    cwd: Option<String>,
+    /// Only sessions whose name contains this (case-insensitive).
+    #[arg(long, value_name = "TEXT")]
+    name: Option<String>,
+    /// Only sessions with an entry carrying this label.
+    #[arg(long, value_name = "TEXT")]
+    label: Option<String>,
+    /// Only sessions created at or after this time (2026-12-01, or how long ago: 7d).
+    #[arg(long, value_name = "TIME")]
+    created_after: Option<String>,
+    /// Only sessions created before this time.
+    #[arg(long, value_name = "TIME")]
+    created_before: Option<String>,
+    /// Only sessions last active at or after this time.
+    #[arg(long, value_name = "TIME")]
+    updated_after: Option<String>,
+    /// Only sessions last active before this time.
+    #[arg(long, value_name = "TIME")]
+    updated_before: Option<String>,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -39,37 +61,42 @@ pub struct Args {
 
 pub fn run(args: Args, env: &mut Env<'_>) -> CmdResult {
     let store = env.read_store()?;
-    let paged = args.after.is_some() || args.limit.is_some() || args.order == "desc";
+    let filter = crate::listing::filter(
+        &crate::listing::FilterText {
+            cwd: args.cwd.as_deref(),
+            name: args.name.as_deref(),
+            label: args.label.as_deref(),
+            created_after: args.created_after.as_deref(),
+            created_before: args.created_before.as_deref(),
+            updated_after: args.updated_after.as_deref(),
+            updated_before: args.updated_before.as_deref(),
+        },
+        crate::when::now_ms(),
+    )
+    .map_err(|e| {
+        crate::error::CommandError::invalid(e, "give a time (2026-12-01) or how long ago (7d)")
+    })?;
+    let paged =
+        args.after.is_some() || args.limit.is_some() || args.order == "desc" || !filter.is_empty();
     let sessions = if paged {
         let limit = args
             .limit
             .map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX));
-        store.sessions_page(args.after.as_deref(), limit, args.order == "desc")?
+        store.sessions_page_where(args.after.as_deref(), limit, args.order == "desc", &filter)?
     } else {
         store.sessions()?
     };
     let by_id: HashMap<&str, &SessionSummary> =
         sessions.iter().map(|s| (s.id.as_str(), s)).collect();
     // A page's sessions may descend from sessions outside it: those are read as they come.
-    let ancestry = |s: &SessionSummary| -> Vec<String> {
-        let mut out = Vec::new();
-        let mut seen: HashSet<String> = HashSet::from([s.id.clone()]);
-        let mut next = s.parent_session_id.clone();
-        while let Some(id) = next {
-            if !seen.insert(id.clone()) {
-                break;
-            }
-            next = match by_id.get(id.as_str()) {
-                Some(p) => p.parent_session_id.clone(),
-                None => store
-                    .session(&id)
-                    .ok()
-                    .and_then(|p| p.record().parent_session_id.clone()),
-            };
-            out.push(id);
-        }
-        out
+    let parent_of = |id: &str| match by_id.get(id) {
+        Some(p) => p.parent_session_id.clone(),
+        None => store
+            .session(id)
+            .ok()
+            .and_then(|p| p.record().parent_session_id.clone()),
     };
+    let ancestry = |s: &SessionSummary| lineage(s, parent_of);
     if args.json {
         let mut rows = Vec::with_capacity(sessions.len());
         for s in &sessions {
@@ -111,18 +138,19 @@ pub fn run(args: Args, env: &mut Env<'_>) -> CmdResult {
     Ok(())
 }
 
-/// The ancestor session ids of `s`, nearest first, followed through the store; a parent
-/// the store does not hold ends the list, as does a cycle.
-pub fn lineage(s: &SessionSummary, by_id: &HashMap<&str, &SessionSummary>) -> Vec<String> {
+/// The ancestor session ids of `s`, nearest first, each parent's found by `parent_of` (its
+/// parent's id, `None` for a root or a session the store does not hold, which ends the list,
+/// as does a cycle).
+pub fn lineage(s: &SessionSummary, parent_of: impl Fn(&str) -> Option<String>) -> Vec<String> {
     let mut out = Vec::new();
-    let mut seen: HashSet<&str> = HashSet::from([s.id.as_str()]);
-    let mut next = s.parent_session_id.as_deref();
+    let mut seen: HashSet<String> = HashSet::from([s.id.clone()]);
+    let mut next = s.parent_session_id.clone();
     while let Some(id) = next {
-        if !seen.insert(id) {
+        if !seen.insert(id.clone()) {
             break;
         }
-        out.push(id.to_owned());
-        next = by_id.get(id).and_then(|p| p.parent_session_id.as_deref());
+        next = parent_of(&id);
+        out.push(id);
     }
     out
 }

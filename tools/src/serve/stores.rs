@@ -127,12 +127,40 @@ impl Stores {
         after: Option<&str>,
         limit: usize,
         descending: bool,
+        filter: &grove::SessionFilter,
     ) -> grove::Result<Vec<SessionSummary>> {
         match self {
-            Stores::One(store) => store.sessions_page(after, limit, descending),
+            Stores::One(store) => store.sessions_page_where(after, limit, descending, filter),
+            #[cfg(feature = "postgres")]
+            Stores::Sharded(_) if !filter.is_empty() => {
+                self.filtered_page(after, limit, descending, filter)
+            }
             #[cfg(feature = "postgres")]
             Stores::Sharded(_) => self.merged_page(after, limit, descending),
         }
+    }
+
+    /// A filtered page of a sharded server: each cluster's filtered page from the cursor,
+    /// merged in order (a session a move is copying, listed by both clusters, once).
+    #[cfg(feature = "postgres")]
+    fn filtered_page(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+        descending: bool,
+        filter: &grove::SessionFilter,
+    ) -> grove::Result<Vec<SessionSummary>> {
+        let mut all = Vec::new();
+        for store in self.all() {
+            all.extend(store.sessions_page_where(after, limit, descending, filter)?);
+        }
+        all.sort_by(|a, b| a.id.cmp(&b.id));
+        all.dedup_by(|a, b| a.id == b.id);
+        if descending {
+            all.reverse();
+        }
+        all.truncate(limit);
+        Ok(all)
     }
 
     /// [`Stores::sessions_page`] of every cluster's catalogue, merged.

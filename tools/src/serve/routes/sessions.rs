@@ -69,11 +69,18 @@ fn session_json(session: &Session) -> grove::Result<String> {
 }
 
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub(super) struct SessionsQuery {
     after: Option<String>,
     limit: Option<usize>,
     order: Option<String>,
+    cwd: Option<String>,
+    name: Option<String>,
+    label: Option<String>,
+    created_after: Option<String>,
+    created_before: Option<String>,
+    updated_after: Option<String>,
+    updated_before: Option<String>,
 }
 
 pub(super) async fn list_sessions(
@@ -94,9 +101,27 @@ pub(super) async fn list_sessions(
             )))
         }
     };
+    let filter = crate::listing::filter(
+        &crate::listing::FilterText {
+            cwd: page.cwd.as_deref(),
+            name: page.name.as_deref(),
+            label: page.label.as_deref(),
+            created_after: page.created_after.as_deref(),
+            created_before: page.created_before.as_deref(),
+            updated_after: page.updated_after.as_deref(),
+            updated_before: page.updated_before.as_deref(),
+        },
+        crate::when::now_ms(),
+    )
+    .map_err(ApiError::invalid_argument)?;
     // One more than the page: whether there is a next one.
     let mut listed = blocking(move || {
-        stores.sessions_page(page.after.as_deref(), limit.saturating_add(1), descending)
+        stores.sessions_page(
+            page.after.as_deref(),
+            limit.saturating_add(1),
+            descending,
+            &filter,
+        )
     })
     .await?;
     let next = (listed.len() > limit).then(|| listed[limit - 1].id.clone());
