@@ -94,7 +94,7 @@ export GROVE_BIN="$PWD/target/debug/grove"
   npx tsc --noEmit -p .
   NO_COLOR=1 CI=1 npx vitest run
   # The transport-neutral tests again, on a store opened in each test process (openStore).
-  GROVE_TRANSPORT=in-process NO_COLOR=1 CI=1 npx vitest run test/client.test.ts \
+  GROVE_TRANSPORT=in-process NO_COLOR=1 CI=1 npx vitest run test/client.test.ts test/listing.test.ts \
     test/differential.test.ts test/harness.test.ts test/langgraph.test.ts test/operations.test.ts \
     test/pi.test.ts test/replay.test.ts test/openai-agents.test.ts test/pi-storage.test.ts test/pi-lanes.test.ts \
     test/search.test.ts test/pi-search.test.ts test/redact.test.ts test/retain.test.ts \

@@ -96,8 +96,32 @@ def retention_log() -> Call:
 # Sessions
 
 
-def list_sessions(after: Optional[str], limit: Optional[int], order: Optional[str] = None) -> Call:
-    return Call("GET", f"{V1}/sessions", query={"after": after, "limit": limit, "order": order})
+def list_sessions(
+    after: Optional[str],
+    limit: Optional[int],
+    order: Optional[str] = None,
+    cwd: Optional[str] = None,
+    name: Optional[str] = None,
+    label: Optional[str] = None,
+    created_after: Optional[str] = None,
+    created_before: Optional[str] = None,
+    updated_after: Optional[str] = None,
+    updated_before: Optional[str] = None,
+) -> Call:
+    """`GET /v1/sessions`: a page, and the filters (each optional, all of those given must hold)."""
+    query = {
+        "after": after,
+        "limit": limit,
+        "order": order,
+        "cwd": cwd,
+        "name": name,
+        "label": label,
+        "createdAfter": created_after,
+        "createdBefore": created_before,
+        "updatedAfter": updated_after,
+        "updatedBefore": updated_before,
+    }
+    return Call("GET", f"{V1}/sessions", query=query)
 
 
 def create_session(options: Mapping[str, Any]) -> Call:

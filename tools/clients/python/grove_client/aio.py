@@ -131,9 +131,15 @@ class AsyncGroveClient:
         """The store's operations (retention runs, the server's scheduled ones too), oldest first."""
         return cast(list[StoreOperation], await self._run(c.retention_log()))
 
-    async def list_sessions(self, after: Optional[str] = None, limit: Optional[int] = None, order: Optional[str] = None) -> JsonObject:
-        """One page of sessions in id order (`order="desc"`: from the last, newest first): `sessions` and `next` (pass it as `after`, with the same order)."""
-        return cast(JsonObject, await self._run(c.list_sessions(after, limit, order)))
+    async def list_sessions(self, after: Optional[str] = None, limit: Optional[int] = None, order: Optional[str] = None, *, cwd: Optional[str] = None, name: Optional[str] = None, label: Optional[str] = None, created_after: Optional[str] = None, created_before: Optional[str] = None, updated_after: Optional[str] = None, updated_before: Optional[str] = None) -> JsonObject:
+        """One page of sessions in id order (`order="desc"`: from the last, newest first): `sessions`
+        and `next` (pass it as `after`, with the same order and filters). The filters, all of those
+        given must hold: `cwd` (exactly), `name` (text the name contains, case-insensitive),
+        `label` (an entry carries exactly this label), `created_after`/`created_before` and
+        `updated_after`/`updated_before` (a time, `2026-12-01` or `2026-12-01T10:00:00Z`, or how
+        long ago, `7d`; after includes its bound, before excludes it; updated is the last
+        record's timestamp, else the creation). A time that does not read is `invalid_argument`."""
+        return cast(JsonObject, await self._run(c.list_sessions(after, limit, order, cwd=cwd, name=name, label=label, created_after=created_after, created_before=created_before, updated_after=updated_after, updated_before=updated_before)))
 
     async def create_session(self, id: Optional[str] = None, cwd: Optional[str] = None, metadata: Optional[JsonObject] = None) -> JsonObject:
         """Creates a session; its summary."""

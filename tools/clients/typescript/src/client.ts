@@ -37,6 +37,7 @@ import type {
 	ImportResult,
 	LeafHistoryItem,
 	LeafMove,
+	ListSessionsOptions,
 	LogCursor,
 	NewEntry,
 	Operation,
@@ -286,10 +287,15 @@ export class GroveClient {
 
 	/**
 	 * One page of sessions in id order (`order: "desc"`: from the last, newest first for
-	 * grove's UUIDv7 ids); pass `next` as `after` for the following page, in the same order.
+	 * grove's UUIDv7 ids); pass `next` as `after` for the following page, in the same order and
+	 * with the same filters. The filters (`cwd`, `name`, `label`, `createdAfter`,
+	 * `createdBefore`, `updatedAfter`, `updatedBefore`) must all hold; "after" includes its
+	 * bound, "before" excludes it, and "updated" is the session's last activity.
 	 */
-	listSessions(page: { after?: string; limit?: number; order?: "asc" | "desc" } = {}): Promise<SessionPage> {
-		return this.request("GET", `${V1}/sessions`, { query: page });
+	listSessions(options: ListSessionsOptions = {}): Promise<SessionPage> {
+		const { after, limit, order, cwd, name, label, createdAfter, createdBefore, updatedAfter, updatedBefore } = options;
+		const query: Query = { after, limit, order, cwd, name, label, createdAfter, createdBefore, updatedAfter, updatedBefore };
+		return this.request("GET", `${V1}/sessions`, { query });
 	}
 
 	/** Every session, page by page. */

@@ -83,6 +83,34 @@ export interface SessionPage {
 	next: string | null;
 }
 
+/**
+ * `listSessions`'s page and filters (`GET /v1/sessions`). Every filter given must hold; a time
+ * is a time (`2026-12-01`, `2026-12-01T10:00:00Z`) or how long ago (`90s`, `30m`, `12h`, `7d`,
+ * `2w`), and one that does not read is `invalid_argument` naming it.
+ */
+export interface ListSessionsOptions {
+	/** The cursor: the page starts after this id (before it with `order: "desc"`); a page's `next`. */
+	after?: string;
+	/** At most this many sessions (default 1000). */
+	limit?: number;
+	/** Id order (the default, `asc`), or from the last (`desc`: newest first for grove's UUIDv7 ids). */
+	order?: "asc" | "desc";
+	/** The working directory, exactly. */
+	cwd?: string;
+	/** Text the session's name contains, case-insensitive. */
+	name?: string;
+	/** An entry of the session carries exactly this label. */
+	label?: string;
+	/** Created at or after this time. */
+	createdAfter?: string;
+	/** Created before this time. */
+	createdBefore?: string;
+	/** Last active (its last record's timestamp, else its creation) at or after this time. */
+	updatedAfter?: string;
+	/** Last active before this time. */
+	updatedBefore?: string;
+}
+
 export interface CreateSessionOptions {
 	id?: string;
 	cwd?: string;
