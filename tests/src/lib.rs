@@ -30,6 +30,33 @@ pub fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
     }
 }
 
+/// The files under `dir` (recursively) whose bytes hold `needle`: the `grep -r` of the
+/// redaction tests.
+///
+/// # Panics
+/// When a directory cannot be read.
+#[expect(
+    clippy::unwrap_used,
+    reason = "a test helper: an unreadable store directory fails the test"
+)]
+pub fn files_holding(dir: &std::path::Path, needle: &[u8]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let path = e.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if let Ok(bytes) = std::fs::read(&path) {
+                if bytes.windows(needle.len()).any(|w| w == needle) {
+                    out.push(path.display().to_string());
+                }
+            }
+        }
+    }
+    out
+}
+
 pub mod oracle {
     //! Discovery of the pi-oracle fixtures (tests/fixtures/pi-oracle, see its README).
 

@@ -457,6 +457,30 @@ impl<'s> Txn<'s> {
 
     /// Stages a leaf record moving the leaf to `target` (`None`: the root position).
     pub(crate) fn move_leaf(&mut self, target: Option<u64>) -> Result<String> {
+        self.leaf_record(target, |id, previous, timestamp, target| {
+            leaf_line(id, previous, timestamp, target)
+        })
+        .map(|(id, _)| id)
+    }
+
+    /// Stages the leaf record of a redaction: a leaf record that leaves the leaf where it is,
+    /// carrying `note` (docs/format.md, "Redaction records"). Returns its id and seq.
+    pub(crate) fn record_redaction(
+        &mut self,
+        note: &grove_codec::redact::RedactionNote,
+    ) -> Result<(String, u64)> {
+        self.leaf_record(self.head.leaf, |id, previous, timestamp, _| {
+            note.leaf_line(id, previous, timestamp)
+        })
+    }
+
+    /// Stages a leaf record moving the leaf to `target`, whose line `line` makes from its id,
+    /// the leaf before, its timestamp and the target's id. Returns its id and seq.
+    fn leaf_record(
+        &mut self,
+        target: Option<u64>,
+        line: impl FnOnce(&str, Option<&str>, &str, Option<&str>) -> String,
+    ) -> Result<(String, u64)> {
         let previous_id = match self.head.leaf {
             None => None,
             Some(seq) => Some(self.node(seq)?.id),
@@ -467,7 +491,7 @@ impl<'s> Txn<'s> {
         };
         let id = self.fresh_id()?;
         let timestamp = self.timestamp(None);
-        let line = leaf_line(
+        let line = line(
             &id,
             previous_id.as_deref(),
             &timestamp,
@@ -478,36 +502,6 @@ impl<'s> Txn<'s> {
             &id,
             self.head.leaf,
             target.map_or(LeafTarget::Null, LeafTarget::Seq),
-            digest::content_hash(line.as_bytes()),
-        );
-        let written = Written {
-            kind: EntryKind::Leaf,
-            target_id: None,
-            timestamp: &timestamp,
-        };
-        self.put_record(seq, line, node, written)?;
-        Ok(id)
-    }
-
-    /// Stages the leaf record of a redaction: a leaf record that leaves the leaf where it is,
-    /// carrying `note` (docs/format.md, "Redaction records"). Returns its id and seq.
-    pub(crate) fn record_redaction(
-        &mut self,
-        note: &grove_codec::redact::RedactionNote,
-    ) -> Result<(String, u64)> {
-        let leaf = self.head.leaf;
-        let leaf_id = match leaf {
-            None => None,
-            Some(seq) => Some(self.node(seq)?.id),
-        };
-        let id = self.fresh_id()?;
-        let timestamp = self.timestamp(None);
-        let line = note.leaf_line(&id, leaf_id.as_deref(), &timestamp);
-        let seq = self.head.next_seq;
-        let node = fold::leaf_node(
-            &id,
-            leaf,
-            leaf.map_or(LeafTarget::Null, LeafTarget::Seq),
             digest::content_hash(line.as_bytes()),
         );
         let written = Written {

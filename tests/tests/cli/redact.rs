@@ -8,20 +8,7 @@ const SECRET: &str = "zz9clitokensecret";
 
 /// Whether any file under `dir` holds `needle`.
 fn in_files(dir: &std::path::Path, needle: &str) -> bool {
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
-            let path = e.path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if let Ok(bytes) = std::fs::read(&path) {
-                if bytes.windows(needle.len()).any(|w| w == needle.as_bytes()) {
-                    return true;
-                }
-            }
-        }
-    }
-    false
+    !grove_tests::files_holding(dir, needle.as_bytes()).is_empty()
 }
 
 #[test]

@@ -18,24 +18,7 @@ use super::{assistant, sid_of, user};
 /// One token to the search index's tokenizer (letters and digits), so its words hold it too.
 const SECRET: &str = "zq7f3a9c2e1b0d4e5fsecret";
 
-/// Whether any file under `dir` holds `needle`, and which.
-fn files_holding(dir: &Path, needle: &[u8]) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
-            let path = e.path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if let Ok(bytes) = std::fs::read(&path) {
-                if bytes.windows(needle.len()).any(|w| w == needle) {
-                    out.push(path.display().to_string());
-                }
-            }
-        }
-    }
-    out
-}
+use grove_tests::files_holding;
 
 /// Every entry of every session whose line holds `needle`: (session, entry id).
 fn holding(store: &Store, needle: &str) -> Vec<(String, String)> {
