@@ -113,8 +113,9 @@ fn log_end(bytes: &[u8]) -> usize {
 /// Where the newest messages end: the last non-zero byte of `db`'s newest segment (the one
 /// whose header holds the highest sequence number). Not the file's end: sled reuses freed
 /// segments, so the newest may lie before older ones (the flip test's flake: a flip near the
-/// file's end landed in an old page copy, superseded, rightly not reported).
-fn newest_end(bytes: &[u8]) -> usize {
+/// file's end landed in an old page copy, superseded, rightly not reported). Also where that
+/// segment's messages begin (past its 20-byte header).
+fn newest_messages(bytes: &[u8]) -> (usize, usize) {
     // sled's segment header: CRC-32 (inverted) of bytes 4..20, then the lsn xored with
     // i64::MAX; segments of 512 KiB (sled's default, which grove keeps).
     const SEGMENT: usize = 512 * 1024;
@@ -131,7 +132,7 @@ fn newest_end(bytes: &[u8]) -> usize {
         .max_by_key(|(lsn, _, _)| *lsn)
         .map(|(_, start, seg)| (start, seg))
         .expect("db has a segment whose header checks out");
-    start + log_end(seg)
+    (start + 20, start + log_end(seg))
 }
 
 #[test]
@@ -141,10 +142,18 @@ fn a_flipped_bit_costs_its_message_reported_with_its_range() {
     let intact = sled_pairs(dir.path(), false);
     let original = std::fs::read(dir.path().join("db")).unwrap();
     assert!(!sled_scan::recovery_is_damaged(dir.path()).unwrap());
-    // In the newest messages (an older copy of a page may be superseded: costs nothing).
-    let end = newest_end(&original);
-    for back in [40usize, 400, 4_000] {
-        let offset = end - back;
+    // In the newest messages (an older copy of a page may be superseded: costs nothing), and
+    // inside the newest segment: one the flusher wrote little into may hold fewer than 4,000
+    // bytes, and a flip before it lands in an older segment, which recovery rightly never
+    // reads (the flake of stop 43: `recovery_is_damaged` false at 4,000 bytes back).
+    let (first, end) = newest_messages(&original);
+    let offsets: Vec<usize> = [40usize, 400, 4_000]
+        .into_iter()
+        .filter_map(|back| end.checked_sub(back))
+        .filter(|offset| *offset >= first)
+        .collect();
+    assert!(!offsets.is_empty(), "the newest segment holds {} bytes", end - first);
+    for offset in offsets {
         let copy = tempfile::tempdir().unwrap();
         grove_tests::copy_dir(dir.path(), copy.path());
         let mut bytes = original.clone();
