@@ -56,7 +56,11 @@ impl Parts {
     }
 }
 
-const FORMAT_MARKER: &[u8] = b"grove\x00\x0d";
+const FORMAT_MARKER_13: &[u8] = b"grove\x00\x0d";
+/// Layout 14 is layout 13 with redaction records (its first redaction wrote the marker):
+/// layout 15 is layout 14 with the catalogue indexes, built when it is opened.
+const FORMAT_MARKER_14: &[u8] = b"grove\x00\x0e";
+use crate::core::keys::FORMAT_MARKER;
 /// Layout 12 is layout 13 with no payload stored compressed: layout 13 reads its payloads as
 /// they are (behind the tags `01` and `"`), so opening it only rewrites the marker (a layout-12
 /// build cannot read a payload stored compressed, docs/format.md, "Payloads").
@@ -137,7 +141,7 @@ struct Opening {
 /// The error of a format marker this build does not open (`read_only`: one it would upgrade
 /// if it could write).
 fn unknown_layout(marker: &[u8], read_only: bool) -> GroveError {
-    let current = keys::FORMAT_MARKER_REDACTED[keys::FORMAT_MARKER_REDACTED.len() - 1];
+    let current = FORMAT_MARKER[FORMAT_MARKER.len() - 1];
     match marker.strip_prefix(b"grove\x00") {
         Some(&[layout]) if read_only && layout < current => GroveError::ReadOnly(format!(
             "this store has grove store layout {layout}, which this build upgrades to layout \
@@ -424,7 +428,10 @@ fn start(kv: Box<dyn Kv>, opening: Opening) -> Result<Parts> {
         Some(dir) => Some(Mutex::new(crate::core::durable::Durable::open(dir, &*kv)?)),
         None => None,
     };
+    let marker_key = keys::meta(keys::META_FORMAT);
+    let marker = kv.get(&marker_key)?;
     let inner = Inner {
+        catalogue_indexed: !read_only || marker.as_deref() == Some(FORMAT_MARKER),
         shared: kv.shared(),
         kv,
         durability,
@@ -443,14 +450,13 @@ fn start(kv: Box<dyn Kv>, opening: Opening) -> Result<Parts> {
         durable,
         _lock: lock,
     };
-    let marker_key = keys::meta(keys::META_FORMAT);
-    let marker = inner.kv.get(&marker_key)?;
     if read_only {
         match marker {
             // Layouts 7 to 12 are read as they are (a writer only rewrites their marker).
             Some(m)
                 if m == FORMAT_MARKER
-                    || m == keys::FORMAT_MARKER_REDACTED
+                    || m == FORMAT_MARKER_14
+                    || m == FORMAT_MARKER_13
                     || m == FORMAT_MARKER_12
                     || m == FORMAT_MARKER_11
                     || m == FORMAT_MARKER_10
@@ -469,21 +475,24 @@ fn start(kv: Box<dyn Kv>, opening: Opening) -> Result<Parts> {
     let parts = Parts::wire(inner);
     let inner = &parts.inner;
     match marker {
-        // Layout 14 is layout 13 with redactions: written by the first one.
-        Some(m) if m == FORMAT_MARKER || m == keys::FORMAT_MARKER_REDACTED => {}
+        Some(m) if m == FORMAT_MARKER => {}
         Some(m)
-            if m == FORMAT_MARKER_12
+            if m == FORMAT_MARKER_14
+                || m == FORMAT_MARKER_13
+                || m == FORMAT_MARKER_12
                 || m == FORMAT_MARKER_11
                 || m == FORMAT_MARKER_10
                 || m == FORMAT_MARKER_9
                 || m == FORMAT_MARKER_8
                 || m == FORMAT_MARKER_7 =>
         {
+            crate::log::catalogue::index_catalogue(inner)?;
             let mut batch = WriteBatch::new();
             batch.put(marker_key, FORMAT_MARKER.to_vec());
             inner.commit(batch, Durability::Sync)?;
         }
         Some(m) if m == FORMAT_MARKER_6 => {
+            crate::log::catalogue::index_catalogue(inner)?;
             let mut batch = old_views_removed(inner)?;
             batch.put(marker_key, FORMAT_MARKER.to_vec());
             inner.commit(batch, Durability::Sync)?;
@@ -491,6 +500,7 @@ fn start(kv: Box<dyn Kv>, opening: Opening) -> Result<Parts> {
         Some(m) if FORMAT_MARKERS_OLD.contains(&m.as_slice()) => {
             while crate::log::ids::migrate_id_rows(inner)? {}
             crate::log::ids::rebuild_id_filters(inner)?;
+            crate::log::catalogue::index_catalogue(inner)?;
             let mut batch = old_views_removed(inner)?;
             batch.put(marker_key, FORMAT_MARKER.to_vec());
             inner.commit(batch, Durability::Sync)?;

@@ -401,6 +401,7 @@ pub fn gc_value(report: &grove::GcReport) -> Value {
         "redactionsApplied": report.redactions_applied,
         "rewriteDue": report.rewrite_due,
         "searchCompacted": report.search_compacted,
+        "catalogueRowsRemoved": report.catalogue_rows_removed,
     })
 }
 

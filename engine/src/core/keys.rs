@@ -31,6 +31,19 @@ pub const T_VIEW: u8 = 0x06;
 pub const T_LEASE: u8 = 0x07;
 /// Session pin (`08 ++ sid`, empty): retention spares the session (`Store::set_pinned`).
 pub const T_PIN: u8 = 0x08;
+/// Catalogue index by working directory (layout 15): `09 ++ blake3(cwd)[..16] ++ session id
+/// ++ 00 ++ sid`, empty; written with the catalogue row, removed when the session is.
+pub const T_BY_CWD: u8 = 0x09;
+/// Catalogue index by creation time (layout 15): `0A ++ ms ++ session id ++ 00 ++ sid`, empty,
+/// where `ms` is the header timestamp in milliseconds since the epoch as an i64 with its
+/// sign bit flipped, big-endian (so byte order is time order); absent when the timestamp does
+/// not parse.
+pub const T_BY_CREATED: u8 = 0x0A;
+/// Catalogue index by label (layout 15): `0B ++ blake3(label)[..16] ++ session id ++ 00 ++
+/// sid ++ seq`, empty: a label the `label` entry `seq` of the session set (trimmed, decoded).
+/// Never rewritten when a later entry changes or clears the target's label: a superset of the
+/// current labels, which a listing checks against the session's label index (`0x15`).
+pub const T_BY_LABEL: u8 = 0x0B;
 /// Log row (node record and line bytes): `[0x10][sid][seq]`, for records from the session's
 /// packed count on. Tag `0x11` is unused (it held node records before format 2).
 pub const T_LOG: u8 = 0x10;
@@ -116,10 +129,10 @@ pub const META_NEXT_SID: &[u8] = b"next_sid";
 /// Present (empty) when a redaction was made since the store's files were last rewritten
 /// (`grove gc`): the backend may still hold the redacted bytes in its free space.
 pub const META_REWRITE_DUE: &[u8] = b"rewrite_due";
-/// The format marker of a store with a redaction (layout 14): layout 13 plus redaction
-/// records, written with a store's first redaction, so that a build that cannot tell a
-/// redacted line from a damaged one does not open it (docs/format.md, "Version log").
-pub const FORMAT_MARKER_REDACTED: &[u8] = b"grove\x00\x0e";
+/// The format marker of this build's layout (15): layout 14 plus the catalogue indexes
+/// (`0x09`–`0x0B`), which a build that does not write them would leave behind, so it must not
+/// open the store (docs/format.md, "Version log").
+pub const FORMAT_MARKER: &[u8] = b"grove\x00\x0f";
 
 /// `[0x00] ++ name`.
 pub fn meta(name: &[u8]) -> Vec<u8> {
@@ -171,6 +184,74 @@ pub fn pin(sid: u64) -> Vec<u8> {
 /// `21 ++ n`: store operation `n`.
 pub fn store_op(n: u64) -> Vec<u8> {
     tag_u64(T_STORE_OP, n)
+}
+
+/// The 16-byte digest the catalogue indexes key a cwd or a label by.
+fn text_key(text: &str) -> [u8; 16] {
+    let mut out = [0u8; 16];
+    out.copy_from_slice(&blake3::hash(text.as_bytes()).as_bytes()[..16]);
+    out
+}
+
+/// The keys of sessions listed under `prefix` in a catalogue index: `prefix ++ id ++ 00 ++
+/// sid` (`++ tail`).
+fn catalogue_key(prefix: Vec<u8>, id: &str, sid: u64, tail: &[u8]) -> Vec<u8> {
+    let mut k = prefix;
+    k.extend_from_slice(id.as_bytes());
+    k.push(0);
+    k.extend_from_slice(&sid.to_be_bytes());
+    k.extend_from_slice(tail);
+    k
+}
+
+/// `09 ++ blake3(cwd)[..16]`: the sessions of one working directory.
+pub fn by_cwd_prefix(cwd: &str) -> Vec<u8> {
+    let mut k = vec![T_BY_CWD];
+    k.extend_from_slice(&text_key(cwd));
+    k
+}
+
+/// `09 ++ blake3(cwd)[..16] ++ id ++ 00 ++ sid`.
+pub fn by_cwd(cwd: &str, id: &str, sid: u64) -> Vec<u8> {
+    catalogue_key(by_cwd_prefix(cwd), id, sid, &[])
+}
+
+/// `0A ++ ms` (sign bit flipped, BE): where sessions created at `ms` start.
+pub fn by_created_prefix(ms: i64) -> Vec<u8> {
+    let mut k = vec![T_BY_CREATED];
+    k.extend_from_slice(&((ms as u64) ^ (1 << 63)).to_be_bytes());
+    k
+}
+
+/// `0A ++ ms ++ id ++ 00 ++ sid`.
+pub fn by_created(ms: i64, id: &str, sid: u64) -> Vec<u8> {
+    catalogue_key(by_created_prefix(ms), id, sid, &[])
+}
+
+/// `0B ++ blake3(label)[..16]`: the sessions an entry of which was labelled `label`.
+pub fn by_label_prefix(label: &str) -> Vec<u8> {
+    let mut k = vec![T_BY_LABEL];
+    k.extend_from_slice(&text_key(label));
+    k
+}
+
+/// `0B ++ blake3(label)[..16] ++ id ++ 00 ++ sid ++ seq`.
+pub fn by_label(label: &str, id: &str, sid: u64, seq: u64) -> Vec<u8> {
+    catalogue_key(by_label_prefix(label), id, sid, &seq.to_be_bytes())
+}
+
+/// The session id and number of a catalogue index key whose prefix is `prefix_len` bytes
+/// long and whose key ends `tail_len` bytes after the sid.
+pub fn catalogue_entry(key: &[u8], prefix_len: usize, tail_len: usize) -> Option<(String, u64)> {
+    let end = key.len().checked_sub(tail_len)?;
+    let sid_at = end.checked_sub(8)?;
+    let sid = u64::from_be_bytes(key.get(sid_at..end)?.try_into().ok()?);
+    let id_end = sid_at.checked_sub(1)?;
+    if key.get(id_end) != Some(&0) || id_end < prefix_len {
+        return None;
+    }
+    let id = String::from_utf8(key.get(prefix_len..id_end)?.to_vec()).ok()?;
+    Some((id, sid))
 }
 
 /// `[0x03] ++ id`.

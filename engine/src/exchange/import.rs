@@ -429,6 +429,11 @@ fn import_body<R: BufRead>(
     }
     for (target, rec) in labels {
         if let Some(rec) = rec {
+            let text = crate::log::labels::label_text(&rec.label);
+            batch.put(
+                keys::by_label(&text, &header.id, sid, rec.set_by),
+                Vec::new(),
+            );
             batch.put(keys::label(sid, target), record::encode(&rec));
         }
     }
@@ -452,6 +457,9 @@ fn import_body<R: BufRead>(
             .map(|p| p.display().to_string()),
     };
     batch.put(keys::head(sid), record::encode(&head));
+    for key in crate::log::catalogue::index_keys(sid, &session) {
+        batch.put(key, Vec::new());
+    }
     batch.put(keys::session(sid), record::encode(&session));
     if !records.is_empty() {
         batch.put(

@@ -170,10 +170,16 @@ impl Handle {
 
     /// Adds the label-index update of a `label` entry at `seq` (spec §6.1: trimmed; blank
     /// or non-string clears).
+    /// The catalogue's label index gets the label too (`0x0B`, never removed by a later
+    /// label: [`crate::core::keys::T_BY_LABEL`]).
     pub(crate) fn label_update(&self, batch: &mut WriteBatch, line: &str, target: &str, seq: u64) {
         let key = keys::label(self.sid, target);
         match crate::log::labels::label_value(line) {
-            Some((_, label)) => batch.put(key, record::encode(&LabelRecord { label, set_by: seq })),
+            Some((_, label)) => {
+                let text = crate::log::labels::label_text(&label);
+                batch.put(keys::by_label(&text, self.id(), self.sid, seq), Vec::new());
+                batch.put(key, record::encode(&LabelRecord { label, set_by: seq }));
+            }
             None => batch.delete(key),
         }
     }

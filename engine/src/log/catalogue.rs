@@ -8,11 +8,11 @@
 use std::sync::Arc;
 
 use grove_codec::header::Header;
-use grove_codec::record::{self, HeadRecord, SessionRecord};
+use grove_codec::record::{self, HeadRecord, LabelRecord, SessionRecord};
 
 use crate::core::error::{GroveError, Result};
 use crate::core::keys;
-use crate::core::shared::{fenced_out, FENCE_TRIES};
+use crate::core::shared::{fenced_out, Inner, FENCE_TRIES};
 use crate::core::util;
 use crate::kv::{Durability, WriteBatch};
 use crate::log::handle::Handle;
@@ -175,6 +175,9 @@ impl Logs {
         let mut batch = WriteBatch::new();
         batch.put(keys::session(sid), record::encode(&record));
         batch.put(keys::head(sid), record::encode(&head));
+        for key in index_keys(sid, &record) {
+            batch.put(key, Vec::new());
+        }
         self.inner.list(&id, sid, batch, self.inner.durability)?;
         let session = Handle::new(self.clone(), sid, record);
         if self.inner.shared {
@@ -298,8 +301,9 @@ impl Logs {
 
     /// At most `limit` sessions that pass `filter`, in id order (`descending`: from the
     /// last), from the first id after `after` (before it, descending): the listing reads the
-    /// sessions it weighs, not the catalogue (a page of a store of 100,000 sessions costs the
-    /// page; a filtered one, the sessions read until the page is full).
+    /// sessions it weighs, not the catalogue. A page of a store of 100,000 sessions costs the
+    /// page; a filtered one reads its candidates from the catalogue index of its most
+    /// selective condition ([`Candidates`]) and weighs those until the page is full.
     pub(crate) fn sessions_page(
         self: &Arc<Logs>,
         after: Option<&str>,
@@ -307,34 +311,22 @@ impl Logs {
         descending: bool,
         filter: &SessionFilter,
     ) -> Result<Vec<SessionSummary>> {
-        let prefix = vec![keys::T_SESSION_ID];
-        let end = keys::prefix_end(&prefix);
         let mut out = Vec::new();
-        // The key just past `after` (ascending), or `after` itself as the exclusive end.
-        let (start, stop) = match (after, descending) {
-            (Some(id), false) => {
-                let mut key = keys::session_id(id);
-                key.push(0);
-                (key, end)
-            }
-            (Some(id), true) => (prefix.clone(), keys::session_id(id)),
-            (None, _) => (prefix.clone(), end),
-        };
-        let scan = match descending {
-            true => self.inner.kv.scan_rev(&start, &stop),
-            false => self.inner.kv.scan(&start, &stop),
-        };
-        for pair in scan {
+        let plan = Candidates::plan(filter, self.inner.catalogue_indexed);
+        let mut last: Option<(String, u64)> = None;
+        for candidate in plan.read(self, after, descending)? {
             if out.len() >= limit {
                 break;
             }
-            let (key, v) = pair?;
-            let sid = keys::u64_value(&v)
-                .ok_or_else(|| GroveError::Corrupt("session id index value".to_owned()))?;
+            let (id, sid) = candidate?;
+            // Several label entries of one session: one candidate.
+            if last.as_ref().is_some_and(|(i, s)| *i == id && *s == sid) {
+                continue;
+            }
+            last = Some((id.clone(), sid));
             let summary = self.summary(sid);
             // A session deleted meanwhile (its catalogue row goes first, then its rows) is
             // not listed, whatever reading it gave.
-            let id = keys::string_suffix(&key, 1).unwrap_or_default();
             if self.inner.sid_of(&id)? != Some(sid) {
                 continue;
             }
@@ -403,6 +395,19 @@ impl Logs {
     /// Removes every row of an unpublished session (the pending marker last, so a crash
     /// midway leaves it to the next open).
     pub(crate) fn purge(self: &Arc<Logs>, sid: u64) -> Result<()> {
+        // The catalogue index rows, found from the session's record and labels before those
+        // go (the label index's rows of labels changed since are left to `gc`).
+        let mut indexed = Vec::new();
+        if let Some(record) = self.inner.get::<SessionRecord>(&keys::session(sid))? {
+            indexed = index_keys(sid, &record);
+            let start = keys::session_prefix(keys::T_LABEL, sid);
+            for pair in self.inner.kv.scan(&start, &keys::prefix_end(&start)) {
+                if let Ok(label) = record::decode::<LabelRecord>(&pair?.1) {
+                    let text = crate::log::labels::label_text(&label.label);
+                    indexed.push(keys::by_label(&text, &record.id, sid, label.set_by));
+                }
+            }
+        }
         let lock = self.session_lock(sid);
         let mut tip = lock.lock();
         *tip = Tip::default();
@@ -426,6 +431,9 @@ impl Logs {
             }
         }
         let mut batch = WriteBatch::new();
+        for key in indexed {
+            batch.delete(key);
+        }
         batch.delete(keys::session(sid));
         batch.delete(keys::pending(sid));
         self.inner.commit(batch, self.inner.durability)
@@ -452,5 +460,192 @@ impl Logs {
             self.purge(sid)?;
         }
         Ok(())
+    }
+}
+
+/// The catalogue index rows of session `sid`, written with its catalogue row: its working
+/// directory (`0x09`) and, when its header's timestamp parses, its creation time (`0x0A`).
+pub(crate) fn index_keys(sid: u64, record: &SessionRecord) -> Vec<Vec<u8>> {
+    let mut out = vec![keys::by_cwd(&record.cwd, &record.id, sid)];
+    if let Some(ms) = grove_codec::time::parse_ms(&record.created) {
+        out.push(keys::by_created(ms, &record.id, sid));
+    }
+    out
+}
+
+/// Writes the catalogue indexes of every listed session (a store of layout 14 or older,
+/// opened to write: [`crate::open`]): each session's cwd and creation rows, and a label
+/// row for each of its current labels. Idempotent, in bounded batches; the caller writes the
+/// new format marker after it.
+pub(crate) fn index_catalogue(inner: &Inner) -> Result<()> {
+    let start = vec![keys::T_SESSION_ID];
+    let end = keys::prefix_end(&start);
+    let mut batch = WriteBatch::new();
+    let mut staged = 0;
+    for pair in inner.kv.scan(&start, &end) {
+        let (_, v) = pair?;
+        let Some(sid) = keys::u64_value(&v) else {
+            return Err(GroveError::Corrupt("session id index value".to_owned()));
+        };
+        let Some(record) = inner.get::<SessionRecord>(&keys::session(sid))? else {
+            continue;
+        };
+        for key in index_keys(sid, &record) {
+            batch.put(key, Vec::new());
+            staged += 1;
+        }
+        let labels = keys::session_prefix(keys::T_LABEL, sid);
+        for pair in inner.kv.scan(&labels, &keys::prefix_end(&labels)) {
+            let label: LabelRecord = record::decode(&pair?.1)
+                .map_err(|e| GroveError::Corrupt(format!("label of session {}: {e}", record.id)))?;
+            let text = crate::log::labels::label_text(&label.label);
+            batch.put(
+                keys::by_label(&text, &record.id, sid, label.set_by),
+                Vec::new(),
+            );
+            staged += 1;
+        }
+        if staged >= 10_000 {
+            inner.commit(std::mem::take(&mut batch), Durability::None)?;
+            staged = 0;
+        }
+    }
+    inner.commit(batch, Durability::None)
+}
+
+/// Where a listing takes its candidate sessions from: the catalogue's id rows (`0x03`, every
+/// session), or the catalogue index of the filter's most selective indexed condition: the
+/// working directory (`0x09`), then a label (`0x0B`), both in id order from the cursor, so
+/// a page stops when it is full; or the creation range (`0x0A`), whose candidates are
+/// gathered and put in id order first (a page costs the sessions created in the range).
+/// The name and last-activity conditions are weighed on each candidate.
+enum Candidates {
+    All,
+    /// A prefix of keys `prefix ++ id ++ 00 ++ sid ++ tail` in id order, `tail` bytes long.
+    Keyed {
+        prefix: Vec<u8>,
+        tail: usize,
+    },
+    Created {
+        from: Option<i64>,
+        until: Option<i64>,
+    },
+}
+
+/// A listing's candidates: session id and number.
+type CandidateIter<'a> = Box<dyn Iterator<Item = Result<(String, u64)>> + 'a>;
+
+impl Candidates {
+    fn plan(filter: &SessionFilter, indexed: bool) -> Candidates {
+        if !indexed {
+            return Candidates::All;
+        }
+        if let Some(cwd) = &filter.cwd {
+            return Candidates::Keyed {
+                prefix: keys::by_cwd_prefix(cwd),
+                tail: 0,
+            };
+        }
+        if let Some(label) = &filter.label {
+            return Candidates::Keyed {
+                prefix: keys::by_label_prefix(label.trim()),
+                tail: 8,
+            };
+        }
+        if filter.created_from.is_some() || filter.created_until.is_some() {
+            return Candidates::Created {
+                from: filter.created_from,
+                until: filter.created_until,
+            };
+        }
+        Candidates::All
+    }
+
+    fn read<'a>(
+        &self,
+        logs: &'a Arc<Logs>,
+        after: Option<&str>,
+        descending: bool,
+    ) -> Result<CandidateIter<'a>> {
+        let kv = &logs.inner.kv;
+        let corrupt = || GroveError::Corrupt("catalogue index key".to_owned());
+        match self {
+            Candidates::All => {
+                let prefix = vec![keys::T_SESSION_ID];
+                let (start, stop) = cursor_range(&prefix, after, descending, &[]);
+                let scan = match descending {
+                    true => kv.scan_rev(&start, &stop),
+                    false => kv.scan(&start, &stop),
+                };
+                Ok(Box::new(scan.map(move |pair| {
+                    let (key, v) = pair?;
+                    let sid = keys::u64_value(&v)
+                        .ok_or_else(|| GroveError::Corrupt("session id index value".to_owned()))?;
+                    Ok((keys::string_suffix(&key, 1).unwrap_or_default(), sid))
+                })))
+            }
+            Candidates::Keyed { prefix, tail } => {
+                let (start, stop) = cursor_range(prefix, after, descending, &[1]);
+                let scan = match descending {
+                    true => kv.scan_rev(&start, &stop),
+                    false => kv.scan(&start, &stop),
+                };
+                let (len, tail) = (prefix.len(), *tail);
+                Ok(Box::new(scan.map(move |pair| {
+                    let (key, _) = pair?;
+                    keys::catalogue_entry(&key, len, tail).ok_or_else(corrupt)
+                })))
+            }
+            Candidates::Created { from, until } => {
+                let start = keys::by_created_prefix(from.unwrap_or(i64::MIN));
+                let stop = match until {
+                    Some(until) => keys::by_created_prefix(*until),
+                    None => keys::prefix_end(&[keys::T_BY_CREATED]),
+                };
+                let mut found = Vec::new();
+                for pair in kv.scan(&start, &stop) {
+                    let (key, _) = pair?;
+                    let entry = keys::catalogue_entry(&key, 9, 0).ok_or_else(corrupt)?;
+                    let past = after.is_none_or(|a| match descending {
+                        false => entry.0.as_str() > a,
+                        true => entry.0.as_str() < a,
+                    });
+                    if past {
+                        found.push(entry);
+                    }
+                }
+                found.sort_unstable();
+                if descending {
+                    found.reverse();
+                }
+                Ok(Box::new(found.into_iter().map(Ok)))
+            }
+        }
+    }
+}
+
+/// The key range of a listing over `prefix ++ id …` from the cursor `after`: ascending, from
+/// just past `prefix ++ after ++ past` (the keys of ids after it); descending, up to `prefix
+/// ++ after` (exclusive).
+fn cursor_range(
+    prefix: &[u8],
+    after: Option<&str>,
+    descending: bool,
+    past: &[u8],
+) -> (Vec<u8>, Vec<u8>) {
+    let end = keys::prefix_end(prefix);
+    let at = |id: &str| {
+        let mut key = prefix.to_vec();
+        key.extend_from_slice(id.as_bytes());
+        key
+    };
+    match (after, descending) {
+        (Some(id), false) => {
+            let mut key = at(id);
+            key.extend_from_slice(if past.is_empty() { &[0] } else { past });
+            (key, end)
+        }
+        (Some(id), true) => (prefix.to_vec(), at(id)),
+        (None, _) => (prefix.to_vec(), end),
     }
 }

@@ -39,6 +39,14 @@ pub(crate) fn label_value(line: &str) -> Option<(String, String)> {
     ))
 }
 
+/// The text of a label stored as the JSON string literal `json` (lone surrogates replaced
+/// by U+FFFD): what a listing's label filter compares and the catalogue's label index keys.
+pub(crate) fn label_text(json: &str) -> String {
+    jsstr::decode_literal(json)
+        .map(|s| s.to_rust().unwrap_or_else(|| s.to_lossy()))
+        .unwrap_or_default()
+}
+
 impl Handle {
     /// Every current label, keyed by target id (spec §6.1: last in log order wins, trimmed,
     /// blank clears).
@@ -53,9 +61,7 @@ impl Handle {
             let rec: LabelRecord =
                 record::decode(&v).map_err(|e| GroveError::Corrupt(format!("label: {e}")))?;
             let setter = self.entry_at(rec.set_by)?;
-            let label = jsstr::decode_literal(&rec.label)
-                .map(|s| s.to_rust().unwrap_or_else(|| s.to_lossy()))
-                .unwrap_or_default();
+            let label = label_text(&rec.label);
             out.insert(
                 target,
                 Label {

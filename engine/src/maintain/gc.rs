@@ -1,6 +1,7 @@
 //! Payload collection: removes the payloads ([`crate::core::payloads`]) no log row of any
 //! session references, marking every reference in the log, then sweeping; before that it
-//! finishes every session's redactions ([`crate::ops::redact::finish`]).
+//! finishes every session's redactions ([`crate::ops::redact::finish`]) and removes the
+//! catalogue index rows of sessions no longer listed.
 //!
 //! May call: [`crate::ops`], [`crate::log`], [`crate::core`], [`crate::kv`].
 
@@ -40,6 +41,10 @@ pub struct GcReport {
     pub rewrite_due: bool,
     /// Whether the search index's segments were rewritten without deleted documents.
     pub search_compacted: bool,
+    /// Catalogue index rows removed: label rows of sessions deleted after their labels
+    /// changed (deletion removes the rows of current labels only), and any row whose session
+    /// is gone.
+    pub catalogue_rows_removed: u64,
 }
 
 impl GcReport {
@@ -70,11 +75,13 @@ pub(crate) fn gc(logs: &Arc<Logs>, views: &Views) -> Result<GcReport> {
         let handle = Handle::open(logs.clone(), sid, record)?;
         applied += crate::ops::redact::finish(&handle, views)?;
     }
+    let catalogue_rows_removed = sweep_catalogue_indexes(inner)?;
     let _gate = inner.payload_gate.write();
     let referenced = payload_references(inner)?;
     let (start, end) = payload_range();
     let mut report = GcReport {
         redactions_applied: applied,
+        catalogue_rows_removed,
         rewrite_due: inner.kv.get(&keys::meta(keys::META_REWRITE_DUE))?.is_some(),
         ..GcReport::default()
     };
@@ -98,6 +105,39 @@ pub(crate) fn gc(logs: &Arc<Logs>, views: &Views) -> Result<GcReport> {
         inner.commit(batch, Durability::Sync)?;
     }
     Ok(report)
+}
+
+/// Removes the catalogue index rows (`0x09`–`0x0B`) whose session is no longer listed under
+/// its id with its number; how many. A row and its listing are written in one batch, and a
+/// deletion unlists the session before it removes the rows, so such a row is never
+/// a session's on its way in.
+fn sweep_catalogue_indexes(inner: &Inner) -> Result<u64> {
+    let mut removed = 0;
+    let mut batch = WriteBatch::new();
+    for (tag, prefix, tail) in [
+        (keys::T_BY_CWD, 17, 0),
+        (keys::T_BY_CREATED, 9, 0),
+        (keys::T_BY_LABEL, 17, 8),
+    ] {
+        for pair in inner.kv.scan(&[tag], &[tag + 1]) {
+            let (key, _) = pair?;
+            let listed = match keys::catalogue_entry(&key, prefix, tail) {
+                Some((id, sid)) => inner.sid_of(&id)? == Some(sid),
+                None => false,
+            };
+            if !listed {
+                batch.delete(key);
+                removed += 1;
+            }
+            if batch.len() >= 10_000 {
+                inner.commit(std::mem::take(&mut batch), Durability::None)?;
+            }
+        }
+    }
+    if !batch.is_empty() {
+        inner.commit(batch, Durability::Sync)?;
+    }
+    Ok(removed)
 }
 
 /// Every payload a log row references: one scan of the log and log-pack tables.

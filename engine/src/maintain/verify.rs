@@ -576,7 +576,8 @@ fn verify_session(s: &Handle, listed_as: &str, report: &mut VerifyReport) -> Res
                 if let Some(t) = &env.target_id {
                     let mut batch = crate::kv::WriteBatch::new();
                     s.label_update(&mut batch, &r.line, t, seq);
-                    for (_, v) in batch.into_ops() {
+                    let key = keys::label(s.sid, t);
+                    for (_, v) in batch.into_ops().into_iter().filter(|(k, _)| *k == key) {
                         match v.and_then(|v| record::decode::<LabelRecord>(&v).ok()) {
                             Some(l) => {
                                 labels.insert(t.clone(), l);
@@ -654,6 +655,28 @@ fn verify_session(s: &Handle, listed_as: &str, report: &mut VerifyReport) -> Res
     }
     if stored != labels {
         c.fail(None, "label index disagrees with the label entries");
+    }
+    // The catalogue indexes a filtered listing reads: the session's cwd and creation rows,
+    // and a row for each current label.
+    if s.inner.catalogue_indexed {
+        let mut wanted = crate::log::catalogue::index_keys(s.sid, rec);
+        for l in labels.values() {
+            let text = crate::log::labels::label_text(&l.label);
+            wanted.push(keys::by_label(&text, &rec.id, s.sid, l.set_by));
+        }
+        for key in wanted {
+            if s.inner.kv.get(&key)?.is_none() {
+                let which = match key.first() {
+                    Some(&keys::T_BY_CWD) => "working directory",
+                    Some(&keys::T_BY_CREATED) => "creation time",
+                    _ => "label",
+                };
+                c.fail(
+                    None,
+                    format!("the catalogue's {which} index does not list the session"),
+                );
+            }
+        }
     }
     let entries = rows
         .iter()

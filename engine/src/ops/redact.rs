@@ -125,16 +125,18 @@ pub(crate) fn redact(
         // The backend's files hold the old bytes until `grove gc` rewrites them; and a build
         // that would take a redacted line for damage no longer opens the store.
         txn.also_put(keys::meta(keys::META_REWRITE_DUE), Vec::new());
-        txn.also_put(
-            keys::meta(keys::META_FORMAT),
-            keys::FORMAT_MARKER_REDACTED.to_vec(),
-        );
+        txn.also_put(keys::meta(keys::META_FORMAT), keys::FORMAT_MARKER.to_vec());
         // The materialized view rows copy lines: gone (a cache, rebuilt from the log).
         let view = keys::session_prefix(keys::T_VIEW, s.sid);
         for pair in s.inner.kv.scan(&view, &keys::prefix_end(&view)) {
             txn.also_delete(pair?.0);
         }
         if current.node.kind == EntryKind::Label.tag() {
+            // The catalogue's label index keys the label by its digest: that row goes too.
+            if let Some((_, old)) = crate::log::labels::label_value(&current.line) {
+                let text = crate::log::labels::label_text(&old);
+                txn.also_delete(keys::by_label(&text, s.id(), s.sid, seq));
+            }
             if let Some(target) = after.ok().and_then(|e| e.target_id) {
                 let key = keys::label(s.sid, &target);
                 let setter = s.inner.get::<LabelRecord>(&key)?.map(|r| r.set_by);

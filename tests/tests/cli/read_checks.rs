@@ -195,7 +195,7 @@ fn a_layout_8_store_reads_as_before_and_refuses_a_damaged_line() {
         rows::LAYOUT_8_MARKER
     );
     // A writer upgrades it.
-    assert_eq!(marker(config), b"grove\x00\x0d");
+    assert_eq!(marker(config), b"grove\x00\x0f");
     damage_sled(&g);
     assert_refused(&g, &WAIT, &sound, &before[1]);
     let out = g.run(&["verify"]);

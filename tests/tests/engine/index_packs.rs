@@ -242,7 +242,7 @@ fn a_layout_7_store_opens_as_layout_9_with_its_rows() {
     let store = Store::open(dir.path()).unwrap();
     assert_eq!(
         store.kv().get(&keys::meta(keys::META_FORMAT)).unwrap(),
-        Some(b"grove\x00\x0d".to_vec())
+        Some(b"grove\x00\x0f".to_vec())
     );
     let s = store.session(&id).unwrap();
     assert_eq!(children_ids(&s, None), roots);

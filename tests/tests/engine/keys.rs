@@ -9,6 +9,39 @@ fn key_layouts_match_docs_format_md() {
     assert_eq!(keys::head(2), [0x02, 0, 0, 0, 0, 0, 0, 0, 2]);
     assert_eq!(keys::session_id("ab"), [0x03, b'a', b'b']);
     assert_eq!(keys::pending(1), [0x04, 0, 0, 0, 0, 0, 0, 0, 1]);
+    // Layout 15: the catalogue indexes.
+    let digest = |text: &str| blake3::hash(text.as_bytes()).as_bytes()[..16].to_vec();
+    let by_cwd = [
+        &[0x09][..],
+        &digest("/w"),
+        b"ab\x00",
+        &[0, 0, 0, 0, 0, 0, 0, 2],
+    ]
+    .concat();
+    assert_eq!(keys::by_cwd("/w", "ab", 2), by_cwd);
+    assert_eq!(
+        keys::catalogue_entry(&by_cwd, 17, 0),
+        Some(("ab".into(), 2))
+    );
+    // 2025-01-01T00:00:00Z is 1735689600000 ms: 0x0000_0194_1F29_7C00, sign bit flipped.
+    assert_eq!(
+        keys::by_created(1_735_689_600_000, "ab", 2),
+        [0x0A, 0x80, 0, 0x01, 0x94, 0x1F, 0x29, 0x7C, 0, b'a', b'b', 0, 0, 0, 0, 0, 0, 0, 0, 2]
+    );
+    assert!(keys::by_created(-1, "a", 1) < keys::by_created(0, "a", 1));
+    let by_label = [
+        &[0x0B][..],
+        &digest("keep"),
+        b"ab\x00",
+        &[0, 0, 0, 0, 0, 0, 0, 2],
+        &[0, 0, 0, 0, 0, 0, 0, 9],
+    ]
+    .concat();
+    assert_eq!(keys::by_label("keep", "ab", 2, 9), by_label);
+    assert_eq!(
+        keys::catalogue_entry(&by_label, 17, 8),
+        Some(("ab".into(), 2))
+    );
     // The example of docs/format.md: seq 5 of sid 2.
     assert_eq!(
         keys::log(2, 5),

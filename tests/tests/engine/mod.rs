@@ -6,6 +6,7 @@ mod bad_input;
 mod basics;
 mod batches;
 mod buffered;
+mod catalogue_index;
 mod deep;
 mod durability;
 mod exact;

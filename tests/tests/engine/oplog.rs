@@ -508,7 +508,7 @@ fn a_layout_9_session_reads_as_one_legacy_operation_then_stamped_ones() {
             .kv()
             .get(&grove::keys::meta(grove::keys::META_FORMAT))
             .unwrap(),
-        Some(b"grove\x00\x0d".to_vec()),
+        Some(b"grove\x00\x0f".to_vec()),
         "opening for writing rewrites the marker"
     );
     let s = store.session(&id).unwrap().with_actor("cli");

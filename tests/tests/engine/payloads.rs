@@ -55,7 +55,7 @@ fn left_by_an_older_build(
     assert!(store.verify().unwrap().is_ok());
     assert_eq!(
         store.kv().get(&key).unwrap(),
-        Some(b"grove\x00\x0d".to_vec())
+        Some(b"grove\x00\x0f".to_vec())
     );
     store
 }

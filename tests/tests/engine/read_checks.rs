@@ -497,7 +497,7 @@ fn a_layout_8_store_reads_its_rows_without_a_crc_and_checks_them_against_the_con
             // Opening rewrites the marker, and only the marker.
             let store = place.open();
             let marker = store.kv().get(&keys::meta(keys::META_FORMAT)).unwrap();
-            assert_eq!(marker, Some(b"grove\x00\x0d".to_vec()), "{kind:?}");
+            assert_eq!(marker, Some(b"grove\x00\x0f".to_vec()), "{kind:?}");
             let sid = sid_of(&store, "seed-harness");
             let mut with_crc = 0;
             rows::rewrite_rows(&store, sid, |row| {

@@ -105,11 +105,11 @@ fn a_store_of_another_layout_is_refused_with_its_layout_named() {
     for (marker, expected) in [
         (
             &b"grove\x00\x01"[..],
-            "store layout 1; this build reads layout 14",
+            "store layout 1; this build reads layout 15",
         ),
         (
-            &b"grove\x00\x0f"[..],
-            "store layout 15; this build reads layout 14",
+            &b"grove\x00\x10"[..],
+            "store layout 16; this build reads layout 15",
         ),
         (&b"other"[..], "not a grove store of a known format"),
     ] {
@@ -185,7 +185,7 @@ fn a_layout_4_store_opens_and_takes_batches_after() {
             .get(&keys::meta(keys::META_FORMAT))
             .unwrap()
             .as_deref(),
-        Some(&b"grove\x00\x0d"[..])
+        Some(&b"grove\x00\x0f"[..])
     );
     let s = store.session(&id).unwrap();
     assert_eq!(s.entry(&ids[123]).unwrap().seq, 123);
@@ -224,7 +224,7 @@ fn layout_2_and_3_stores_open_with_their_id_rows_moved_into_id_runs() {
         let kv = store.kv();
         assert_eq!(
             kv.get(&keys::meta(keys::META_FORMAT)).unwrap().as_deref(),
-            Some(&b"grove\x00\x0d"[..])
+            Some(&b"grove\x00\x0f"[..])
         );
         assert!(kv
             .scan(&[keys::T_ENTRY_ID], &[keys::T_ENTRY_ID + 1])
@@ -434,7 +434,7 @@ fn a_layout_5_store_opens_with_its_id_filters_rebuilt() {
     let kv = store.kv();
     assert_eq!(
         kv.get(&keys::meta(keys::META_FORMAT)).unwrap().as_deref(),
-        Some(&b"grove\x00\x0d"[..])
+        Some(&b"grove\x00\x0f"[..])
     );
     assert_eq!(
         kv.scan(&[keys::T_ID_RUN], &[keys::T_ID_RUN + 1]).count(),

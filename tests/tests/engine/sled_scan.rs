@@ -152,7 +152,11 @@ fn a_flipped_bit_costs_its_message_reported_with_its_range() {
         .filter_map(|back| end.checked_sub(back))
         .filter(|offset| *offset >= first)
         .collect();
-    assert!(!offsets.is_empty(), "the newest segment holds {} bytes", end - first);
+    assert!(
+        !offsets.is_empty(),
+        "the newest segment holds {} bytes",
+        end - first
+    );
     for offset in offsets {
         let copy = tempfile::tempdir().unwrap();
         grove_tests::copy_dir(dir.path(), copy.path());

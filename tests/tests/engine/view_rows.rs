@@ -285,7 +285,7 @@ fn a_layout_6_store_opens_as_layout_9() {
     };
     let store = Store::open(dir.path()).unwrap();
     let marker = store.kv().get(&keys::meta(keys::META_FORMAT)).unwrap();
-    assert_eq!(marker, Some(b"grove\x00\x0d".to_vec()));
+    assert_eq!(marker, Some(b"grove\x00\x0f".to_vec()));
     let old_views = [keys::T_VIEW_OLD];
     assert_eq!(
         store.kv().scan(&old_views, &[keys::T_VIEW_OLD + 1]).count(),

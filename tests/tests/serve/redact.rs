@@ -81,6 +81,7 @@ fn a_redaction_over_http_is_an_operation_every_read_respects() {
     let gc = s.ok(200, "POST", "/v1/gc", None);
     assert_eq!(gc["rewriteDue"], true);
     assert_eq!(gc["searchCompacted"], true);
+    assert_eq!(gc["catalogueRowsRemoved"], 0);
 
     // Bad requests: answered, nothing changed, the server goes on.
     for (body, code, error) in [

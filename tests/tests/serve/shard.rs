@@ -311,6 +311,8 @@ fn sessions_sharded_over_two_clusters_and_one_moved_keeps_every_record() {
         &path("/leaf"),
         Some(&json!({ "target": first }).to_string()),
     );
+    // Pinned against retention: the pin moves with it.
+    nodes[1].ok(200, "PUT", &path("/pin"), Some(r#"{"pinned":true}"#));
     let branch_tip = nodes[0].ok(201, "POST", &path("/entries"), Some(&user("plan B")))["id"]
         .as_str()
         .unwrap()
@@ -387,6 +389,7 @@ fn sessions_sharded_over_two_clusters_and_one_moved_keeps_every_record() {
     assert_eq!(on_b.name().unwrap().as_deref(), Some("moving session"));
     assert_eq!(on_b.labels().unwrap().len(), 1);
     assert!(on_b.verify().unwrap().is_ok());
+    assert!(b.open().is_pinned(&sid).unwrap(), "the pin moved too");
     let ops = on_b.operations().unwrap();
     assert!(ops.len() > 5, "{ops:?}");
     assert!(

@@ -18,8 +18,8 @@ use crate::error::CmdResult;
 /// second copy. Nothing a session still references is removed. Prints one line per removed
 /// payload (`removed HASH BYTES`) and a summary; with --json one object, {"payloads",
 /// "payloadBytes", "referenced", "removed": [{"hash", "bytes"}], "removedBytes",
-/// "redactionsApplied", "rewriteDue", "searchCompacted", "rewritten": null or {"keys",
-/// "bytesBefore", "bytesAfter"}}.
+/// "redactionsApplied", "rewriteDue", "searchCompacted", "catalogueRowsRemoved", "rewritten":
+/// null or {"keys", "bytesBefore", "bytesAfter"}}.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Rewrite the store's files even when no redaction asks for it (compacts the backend).

@@ -5,8 +5,8 @@
 //! flavor: every record in log order, leaf lines included) imported under the same id with
 //! the source's operation stamps (`Session::stamps`, `ImportOptions::stamps`: the kind, time
 //! and actor of each operation, which the JSONL does not carry), and trusted only when the
-//! target's export is the same bytes and its leaf, entry count, labels, name, operations and
-//! seal equal the source's and the copy verifies.
+//! target's export is the same bytes and its leaf, entry count, labels, name, operations,
+//! seal and retention pin equal the source's and the copy verifies.
 
 use std::time::Duration;
 
@@ -246,8 +246,17 @@ fn copy_and_switch(
     let report = dst_store
         .import_reader(&jsonl[..], options)
         .map_err(in_store(to))?;
+    // The retention pin travels with the session (the export does not carry it).
+    if src_store.is_pinned(sid).map_err(in_store(from))? {
+        dst_store.set_pinned(sid, true).map_err(in_store(to))?;
+    }
     let dst = dst_store.session(sid).map_err(in_store(to))?;
-    if let Err(what) = compare(&src, &dst, &jsonl) {
+    let pins = (src_store.is_pinned(sid), dst_store.is_pinned(sid));
+    let same_pin = matches!(pins, (Ok(a), Ok(b)) if a == b);
+    if let Err(what) = compare(&src, &dst, &jsonl).and_then(|()| match same_pin {
+        true => Ok(()),
+        false => Err("the retention pin differs".to_owned()),
+    }) {
         let _ = dst_store.delete_session(sid);
         return Err(MoveError::CopyDiffers {
             sid: sid.to_owned(),

@@ -183,6 +183,7 @@ def test_gc_reports_the_redaction_fields(url_token: tuple[str, str | None]) -> N
         assert report["redactionsApplied"] == 0
         assert report["rewriteDue"] is True
         assert isinstance(report["searchCompacted"], bool)
+        assert isinstance(report["catalogueRowsRemoved"], int)
         assert content(g.get_entry(s, eid)) == MARKER
         assert hidden not in g.export_session(s)
         assert g.verify()["ok"] is True

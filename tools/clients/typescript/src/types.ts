@@ -40,6 +40,8 @@ export interface GcReport {
 	rewriteDue: boolean;
 	/** Whether the search index was rewritten without deleted documents. */
 	searchCompacted: boolean;
+	/** Catalogue index rows of sessions no longer listed, removed. */
+	catalogueRowsRemoved: number;
 }
 
 export interface Health {

@@ -178,6 +178,7 @@ describe("gc after a redaction", () => {
 		// A running store cannot rewrite its files: the redacted bytes may linger until then.
 		expect(report.rewriteDue).toBe(true);
 		expect(typeof report.searchCompacted).toBe("boolean");
+		expect(typeof report.catalogueRowsRemoved).toBe("number");
 		expect(report.removedBytes).toBe(report.removed.reduce((n, r) => n + r.bytes, 0));
 		expect(messageOf(await client.getEntry(sid, id)).content).toBe("[redacted]");
 		expect(await client.exportSession(sid)).not.toContain(secret);
