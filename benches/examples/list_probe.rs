@@ -3,7 +3,7 @@
 //! none, closed and reopened), then p50 and p99 of 200 listings of one page of 20 sessions —
 //! from the start, after a cursor in the middle, and newest first — and of the whole listing
 //! (5 runs), per store size. Then filtered pages of 20 (one cwd in 100, one label in 1,000,
-//! the first second of creations, a name in 1,000): read from the catalogue indexes, and again
+//! the first and the last second of creations, a name in 1,000): read from the catalogue indexes, and again
 //! on the same store as layout 14 left it (no index rows, opened read-only: every filtered page
 //! weighs the catalogue from its cursor).
 //!
@@ -85,6 +85,9 @@ fn probe(n: usize) {
     let first =
         grove::codec::time::parse_ms(&store.sessions_page(None, 1, false).unwrap()[0].created)
             .unwrap();
+    let newest =
+        grove::codec::time::parse_ms(&store.sessions_page(None, 1, true).unwrap()[0].created)
+            .unwrap();
     let filters = [
         (
             "cwd (1 in 100)",
@@ -104,6 +107,13 @@ fn probe(n: usize) {
             "created, first second",
             SessionFilter {
                 created_until: Some(first + 1000),
+                ..SessionFilter::default()
+            },
+        ),
+        (
+            "created, last second",
+            SessionFilter {
+                created_from: Some(newest - 1000),
                 ..SessionFilter::default()
             },
         ),

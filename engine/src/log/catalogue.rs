@@ -87,13 +87,13 @@ impl SessionFilter {
         }
     }
 
-    /// Whether session `summary` (number `sid`) passes: the catalogue's fields first, then
-    /// what needs its head, name or labels.
-    fn passes(&self, logs: &Arc<Logs>, sid: u64, summary: &SessionSummary) -> Result<bool> {
-        if self.cwd.as_deref().is_some_and(|c| c != summary.cwd) {
+    /// Whether session `sid` (its `record`) passes: the record's fields first, then what
+    /// needs its head, name or labels.
+    fn passes(&self, logs: &Arc<Logs>, sid: u64, record: &SessionRecord) -> Result<bool> {
+        if self.cwd.as_deref().is_some_and(|c| c != record.cwd) {
             return Ok(false);
         }
-        let created = grove_codec::time::parse_ms(&summary.created);
+        let created = grove_codec::time::parse_ms(&record.created);
         if !Self::in_range(created, self.created_from, self.created_until) {
             return Ok(false);
         }
@@ -104,8 +104,7 @@ impl SessionFilter {
         {
             return Ok(true);
         }
-        let rec: SessionRecord = logs.inner.require(&keys::session(sid))?;
-        let handle = Handle::open(logs.clone(), sid, rec)?;
+        let handle = Handle::open(logs.clone(), sid, record.clone())?;
         if self.updated_from.is_some() || self.updated_until.is_some() {
             let updated = handle
                 .head()?
@@ -312,45 +311,106 @@ impl Logs {
         filter: &SessionFilter,
     ) -> Result<Vec<SessionSummary>> {
         let mut out = Vec::new();
+        if limit == 0 {
+            return Ok(out);
+        }
         let plan = Candidates::plan(filter, self.inner.catalogue_indexed);
         let mut last: Option<(String, u64)> = None;
-        for candidate in plan.read(self, after, descending)? {
-            if out.len() >= limit {
-                break;
+        let candidates = match &plan {
+            Candidates::Created { from, until } => {
+                match self.race_created(after, limit, descending, filter, (*from, *until))? {
+                    Race::Scanned(page) => return Ok(page),
+                    Race::Gathered(found) => found,
+                }
             }
+            plan => plan.read(self, after, descending)?,
+        };
+        for candidate in candidates {
             let (id, sid) = candidate?;
             // Several label entries of one session: one candidate.
             if last.as_ref().is_some_and(|(i, s)| *i == id && *s == sid) {
                 continue;
             }
             last = Some((id.clone(), sid));
-            let summary = self.summary(sid);
-            // A session deleted meanwhile (its catalogue row goes first, then its rows) is
-            // not listed, whatever reading it gave.
-            if self.inner.sid_of(&id)? != Some(sid) {
-                continue;
+            if let Some(summary) = self.weigh(&id, sid, filter)? {
+                out.push(summary);
+                if out.len() >= limit {
+                    break;
+                }
             }
-            let summary = summary?;
-            if !filter.is_empty() && !filter.passes(self, sid, &summary)? {
-                continue;
-            }
-            out.push(summary);
         }
         Ok(out)
     }
 
-    /// The listing of session `sid`.
-    fn summary(self: &Arc<Logs>, sid: u64) -> Result<SessionSummary> {
-        let rec: SessionRecord = self.inner.require(&keys::session(sid))?;
-        let entries = Handle::open(self.clone(), sid, rec.clone())?.entry_count()?;
-        Ok(SessionSummary {
-            id: rec.id,
-            created: rec.created,
-            cwd: rec.cwd,
-            entries,
-            parent_session_id: rec.parent_session_id,
-            parent_session: rec.parent_session,
-        })
+    /// Session `sid`, listed as `id`, if it passes `filter`; `None` when it does not, or was
+    /// deleted meanwhile (its catalogue row goes first, then its rows: whatever reading it
+    /// gave, it is not listed).
+    fn weigh(
+        self: &Arc<Logs>,
+        id: &str,
+        sid: u64,
+        filter: &SessionFilter,
+    ) -> Result<Option<SessionSummary>> {
+        let read = || -> Result<Option<SessionSummary>> {
+            let rec: SessionRecord = self.inner.require(&keys::session(sid))?;
+            if !filter.is_empty() && !filter.passes(self, sid, &rec)? {
+                return Ok(None);
+            }
+            let entries = Handle::open(self.clone(), sid, rec.clone())?.entry_count()?;
+            Ok(Some(SessionSummary {
+                id: rec.id,
+                created: rec.created,
+                cwd: rec.cwd,
+                entries,
+                parent_session_id: rec.parent_session_id,
+                parent_session: rec.parent_session,
+            }))
+        };
+        let read = read();
+        if self.inner.sid_of(id)? != Some(sid) {
+            return Ok(None);
+        }
+        read
+    }
+
+    /// A page of a filter whose indexed condition is a creation range: the catalogue weighed
+    /// from the cursor, raced against reading the range's index keys ([`RACE_KEYS`] keys per
+    /// session weighed). When ids follow creation times (UUIDv7, or any id given in creation
+    /// order), a range near the cursor fills the page from the catalogue after a few sessions,
+    /// and a range far from it is gathered from the index before the catalogue gets there;
+    /// either way the page costs about twice the cheaper of the two.
+    fn race_created(
+        self: &Arc<Logs>,
+        after: Option<&str>,
+        limit: usize,
+        descending: bool,
+        filter: &SessionFilter,
+        (from, until): (Option<i64>, Option<i64>),
+    ) -> Result<Race<'_>> {
+        let mut scan = Candidates::All.read(self, after, descending)?;
+        let mut range = Candidates::Created { from, until }.keys(self)?;
+        let mut page = Vec::new();
+        let mut gathered = Vec::new();
+        loop {
+            match scan.next() {
+                None => return Ok(Race::Scanned(page)),
+                Some(candidate) => {
+                    let (id, sid) = candidate?;
+                    if let Some(summary) = self.weigh(&id, sid, filter)? {
+                        page.push(summary);
+                        if page.len() >= limit {
+                            return Ok(Race::Scanned(page));
+                        }
+                    }
+                }
+            }
+            for _ in 0..RACE_KEYS {
+                match range.next() {
+                    Some(entry) => gathered.push(entry?),
+                    None => return Ok(Race::Gathered(in_id_order(gathered, after, descending))),
+                }
+            }
+        }
     }
 
     /// Deletes a session and everything stored for it. It disappears from the catalogue
@@ -596,32 +656,61 @@ impl Candidates {
                     keys::catalogue_entry(&key, len, tail).ok_or_else(corrupt)
                 })))
             }
-            Candidates::Created { from, until } => {
-                let start = keys::by_created_prefix(from.unwrap_or(i64::MIN));
-                let stop = match until {
-                    Some(until) => keys::by_created_prefix(*until),
-                    None => keys::prefix_end(&[keys::T_BY_CREATED]),
-                };
-                let mut found = Vec::new();
-                for pair in kv.scan(&start, &stop) {
-                    let (key, _) = pair?;
-                    let entry = keys::catalogue_entry(&key, 9, 0).ok_or_else(corrupt)?;
-                    let past = after.is_none_or(|a| match descending {
-                        false => entry.0.as_str() > a,
-                        true => entry.0.as_str() < a,
-                    });
-                    if past {
-                        found.push(entry);
-                    }
-                }
-                found.sort_unstable();
-                if descending {
-                    found.reverse();
-                }
-                Ok(Box::new(found.into_iter().map(Ok)))
+            Candidates::Created { .. } => {
+                let found = self.keys(logs)?.collect::<Result<Vec<_>>>()?;
+                Ok(in_id_order(found, after, descending))
             }
         }
     }
+
+    /// The creation range's index keys in time order (of [`Candidates::Created`]).
+    fn keys<'a>(&self, logs: &'a Arc<Logs>) -> Result<CandidateIter<'a>> {
+        let Candidates::Created { from, until } = self else {
+            return Err(GroveError::Corrupt("not a creation range".to_owned()));
+        };
+        let start = keys::by_created_prefix(from.unwrap_or(i64::MIN));
+        let stop = match until {
+            Some(until) => keys::by_created_prefix(*until),
+            None => keys::prefix_end(&[keys::T_BY_CREATED]),
+        };
+        let scan = logs.inner.kv.scan(&start, &stop);
+        Ok(Box::new(scan.map(|pair| {
+            let (key, _) = pair?;
+            keys::catalogue_entry(&key, 9, 0)
+                .ok_or_else(|| GroveError::Corrupt("catalogue index key".to_owned()))
+        })))
+    }
+}
+
+/// Keys of a creation range that [`Logs::race_created`] gathered before the catalogue filled
+/// its page, or the page it filled.
+enum Race<'a> {
+    Scanned(Vec<SessionSummary>),
+    Gathered(CandidateIter<'a>),
+}
+
+/// Index keys read per catalogue session weighed when a creation range races the catalogue: a
+/// key costs about a fifth of a weighed session (docs/benchmarks.md, "Listing").
+const RACE_KEYS: usize = 8;
+
+/// `found` (session ids and numbers) after the cursor, in id order (descending: reversed, and
+/// before it).
+fn in_id_order<'a>(
+    mut found: Vec<(String, u64)>,
+    after: Option<&str>,
+    descending: bool,
+) -> CandidateIter<'a> {
+    found.retain(|(id, _)| {
+        after.is_none_or(|a| match descending {
+            false => id.as_str() > a,
+            true => id.as_str() < a,
+        })
+    });
+    found.sort_unstable();
+    if descending {
+        found.reverse();
+    }
+    Box::new(found.into_iter().map(Ok))
 }
 
 /// The key range of a listing over `prefix ++ id …` from the cursor `after`: ascending, from

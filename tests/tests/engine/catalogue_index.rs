@@ -373,3 +373,40 @@ fn a_missing_index_row_hides_its_session_and_verify_reports_it() {
     assert_eq!(report.problems[0].session, "s2");
     assert!(report.problems[0].what.contains("working directory index"));
 }
+
+/// A creation range races the catalogue: with ids in creation order, a range at the cursor is
+/// filled from the catalogue and one far from it from the index; both list what the oracle
+/// lists, from any cursor, both ways.
+#[test]
+fn creation_ranges_near_and_far_from_the_cursor_list_what_an_oracle_lists() {
+    let store = Store::temporary().unwrap();
+    for i in 0..300u64 {
+        let text = jsonl(
+            &format!("c{i:03}"),
+            1 + i / 12,
+            CWDS[(i % 4) as usize],
+            None,
+        );
+        store
+            .import_reader(Cursor::new(text), ImportOptions::default())
+            .unwrap();
+    }
+    for (from, until) in [(1, 3), (24, 26), (12, 13), (25, 29)] {
+        let filter = SessionFilter {
+            created_from: Some(day(from)),
+            created_until: Some(day(until)),
+            ..SessionFilter::default()
+        };
+        assert!(check(&store, &filter, "ids in creation order") >= 12);
+        // From a cursor inside the range.
+        let want = oracle(&store, &filter);
+        let page = store
+            .sessions_page_where(Some(&want[3]), 5, false, &filter)
+            .unwrap();
+        let ids: Vec<&str> = page.iter().map(|s| s.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            want[4..9].iter().map(String::as_str).collect::<Vec<_>>()
+        );
+    }
+}
