@@ -402,6 +402,7 @@ pub fn gc_value(report: &grove::GcReport) -> Value {
         "rewriteDue": report.rewrite_due,
         "searchCompacted": report.search_compacted,
         "catalogueRowsRemoved": report.catalogue_rows_removed,
+        "backendCompacted": report.backend_compacted,
     })
 }
 

@@ -134,7 +134,7 @@ pub(crate) fn for_each_message(
     if let Some(format) = foreign::format_of(s) {
         return replay(foreign::context(s, format, start)?, each);
     }
-    if let Some(ctx) = views::cached_context(s, views, start, options) {
+    if let Some(ctx) = views::cached_context(s, views, start, options)? {
         return replay(ctx, each);
     }
     let materialized = |s: &Handle, each: &mut dyn FnMut(&str) -> Result<()>| {

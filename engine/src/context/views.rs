@@ -29,7 +29,7 @@ use crate::context::build::{
 };
 use crate::core::error::{GroveError, Result};
 use crate::core::keys;
-use crate::kv::WriteBatch;
+use crate::kv::{Durability, WriteBatch};
 use crate::log::handle::{decode_row_unchecked, Entry, Handle};
 use crate::log::shared::{BeforeWrite, Logs};
 use crate::tree::ancestors;
@@ -69,6 +69,65 @@ pub(crate) struct View {
     /// The materialized rows stored for this session: the seqs [`crate::context::views::materialized_seqs`]
     /// chose when they were written (`None`: unknown, rewrite them at the next persist).
     materialized: Option<Vec<u64>>,
+    /// In a store processes share: how far the view is known to hold no line another process
+    /// has redacted since ([`unredacted`]).
+    checked: Checked,
+}
+
+/// How far a view of a store processes share was checked for other processes' redactions:
+/// against which reading of the session's state (`Handle::state_mark`), and from which
+/// record on a redaction would be new to it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Checked {
+    generation: Option<u64>,
+    from: u64,
+}
+
+impl Checked {
+    /// Where a view read from the store now starts: at the session's next record (read
+    /// before the view is, so a redaction that lands meanwhile is looked at later).
+    fn now(s: &Handle) -> Result<Checked> {
+        if !s.inner.shared {
+            return Ok(Checked::default());
+        }
+        Ok(match s.state_mark() {
+            Some((generation, next)) => Checked {
+                generation: Some(generation),
+                from: next,
+            },
+            None => Checked {
+                generation: None,
+                from: s.next_seq()?,
+            },
+        })
+    }
+}
+
+/// Whether view `v` may still be used: always in a store one process holds (its redactions
+/// drop the views themselves). In a store processes share, another process's redaction
+/// rewrites a line this process may hold a copy of, so a view read since the state was last
+/// read from the store (another process appended) is checked against the leaf records
+/// after what it was checked for — redactions are leaf records — and dropped if one is a
+/// redaction. No read while only this process appends.
+fn unredacted(s: &Handle, v: &mut View) -> Result<bool> {
+    if !s.inner.shared {
+        return Ok(true);
+    }
+    let mark = s.state_mark();
+    if let (Some((generation, _)), Some(checked)) = (mark, v.checked.generation) {
+        if generation == checked {
+            return Ok(true);
+        }
+    }
+    let (redacted, after) = s.redaction_since(v.checked.from)?;
+    if redacted {
+        return Ok(false);
+    }
+    v.checked = Checked {
+        generation: mark.map(|(g, _)| g),
+        from: mark.map_or(after, |(_, next)| next.max(after)),
+    };
+    Ok(true)
 }
 
 /// The number of selected entries that are the checkpoint and its kept range: the kept
@@ -107,11 +166,30 @@ impl Views {
         self.map.lock().remove(&sid)
     }
 
-    /// The context of the cached view of `sid`, if it is at `leaf` with `options`.
-    fn context_at(&self, sid: u64, leaf: u64, options: ContextOptions) -> Option<Context> {
-        let map = self.map.lock();
-        let view = map.get(&sid)?;
-        (view.leaf == leaf && view.options == options).then(|| view.ctx.clone())
+    /// The context of the cached view of session `s`, if it is at `leaf` with `options`
+    /// (and, in a store processes share, holds no line redacted since: [`unredacted`]).
+    fn context_at(
+        &self,
+        s: &Handle,
+        leaf: u64,
+        options: ContextOptions,
+    ) -> Result<Option<Context>> {
+        if !s.inner.shared {
+            let map = self.map.lock();
+            let Some(view) = map.get(&s.sid) else {
+                return Ok(None);
+            };
+            return Ok((view.leaf == leaf && view.options == options).then(|| view.ctx.clone()));
+        }
+        let Some(mut view) = self.take(s.sid) else {
+            return Ok(None);
+        };
+        if !unredacted(s, &mut view)? {
+            return Ok(None);
+        }
+        let ctx = (view.leaf == leaf && view.options == options).then(|| view.ctx.clone());
+        self.put(s.sid, view);
+        Ok(ctx)
     }
 
     /// Drops the cached view of `sid` (its lines changed: a redaction).
@@ -195,7 +273,7 @@ impl Tracker {
             Ok(moved) => moved,
             // A fresh build: what it keeps of the old context is their common prefix.
             Err(old) => {
-                let view = fresh_view(session, leaf, node, self.options)?;
+                let view = fresh_view(session, leaf, node, self.options, Checked::default())?;
                 let kept = old.map_or(0, |old| {
                     old.ctx
                         .messages
@@ -225,8 +303,8 @@ pub(crate) fn cached_context(
     views: &Views,
     leaf: u64,
     options: ContextOptions,
-) -> Option<Context> {
-    views.context_at(s.sid, leaf, options)
+) -> Result<Option<Context>> {
+    views.context_at(s, leaf, options)
 }
 
 /// The context at `leaf`, reusing the cached or persisted view when it can.
@@ -236,10 +314,20 @@ pub(crate) fn view_context(
     leaf: u64,
     options: ContextOptions,
 ) -> Result<Context> {
-    let cached = views.take(s.sid).filter(|v| v.options == options);
+    let mut cached = views.take(s.sid).filter(|v| v.options == options);
+    if let Some(v) = &mut cached {
+        if !unredacted(s, v)? {
+            cached = None;
+        }
+    }
+    // What is read from the store from here on is checked from here on.
+    let checked = match cached {
+        Some(_) => Checked::default(),
+        None => Checked::now(s)?,
+    };
     let cached = match cached {
         Some(v) => Some(v),
-        None if is_grove(options) => load_view(s)?,
+        None if is_grove(options) => load_view(s, checked)?,
         None => None,
     };
     // The leaf's node only when the view is not already at the leaf (a cold resume of
@@ -248,12 +336,13 @@ pub(crate) fn view_context(
         Some(v) if v.leaf == leaf => v,
         Some(v) => {
             let node = s.node(leaf)?;
+            let checked = v.checked;
             match advance(s, v, leaf, &node, None)? {
                 Ok((v, _)) => v,
-                Err(_) => fresh_view(s, leaf, &node, options)?,
+                Err(_) => fresh_view(s, leaf, &node, options, checked)?,
             }
         }
-        None => fresh_view(s, leaf, &s.node(leaf)?, options)?,
+        None => fresh_view(s, leaf, &s.node(leaf)?, options, checked)?,
     };
     // A read writes nothing: the view is persisted by the session's next write
     // ([`persist_due_view`]).
@@ -270,6 +359,10 @@ pub(crate) fn persist_due_view(s: &Handle, views: &Views, leaf: Option<u64>) -> 
     let Some(mut view) = views.take(s.sid) else {
         return Ok(());
     };
+    // A view holding a line another process redacted since is dropped, not written back.
+    if !unredacted(s, &mut view)? {
+        return Ok(());
+    }
     let due =
         is_grove(view.options) && view.unpersisted >= PERSIST_EVERY && leaf == Some(view.leaf);
     let persisted = if due {
@@ -284,7 +377,13 @@ pub(crate) fn persist_due_view(s: &Handle, views: &Views, leaf: Option<u64>) -> 
     persisted
 }
 
-fn fresh_view(s: &Handle, leaf: u64, node: &NodeRecord, options: ContextOptions) -> Result<View> {
+fn fresh_view(
+    s: &Handle,
+    leaf: u64,
+    node: &NodeRecord,
+    options: ContextOptions,
+    checked: Checked,
+) -> Result<View> {
     let (ctx, marks, depths) = build::fold_context(s, leaf, options)?;
     let view = View {
         leaf,
@@ -295,6 +394,7 @@ fn fresh_view(s: &Handle, leaf: u64, node: &NodeRecord, options: ContextOptions)
         ctx,
         unpersisted: PERSIST_EVERY,
         materialized: None,
+        checked,
     };
     Ok(view)
 }
@@ -408,6 +508,16 @@ fn persist_view(s: &Handle, view: &mut View) -> Result<()> {
     if view.materialized.as_ref() != Some(&wanted) {
         stage_view_rows(s, &mut batch, &rec, &wanted)?;
         view.materialized = Some(wanted);
+    }
+    if s.inner.shared {
+        // Only while no other process has written a record since the view was checked (a
+        // redaction among them would make these copies stale): a cache, so a refusal is
+        // no error.
+        let next = keys::log(s.sid, view.checked.from);
+        let _ = s
+            .inner
+            .commit_fenced(&[(&next, None)], batch, false, Durability::None);
+        return Ok(());
     }
     let _ = s.inner.kv.apply_buffered(batch, false);
     Ok(())
@@ -545,7 +655,7 @@ fn view_rows(s: &Handle) -> Result<StoredRows> {
 
 /// Rebuilds the persisted view from its ranges (no path walk): the materialized rows
 /// first, the log for the rest.
-fn load_view(s: &Handle) -> Result<Option<View>> {
+fn load_view(s: &Handle, checked: Checked) -> Result<Option<View>> {
     let Some(rec) = s.inner.get::<ViewRecord>(&keys::view(s.sid))? else {
         return Ok(None);
     };
@@ -633,6 +743,7 @@ fn load_view(s: &Handle) -> Result<Option<View>> {
         ctx,
         unpersisted,
         materialized,
+        checked,
     }))
 }
 

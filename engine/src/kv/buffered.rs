@@ -472,6 +472,14 @@ impl Kv for BufferedKv {
         self.shared.base.unavailable()
     }
 
+    fn compact(&self) -> Result<bool, KvError> {
+        {
+            let _order = self.shared.order.lock();
+            self.shared.hand_over()?;
+        }
+        self.shared.base.compact()
+    }
+
     fn name(&self) -> &'static str {
         self.shared.base.name()
     }

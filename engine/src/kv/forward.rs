@@ -99,6 +99,11 @@ pub trait Forward: Send + Sync {
     fn unavailable(&self) -> Option<String> {
         self.inner().ok()?.unavailable()
     }
+
+    /// [`Kv::compact`].
+    fn compact(&self) -> Result<bool, KvError> {
+        self.call(|kv| kv.compact())
+    }
 }
 
 impl<F: Forward> Kv for F {
@@ -161,5 +166,9 @@ impl<F: Forward> Kv for F {
 
     fn unavailable(&self) -> Option<String> {
         Forward::unavailable(self)
+    }
+
+    fn compact(&self) -> Result<bool, KvError> {
+        Forward::compact(self)
     }
 }

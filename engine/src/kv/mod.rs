@@ -277,6 +277,14 @@ pub trait Kv: Send + Sync {
     fn unavailable(&self) -> Option<String> {
         None
     }
+    /// Rewrites the backend's storage while it is open, so that no byte of a value since
+    /// overwritten or deleted is left in it, and says whether it could: a database server
+    /// rewrites the table (PostgreSQL: `VACUUM FULL`, which holds the table for its time).
+    /// An embedded backend cannot while open (`false`): its files are rewritten by
+    /// `Store::rewrite`, with the store closed.
+    fn compact(&self) -> Result<bool, KvError> {
+        Ok(false)
+    }
 }
 
 /// Lowercase hex of bytes.

@@ -444,6 +444,14 @@ impl Kv for PostgresKv {
     fn unavailable(&self) -> Option<String> {
         self.unreachable.lock().clone()
     }
+
+    /// `VACUUM FULL` of the table (and its TOAST table): a new copy of the live rows, the old
+    /// files removed; every other process's statements on the table wait for it.
+    fn compact(&self) -> Result<bool, KvError> {
+        let vacuum = format!("VACUUM FULL {}", self.table);
+        self.with(|conn| conn.client.batch_execute(&vacuum))?;
+        Ok(true)
+    }
 }
 
 /// A row a claim holds: its key and the value it must have.

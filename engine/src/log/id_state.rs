@@ -70,6 +70,16 @@ pub(crate) struct IdIndex {
     pub(crate) tail_bytes: u64,
     /// The session's head: the stored checkpoint folded over the records after it.
     pub(crate) head: HeadRecord,
+    /// Which reading of the session's state this is: a new number each time it is read from
+    /// the store (in a shared store, after another process appended), kept while this
+    /// process appends ([`next_generation`]).
+    pub(crate) generation: u64,
+}
+
+/// A number no state read before has: [`IdIndex::generation`].
+pub(crate) fn next_generation() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 /// One session's slot: `None` until first used (and after a failed commit, so that it is

@@ -236,6 +236,7 @@ impl IdIndex {
             tail,
             tail_bytes,
             head,
+            generation: crate::log::id_state::next_generation(),
         })
     }
 
@@ -652,8 +653,20 @@ impl Handle {
             tail: HashMap::new(),
             tail_bytes: 0,
             head,
+            generation: crate::log::id_state::next_generation(),
         };
         *self.logs.id_index(self.sid).write() = Some(index);
+    }
+
+    /// The generation and next record position of the session's state this process holds,
+    /// without reading the store; `None` when it holds none. The generation changes when the
+    /// state is read again (another process appended), not when this process appends.
+    pub(crate) fn state_mark(&self) -> Option<(u64, u64)> {
+        self.logs
+            .id_index(self.sid)
+            .read()
+            .as_ref()
+            .map(|ix| (ix.generation, ix.head.next_seq))
     }
 
     /// Drops the session's state this process holds: it is read again when next needed.

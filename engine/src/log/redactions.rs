@@ -80,6 +80,39 @@ impl Handle {
         Ok(out)
     }
 
+    /// Whether a redaction record is at or after record `from` (one range read of the leaf
+    /// history, and a read of each leaf record found), and the position after the last leaf
+    /// record read (`from` when none): how a process that shares the store learns that
+    /// another one redacted a line it holds a copy of ([`crate::context::views`]).
+    pub(crate) fn redaction_since(&self, from: u64) -> Result<(bool, u64)> {
+        let seqs: Vec<u64> = if from < self.packed {
+            index_packs::leaf_seqs(self.inner.kv.as_ref(), self.sid)?
+                .into_iter()
+                .filter(|seq| *seq >= from)
+                .collect()
+        } else {
+            let start = keys::leaf_history(self.sid, from);
+            let end = keys::prefix_end(&keys::session_prefix(keys::T_LEAF_HISTORY, self.sid));
+            let mut out = Vec::new();
+            for pair in self.inner.kv.scan(&start, &end) {
+                let (key, _) = pair?;
+                out.push(
+                    keys::last_u64(&key)
+                        .ok_or_else(|| GroveError::Corrupt("leaf history key".to_owned()))?,
+                );
+            }
+            out
+        };
+        let mut after = from;
+        for seq in seqs {
+            if RedactionNote::of_line(&self.line(seq)?).is_some() {
+                return Ok((true, seq + 1));
+            }
+            after = after.max(seq + 1);
+        }
+        Ok((false, after))
+    }
+
     /// The stored log value that holds record `seq` with that record's line replaced by
     /// `line` (stored whole): `(key, value)`, the key unchanged (a single row, a batch under a
     /// log key, or a log pack). The row keeps its node — content and chain digests included —

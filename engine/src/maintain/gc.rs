@@ -41,6 +41,9 @@ pub struct GcReport {
     pub rewrite_due: bool,
     /// Whether the search index's segments were rewritten without deleted documents.
     pub search_compacted: bool,
+    /// Whether the backend rewrote its storage in place because a redaction asked for it
+    /// (PostgreSQL: `VACUUM FULL` of the store's table), which leaves `rewrite_due` false.
+    pub backend_compacted: bool,
     /// Catalogue index rows removed: label rows of sessions deleted after their labels
     /// changed (deletion removes the rows of current labels only), and any row whose session
     /// is gone.
@@ -104,7 +107,28 @@ pub(crate) fn gc(logs: &Arc<Logs>, views: &Views) -> Result<GcReport> {
     if !batch.is_empty() {
         inner.commit(batch, Durability::Sync)?;
     }
+    if report.rewrite_due {
+        report.backend_compacted = compact_backend(inner)?;
+        report.rewrite_due = !report.backend_compacted;
+    }
     Ok(report)
+}
+
+/// Asks the backend to rewrite its storage in place ([`crate::kv::Kv::compact`]); whether it
+/// did. The `rewrite_due` mark goes first, so a redaction committed meanwhile marks it again
+/// (or is rewritten with the rest); it comes back if the rewrite fails.
+fn compact_backend(inner: &Inner) -> Result<bool> {
+    let due = keys::meta(keys::META_REWRITE_DUE);
+    let mut batch = WriteBatch::new();
+    batch.delete(due.clone());
+    inner.commit(batch, Durability::Sync)?;
+    let done = inner.kv.compact();
+    if !matches!(done, Ok(true)) {
+        let mut batch = WriteBatch::new();
+        batch.put(due, Vec::new());
+        inner.commit(batch, Durability::Sync)?;
+    }
+    Ok(done?)
 }
 
 /// Removes the catalogue index rows (`0x09`–`0x0B`) whose session is no longer listed under

@@ -63,13 +63,6 @@ pub(crate) fn redact(
     reason: &str,
 ) -> Result<Redaction> {
     s.inner.check_writable()?;
-    if s.inner.shared {
-        return Err(GroveError::InvalidState(
-            "redaction is not available on a store processes share (PostgreSQL): other \
-             processes' caches would keep the old line"
-                .to_owned(),
-        ));
-    }
     let reason = reason.trim();
     if reason.is_empty() {
         return Err(GroveError::InvalidArgument(

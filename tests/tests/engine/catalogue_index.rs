@@ -228,8 +228,7 @@ fn build(store: &Store, seed: u64) {
                     )
                     .unwrap();
             }
-            // (Redaction is refused on a store other processes share.)
-            8 if !ids.is_empty() && !store.is_shared() => {
+            8 if !ids.is_empty() => {
                 // Redact the label entry that set a current label.
                 let s = store.session(&pick(&mut rng)).unwrap();
                 let labels = s.labels().unwrap();

@@ -683,20 +683,136 @@ fn a_session_deleted_through_another_store_takes_no_more_commits() {
 
 /// Redaction is refused on a store processes share: another process's caches would keep the
 /// old line (docs/design.md, "Redaction"); nothing is written.
+/// The text of the context another process's store builds (through its view cache).
+fn context_text(s: &grove::Session) -> String {
+    s.build_context().unwrap().messages.concat()
+}
+
+/// The bytes of the table's files (heap and TOAST), read after a checkpoint wrote every
+/// page out; `None` when the server's data directory is not readable from here.
+fn table_files(table: &Table) -> Option<Vec<u8>> {
+    let mut client = postgres::Client::connect(&table.url, postgres::NoTls).ok()?;
+    client.batch_execute("CHECKPOINT").ok()?;
+    let dir: String = client.query_one("SHOW data_directory", &[]).ok()?.get(0);
+    let files: Vec<String> = client
+        .query(
+            "SELECT pg_relation_filepath(c.oid) FROM pg_class c WHERE c.relname = $1 \
+             UNION ALL SELECT pg_relation_filepath(c.reltoastrelid) FROM pg_class c \
+             WHERE c.relname = $1 AND c.reltoastrelid <> 0",
+            &[&table.name],
+        )
+        .ok()?
+        .into_iter()
+        .filter_map(|row| row.get::<_, Option<String>>(0))
+        .collect();
+    let mut bytes = Vec::new();
+    for file in files {
+        bytes.extend(std::fs::read(std::path::Path::new(&dir).join(file)).ok()?);
+    }
+    Some(bytes)
+}
+
+fn holds(haystack: &[u8], needle: &str) -> bool {
+    haystack
+        .windows(needle.len())
+        .any(|w| w == needle.as_bytes())
+}
+
+/// Redaction on a store processes share: another process's cached context and reads show
+/// the marker at once, its stale view is neither served nor written back, both verify; the
+/// old row version the UPDATE left in the table's files is gone after `gc`, which rewrites
+/// the table (VACUUM FULL).
 #[test]
-fn redaction_is_refused_on_a_shared_store() {
+fn a_redaction_reaches_other_processes_and_gc_rewrites_the_table() {
     let Some(table) = Table::new("redact") else {
         return;
     };
-    let store = Store::open_with(StoreConfig::new("").backend(table.backend())).unwrap();
-    let s = store
-        .create_session(grove::CreateSession::default())
+    let a = table.open_sync().with_actor("auditor");
+    let b = table.open_sync();
+    let sa = a.create_session(grove::CreateSession::default()).unwrap();
+    sa.append(super::user("first")).unwrap();
+    let secret = format!("pgsecret{}x", std::process::id());
+    let id = sa
+        .append(super::user(&format!("the key is {secret}")))
         .unwrap();
-    let id = s.append(super::user("a secret")).unwrap();
-    let seal = s.seal().unwrap().digest;
-    let err = s.redact(&id, None, "leaked").unwrap_err();
-    assert!(matches!(err, grove::GroveError::InvalidState(_)), "{err}");
-    assert!(err.to_string().contains("PostgreSQL"), "{err}");
-    assert_eq!(s.seal().unwrap().digest, seal);
-    assert!(s.entry(&id).unwrap().line.contains("a secret"));
+    sa.append(super::user("after")).unwrap();
+    let seal = sa.seal().unwrap().digest;
+    // The other process reads the context (its view is cached) and writes on (its view is
+    // due to be persisted with its writes).
+    let sb = b.session(sa.id()).unwrap();
+    assert!(context_text(&sb).contains(&secret));
+    for i in 0..3 {
+        sb.append(super::user(&format!("b {i}"))).unwrap();
+        assert!(context_text(&sb).contains(&secret));
+    }
+    sa.redact(&id, None, "leaked key").unwrap();
+    // The other process: its cached view is dropped; the context, the entry and the export
+    // hold the marker.
+    let ctx = context_text(&sb);
+    assert!(
+        !ctx.contains(&secret) && ctx.contains("[redacted]"),
+        "{ctx}"
+    );
+    assert!(sb.entry(&id).unwrap().line.contains("[redacted]"));
+    let mut export = Vec::new();
+    sb.export(Flavor::Harness, &mut export).unwrap();
+    assert!(!holds(&export, &secret));
+    // Its writes go on, and write no stale copy back.
+    for i in 0..70 {
+        sb.append(super::user(&format!("b after {i}"))).unwrap();
+        assert!(!context_text(&sb).contains(&secret));
+    }
+    let fresh = table.open_sync();
+    let sf = fresh.session(sa.id()).unwrap();
+    assert!(!context_text(&sf).contains(&secret));
+    // The redaction is an operation; the seal taken before still holds; both verify.
+    assert_eq!(sb.redactions().unwrap().len(), 1);
+    assert!(
+        matches!(
+            sb.check_seal(&seal).unwrap(),
+            grove::SealCheck::Extends { .. }
+        ),
+        "the seal taken before holds"
+    );
+    for store in [&a, &b] {
+        let report = store.verify().unwrap();
+        assert!(report.is_ok(), "{:?}", report.problems);
+        assert_eq!(report.redacted, 1);
+    }
+    // The old row version stays in the table's pages until it is vacuumed (unless a page
+    // prune happens to overwrite it): gc rewrites the table into new files.
+    let filenode = || -> i64 {
+        let mut client = postgres::Client::connect(&table.url, postgres::NoTls).unwrap();
+        let row = client
+            .query_one(
+                "SELECT pg_relation_filenode($1::text::regclass)::int8",
+                &[&table.name],
+            )
+            .unwrap();
+        row.get(0)
+    };
+    let before = filenode();
+    let report = a.gc().unwrap();
+    assert_ne!(filenode(), before, "the table was rewritten into new files");
+    assert!(
+        report.backend_compacted && !report.rewrite_due,
+        "{report:?}"
+    );
+    assert!(
+        !a.gc().unwrap().backend_compacted,
+        "not again until a redaction asks"
+    );
+    if let Some(files) = table_files(&table) {
+        assert!(
+            !holds(&files, &secret),
+            "the table's files still hold the secret"
+        );
+    } else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI runs PostgreSQL where it can read it"
+        );
+    }
+    assert!(!context_text(&sb).contains(&secret));
+    assert!(b.verify().unwrap().is_ok());
 }

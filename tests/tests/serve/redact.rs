@@ -78,10 +78,56 @@ fn a_redaction_over_http_is_an_operation_every_read_respects() {
     let verified = s.ok(200, "POST", "/v1/verify", None);
     assert_eq!(verified["ok"], true, "{verified}");
     assert_eq!(verified["redacted"], 1);
+    // Before gc the store's files may hold the secret (sled's old page versions, the search
+    // index's deleted documents); gc rewrites them, closing the store meanwhile.
+    let store = dir.path().join("store");
     let gc = s.ok(200, "POST", "/v1/gc", None);
-    assert_eq!(gc["rewriteDue"], true);
+    assert_eq!(gc["rewriteDue"], true, "{gc}");
+    assert_eq!(gc["rewritten"], Value::Null);
     assert_eq!(gc["searchCompacted"], true);
     assert_eq!(gc["catalogueRowsRemoved"], 0);
+    assert_eq!(gc["backendCompacted"], false);
+    // Writes sent while the store is closed for the rewrite wait for it, and land.
+    let (gc, appended) = std::thread::scope(|scope| {
+        let writer = scope.spawn(|| {
+            (0..40)
+                .map(|i| {
+                    let body = json!({"entry": {"role": "user", "content": format!("during {i}"), "timestamp": 3}});
+                    s.call("POST", "/v1/sessions/r1/entries", Some(&body.to_string())).0
+                })
+                .collect::<Vec<u16>>()
+        });
+        let gc = s.ok(200, "POST", "/v1/gc?rewrite=true", None);
+        (gc, writer.join().unwrap())
+    });
+    assert!(appended.iter().all(|c| *c == 201), "{appended:?}");
+    let entries = s.lines("/v1/sessions/r1/entries");
+    assert_eq!(entries.len(), 2 + 40);
+    assert_eq!(gc["rewriteDue"], false, "{gc}");
+    assert!(gc["rewritten"]["keys"].as_u64().unwrap() > 0, "{gc}");
+    let left = grove_tests::files_holding(&store, SECRET.as_bytes());
+    assert!(left.is_empty(), "the secret is still in {left:?}");
+    // The store was opened again: reads and writes go on, and nothing is left to rewrite.
+    let entry = s.ok(
+        200,
+        "GET",
+        &format!("/v1/sessions/r1/entries/{first}"),
+        None,
+    );
+    assert!(entry.to_string().contains("[redacted]"), "{entry}");
+    let body = json!({"entry": {"role": "user", "content": "after gc", "timestamp": 3}});
+    s.ok(
+        201,
+        "POST",
+        "/v1/sessions/r1/entries",
+        Some(&body.to_string()),
+    );
+    let (code, text) = s.call("POST", "/v1/gc?rewrite=maybe", None);
+    assert_eq!(code, 400, "{text}");
+    let again = s.ok(200, "POST", "/v1/gc", None);
+    assert_eq!(again["rewriteDue"], false);
+    assert_eq!(again["rewritten"], Value::Null);
+    assert_eq!(s.ok(200, "POST", "/v1/verify", None)["ok"], true);
 
     // Bad requests: answered, nothing changed, the server goes on.
     for (body, code, error) in [

@@ -18,8 +18,8 @@ use crate::error::CmdResult;
 /// second copy. Nothing a session still references is removed. Prints one line per removed
 /// payload (`removed HASH BYTES`) and a summary; with --json one object, {"payloads",
 /// "payloadBytes", "referenced", "removed": [{"hash", "bytes"}], "removedBytes",
-/// "redactionsApplied", "rewriteDue", "searchCompacted", "catalogueRowsRemoved", "rewritten":
-/// null or {"keys", "bytesBefore", "bytesAfter"}}.
+/// "redactionsApplied", "rewriteDue", "searchCompacted", "catalogueRowsRemoved",
+/// "backendCompacted", "rewritten": null or {"keys", "bytesBefore", "bytesAfter"}}.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Rewrite the store's files even when no redaction asks for it (compacts the backend).
@@ -72,6 +72,12 @@ pub fn run(args: Args, env: &mut Env<'_>) -> CmdResult {
             env.out,
             "{} redaction(s) a crash had left unwritten applied",
             report.redactions_applied
+        )?;
+    }
+    if report.backend_compacted {
+        writeln!(
+            env.out,
+            "the store's table was rewritten (VACUUM FULL): no redacted byte is left in it"
         )?;
     }
     if let Some(r) = &rewritten {

@@ -240,6 +240,7 @@ impl Embedded {
             None,
             options.durability,
             None,
+            None,
         );
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)

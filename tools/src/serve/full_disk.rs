@@ -103,22 +103,17 @@ async fn reopen(state: &State, full: &FullDisk, openers: &Arc<Openers>) -> Tried
     let dir = full.dir.display();
     let old = state.take_stores();
     if let Some(Stores::One(store)) = &old {
-        let deadline = Instant::now() + DRAIN;
-        // This one is `old`'s own handle.
-        while store.handles() > 1 {
-            if Instant::now() >= deadline {
-                eprintln!(
-                    "grove serve: {dir} has room again, but requests still read the store \
-                     opened to read after {} s; serving reads, trying again in {} s",
-                    DRAIN.as_secs(),
-                    BACKOFF.as_secs()
-                );
-                if let Some(old) = old {
-                    state.put_stores(old);
-                }
-                return Tried::Held;
+        if !drained(store, DRAIN).await {
+            eprintln!(
+                "grove serve: {dir} has room again, but requests still read the store \
+                 opened to read after {} s; serving reads, trying again in {} s",
+                DRAIN.as_secs(),
+                BACKOFF.as_secs()
+            );
+            if let Some(old) = old {
+                state.put_stores(old);
             }
-            tokio::time::sleep(Duration::from_millis(20)).await;
+            return Tried::Held;
         }
     }
     let opener = openers.clone();
@@ -144,6 +139,19 @@ async fn reopen(state: &State, full: &FullDisk, openers: &Arc<Openers>) -> Tried
             Tried::Failed
         }
     }
+}
+
+/// Whether the requests in flight let go of `store` (taken out of the state: its own handle is
+/// the last) within `within`.
+pub async fn drained(store: &grove::Store, within: Duration) -> bool {
+    let deadline = Instant::now() + within;
+    while store.handles() > 1 {
+        if Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    true
 }
 
 /// Opens the store to read again and serves it; on failure requests keep waiting (and are

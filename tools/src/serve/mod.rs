@@ -4,7 +4,8 @@
 //! `Host` and `Origin` of a TCP request, every body's type), the connection loop (hyper, with
 //! header timeouts and graceful shutdown, a request answered before its body was read:
 //! `unread.rs`) and the server's life (a store opened to read on a
-//! full disk, reopened for writing once there is room: `full_disk.rs`).
+//! full disk, reopened for writing once there is room: `full_disk.rs`; a store closed to
+//! rewrite its files after a redaction, and reopened: `rewrite.rs`).
 //!
 //! Its modules, from the bottom up: the error body and request extractors (`api.rs`, with the
 //! nesting limit `depth.rs`), the limits (`limits.rs`), the stores served (`stores.rs`); the
@@ -29,6 +30,7 @@ mod guard;
 pub mod js_text;
 mod limits;
 mod retain;
+mod rewrite;
 mod routes;
 mod state;
 mod stores;
@@ -297,12 +299,25 @@ pub fn run(env: &mut Env<'_>, args: &Args) -> CmdResult<()> {
     );
     // The state holds the only handle to the stores: a store opened to read on a full disk
     // is closed and reopened for writing once there is room (full_disk.rs).
+    // A store in a directory, open for writing: its files can be rewritten (rewrite.rs).
+    let rewriter = match &stores {
+        Stores::One(store)
+            if full_disk.is_none() && matches!(store.backend_name(), "sled" | "redb") =>
+        {
+            Some(state::Rewriter {
+                config: env.store_config()?,
+                open: env.store_opener(false)?,
+            })
+        }
+        _ => None,
+    };
     let state = state::State::new(
         stores,
         limits,
         full_disk.as_ref().map(|(full, _)| full.clone()),
         env.durability.durability(),
         args.summarizer.summarizer(),
+        rewriter,
     );
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -74,8 +74,8 @@ def verify() -> Call:
     return Call("POST", f"{V1}/verify")
 
 
-def gc() -> Call:
-    return Call("POST", f"{V1}/gc")
+def gc(rewrite: bool = False) -> Call:
+    return Call("POST", f"{V1}/gc", query={"rewrite": "true"} if rewrite else None)
 
 
 # Retention

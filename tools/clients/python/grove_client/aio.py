@@ -108,9 +108,11 @@ class AsyncGroveClient:
         """grove's verification of the whole store."""
         return cast(JsonObject, await self._run(c.verify()))
 
-    async def gc(self) -> JsonObject:
-        """Removes the payloads no session references, and lists them (`grove gc`)."""
-        return cast(JsonObject, await self._run(c.gc()))
+    async def gc(self, rewrite: bool = False) -> JsonObject:
+        """Removes the payloads no session references, and lists them (`grove gc`). With `rewrite`,
+        a server of a store in a directory then rewrites its files (no page keeps a redacted
+        byte), pausing every request meanwhile; `invalid_state` where it cannot."""
+        return cast(JsonObject, await self._run(c.gc(rewrite)))
 
     async def retention_plan(self, policy: RetentionPolicy) -> RetentionPlan:
         """What `policy` removes now (`POST /v1/retain`): the sessions that go (`remove`) and those

@@ -96,9 +96,11 @@ class GroveClient:
         """grove's verification of the whole store."""
         return cast(JsonObject, self._run(c.verify()))
 
-    def gc(self) -> JsonObject:
-        """Removes the payloads no session references, and lists them (`grove gc`)."""
-        return cast(JsonObject, self._run(c.gc()))
+    def gc(self, rewrite: bool = False) -> JsonObject:
+        """Removes the payloads no session references, and lists them (`grove gc`). With `rewrite`,
+        a server of a store in a directory then rewrites its files (no page keeps a redacted
+        byte), pausing every request meanwhile; `invalid_state` where it cannot."""
+        return cast(JsonObject, self._run(c.gc(rewrite)))
 
     def retention_plan(self, policy: RetentionPolicy) -> RetentionPlan:
         """What `policy` removes now (`POST /v1/retain`): the sessions that go (`remove`) and those

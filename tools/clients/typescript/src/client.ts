@@ -227,9 +227,13 @@ export class GroveClient {
 		return this.request("POST", `${V1}/verify`);
 	}
 
-	/** Removes the payloads no session references any more, and lists them (`grove gc`). */
-	gc(): Promise<GcReport> {
-		return this.request("POST", `${V1}/gc`);
+	/**
+	 * Removes the payloads no session references any more, and lists them (`grove gc`). With
+	 * `rewrite`, a server of a store in a directory then rewrites its files (no page keeps a
+	 * redacted byte), pausing every request meanwhile; `invalid_state` where it cannot.
+	 */
+	gc(options: { rewrite?: boolean } = {}): Promise<GcReport> {
+		return this.request("POST", `${V1}/gc`, options.rewrite ? { query: { rewrite: "true" } } : {});
 	}
 
 	// Retention

@@ -42,6 +42,10 @@ export interface GcReport {
 	searchCompacted: boolean;
 	/** Catalogue index rows of sessions no longer listed, removed. */
 	catalogueRowsRemoved: number;
+	/** The backend rewrote its storage in place for a redaction (PostgreSQL: `VACUUM FULL`). */
+	backendCompacted: boolean;
+	/** What `gc({ rewrite: true })` rewrote of the store's files; null when nothing. */
+	rewritten: { keys: number; bytesBefore: number; bytesAfter: number } | null;
 }
 
 export interface Health {

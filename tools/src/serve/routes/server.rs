@@ -124,8 +124,16 @@ pub(super) async fn health(state: State, Query(q): Query<HealthQuery>) -> Respon
     response
 }
 
-/// `POST /v1/gc`: removes the payloads no session references, as `grove gc --json` reports.
-pub(super) async fn gc(state: State) -> ApiResult<Response> {
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct GcQuery {
+    rewrite: Option<bool>,
+}
+
+/// `POST /v1/gc[?rewrite=true]`: removes the payloads no session references, as `grove gc
+/// --json` reports; with `rewrite`, then rewrites the files of a store in a directory, with
+/// the store closed meanwhile (`serve/rewrite.rs`): every request waits for it.
+pub(super) async fn gc(state: State, Query(query): Query<GcQuery>) -> ApiResult<Response> {
     if state.is_sharded() {
         return Err(ApiError::new(
             StatusCode::CONFLICT,
@@ -133,12 +141,40 @@ pub(super) async fn gc(state: State) -> ApiResult<Response> {
             "sessions are sharded over several clusters: run `grove gc` on each cluster's store",
         ));
     }
+    let rewriter = match (query.rewrite.unwrap_or(false), state.rewriter()) {
+        (false, _) => None,
+        (true, Some(rewriter)) => Some(rewriter),
+        (true, None) => {
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                "invalid_state",
+                "this server cannot rewrite its store's files: only a store in a directory \
+                 (sled, redb) served by `grove serve` can (a PostgreSQL store's gc rewrites its \
+                 table when a redaction asks for it)",
+            ))
+        }
+    };
     let store = state.store()?;
     let report = blocking(move || store.gc()).await?;
-    Ok(json_answer(
-        StatusCode::OK,
-        crate::output::gc_value(&report),
-    ))
+    let mut value = crate::output::gc_value(&report);
+    value["rewritten"] = serde_json::Value::Null;
+    if let Some(rewriter) = rewriter {
+        // This request lets go of the store: the rewrite waits for every handle.
+        let server = state.detached();
+        drop(state);
+        match crate::serve::rewrite::rewrite(&server, &rewriter).await {
+            Ok(r) => {
+                value["rewriteDue"] = json!(false);
+                value["rewritten"] = json!({
+                    "keys": r.keys,
+                    "bytesBefore": r.bytes_before,
+                    "bytesAfter": r.bytes_after,
+                });
+            }
+            Err(why) => eprintln!("grove serve: gc: {why}"),
+        }
+    }
+    Ok(json_answer(StatusCode::OK, value))
 }
 
 pub(super) async fn verify(state: State) -> ApiResult<Response> {

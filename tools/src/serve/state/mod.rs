@@ -58,6 +58,18 @@ struct Shared {
     writes: Writes,
     /// Set while the store's disk is too full to open it for writing: it is open to read.
     full_disk: parking_lot::Mutex<Option<FullDisk>>,
+    /// How the store's files are rewritten when a redaction asks (`POST /v1/gc`); `None` for
+    /// a store not in a directory, a store opened to read, and an embedded server.
+    rewriter: Option<Arc<Rewriter>>,
+}
+
+/// What rewrites the files of the store served (`grove::Store::rewrite`, with the store
+/// closed: `serve/rewrite.rs`) and opens it again for writing.
+pub struct Rewriter {
+    /// The store's configuration.
+    pub config: grove::StoreConfig,
+    /// Opens it again for writing.
+    pub open: crate::env::StoreOpener,
 }
 
 /// The longest a request waits for the stores while they are being reopened; then it is
@@ -71,6 +83,7 @@ impl State {
         full_disk: Option<FullDisk>,
         durability: Durability,
         summarizer: Option<Arc<dyn Summarizer>>,
+        rewriter: Option<Rewriter>,
     ) -> State {
         State {
             stores: None,
@@ -84,6 +97,7 @@ impl State {
                 stopping: tokio::sync::watch::Sender::new(false),
                 writes: Writes::default(),
                 full_disk: parking_lot::Mutex::new(full_disk),
+                rewriter: rewriter.map(Arc::new),
             }),
         }
     }
@@ -137,6 +151,21 @@ impl State {
     /// Writes are no longer refused: the store was reopened for writing.
     pub(in crate::serve) fn clear_full_disk(&self) {
         *self.inner.full_disk.lock() = None;
+    }
+
+    /// What rewrites the store's files, if the server can ([`Rewriter`]).
+    pub(in crate::serve) fn rewriter(&self) -> Option<Arc<Rewriter>> {
+        self.inner.rewriter.clone()
+    }
+
+    /// This state without the stores this request is served by (the router's own): what a
+    /// handler keeps when it must let go of its store (a rewrite waits for every handle).
+    pub(in crate::serve) fn detached(&self) -> State {
+        State {
+            inner: self.inner.clone(),
+            stores: None,
+            store: None,
+        }
     }
 
     /// Whether sessions are sharded over several stores.
