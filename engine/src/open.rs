@@ -486,13 +486,13 @@ fn start(kv: Box<dyn Kv>, opening: Opening) -> Result<Parts> {
                 || m == FORMAT_MARKER_8
                 || m == FORMAT_MARKER_7 =>
         {
-            crate::log::catalogue::index_catalogue(inner)?;
+            crate::log::catalogue::index_catalogue(&parts.logs)?;
             let mut batch = WriteBatch::new();
             batch.put(marker_key, FORMAT_MARKER.to_vec());
             inner.commit(batch, Durability::Sync)?;
         }
         Some(m) if m == FORMAT_MARKER_6 => {
-            crate::log::catalogue::index_catalogue(inner)?;
+            crate::log::catalogue::index_catalogue(&parts.logs)?;
             let mut batch = old_views_removed(inner)?;
             batch.put(marker_key, FORMAT_MARKER.to_vec());
             inner.commit(batch, Durability::Sync)?;
@@ -500,7 +500,7 @@ fn start(kv: Box<dyn Kv>, opening: Opening) -> Result<Parts> {
         Some(m) if FORMAT_MARKERS_OLD.contains(&m.as_slice()) => {
             while crate::log::ids::migrate_id_rows(inner)? {}
             crate::log::ids::rebuild_id_filters(inner)?;
-            crate::log::catalogue::index_catalogue(inner)?;
+            crate::log::catalogue::index_catalogue(&parts.logs)?;
             let mut batch = old_views_removed(inner)?;
             batch.put(marker_key, FORMAT_MARKER.to_vec());
             inner.commit(batch, Durability::Sync)?;

@@ -44,6 +44,17 @@ pub const T_BY_CREATED: u8 = 0x0A;
 /// Never rewritten when a later entry changes or clears the target's label: a superset of the
 /// current labels, which a listing checks against the session's label index (`0x15`).
 pub const T_BY_LABEL: u8 = 0x0B;
+/// Catalogue index by last activity (layout 15): `0C ++ hour ++ session id ++ 00 ++ sid`,
+/// empty, where `hour` is the session's last activity (its last record's timestamp, else its
+/// creation) in whole hours since the epoch, an i64 with its sign bit flipped, big-endian.
+/// Written when a session is created or imported and by the append that moves its activity
+/// into another hour (which deletes the row of the hour before); a crash may leave a stale
+/// row besides the current one: a superset, which a listing checks against the head, and
+/// `gc` sweeps.
+pub const T_BY_UPDATED: u8 = 0x0C;
+
+/// Milliseconds in an hour: the unit of [`T_BY_UPDATED`].
+pub const HOUR_MS: i64 = 3_600_000;
 /// Log row (node record and line bytes): `[0x10][sid][seq]`, for records from the session's
 /// packed count on. Tag `0x11` is unused (it held node records before format 2).
 pub const T_LOG: u8 = 0x10;
@@ -130,7 +141,7 @@ pub const META_NEXT_SID: &[u8] = b"next_sid";
 /// (`grove gc`): the backend may still hold the redacted bytes in its free space.
 pub const META_REWRITE_DUE: &[u8] = b"rewrite_due";
 /// The format marker of this build's layout (15): layout 14 plus the catalogue indexes
-/// (`0x09`–`0x0B`), which a build that does not write them would leave behind, so it must not
+/// (`0x09`–`0x0C`), which a build that does not write them would leave behind, so it must not
 /// open the store (docs/format.md, "Version log").
 pub const FORMAT_MARKER: &[u8] = b"grove\x00\x0f";
 
@@ -226,6 +237,24 @@ pub fn by_created_prefix(ms: i64) -> Vec<u8> {
 /// `0A ++ ms ++ id ++ 00 ++ sid`.
 pub fn by_created(ms: i64, id: &str, sid: u64) -> Vec<u8> {
     catalogue_key(by_created_prefix(ms), id, sid, &[])
+}
+
+/// `0C ++ hour` (sign bit flipped, BE): where sessions last active in that hour start.
+pub fn by_updated_prefix(hour: i64) -> Vec<u8> {
+    let mut k = vec![T_BY_UPDATED];
+    k.extend_from_slice(&((hour as u64) ^ (1 << 63)).to_be_bytes());
+    k
+}
+
+/// `0C ++ hour ++ id ++ 00 ++ sid`.
+pub fn by_updated(hour: i64, id: &str, sid: u64) -> Vec<u8> {
+    catalogue_key(by_updated_prefix(hour), id, sid, &[])
+}
+
+/// The hour of a `0C` key.
+pub fn updated_hour(key: &[u8]) -> Option<i64> {
+    let bytes: [u8; 8] = key.get(1..9)?.try_into().ok()?;
+    Some((u64::from_be_bytes(bytes) ^ (1 << 63)) as i64)
 }
 
 /// `0B ++ blake3(label)[..16]`: the sessions an entry of which was labelled `label`.

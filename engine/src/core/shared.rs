@@ -42,7 +42,7 @@ pub(crate) struct Inner {
     pub(crate) spool_dir: Option<PathBuf>,
     /// Opened only to read: every write is refused.
     pub(crate) read_only: bool,
-    /// The catalogue indexes (`0x09`–`0x0B`, layout 15) are there: false only for a store of
+    /// The catalogue indexes (`0x09`–`0x0C`, layout 15) are there: false only for a store of
     /// an older layout opened to read, which filtered listings then scan.
     pub(crate) catalogue_indexed: bool,
     /// What the backend lost of its acknowledged writes (read-only or accepted opens).

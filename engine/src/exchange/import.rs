@@ -457,7 +457,7 @@ fn import_body<R: BufRead>(
             .map(|p| p.display().to_string()),
     };
     batch.put(keys::head(sid), record::encode(&head));
-    for key in crate::log::catalogue::index_keys(sid, &session) {
+    for key in crate::log::catalogue::index_keys(sid, &session, head.last_timestamp.as_deref()) {
         batch.put(key, Vec::new());
     }
     batch.put(keys::session(sid), record::encode(&session));

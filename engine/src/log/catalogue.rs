@@ -12,7 +12,7 @@ use grove_codec::record::{self, HeadRecord, LabelRecord, SessionRecord};
 
 use crate::core::error::{GroveError, Result};
 use crate::core::keys;
-use crate::core::shared::{fenced_out, Inner, FENCE_TRIES};
+use crate::core::shared::{fenced_out, FENCE_TRIES};
 use crate::core::util;
 use crate::kv::{Durability, WriteBatch};
 use crate::log::handle::Handle;
@@ -174,7 +174,7 @@ impl Logs {
         let mut batch = WriteBatch::new();
         batch.put(keys::session(sid), record::encode(&record));
         batch.put(keys::head(sid), record::encode(&head));
-        for key in index_keys(sid, &record) {
+        for key in index_keys(sid, &record, None) {
             batch.put(key, Vec::new());
         }
         self.inner.list(&id, sid, batch, self.inner.durability)?;
@@ -317,8 +317,8 @@ impl Logs {
         let plan = Candidates::plan(filter, self.inner.catalogue_indexed);
         let mut last: Option<(String, u64)> = None;
         let candidates = match &plan {
-            Candidates::Created { from, until } => {
-                match self.race_created(after, limit, descending, filter, (*from, *until))? {
+            Candidates::Timed { .. } => {
+                match self.race_timed(after, limit, descending, filter, &plan)? {
                     Race::Scanned(page) => return Ok(page),
                     Race::Gathered(found) => found,
                 }
@@ -373,22 +373,22 @@ impl Logs {
         read
     }
 
-    /// A page of a filter whose indexed condition is a creation range: the catalogue weighed
-    /// from the cursor, raced against reading the range's index keys ([`RACE_KEYS`] keys per
-    /// session weighed). When ids follow creation times (UUIDv7, or any id given in creation
+    /// A page of a filter whose indexed condition is a time range (creation or last
+    /// activity): the catalogue weighed from the cursor, raced against reading the range's
+    /// index keys ([`RACE_KEYS`] keys per session weighed). When ids follow creation times (UUIDv7, or any id given in creation
     /// order), a range near the cursor fills the page from the catalogue after a few sessions,
     /// and a range far from it is gathered from the index before the catalogue gets there;
     /// either way the page costs about twice the cheaper of the two.
-    fn race_created(
+    fn race_timed(
         self: &Arc<Logs>,
         after: Option<&str>,
         limit: usize,
         descending: bool,
         filter: &SessionFilter,
-        (from, until): (Option<i64>, Option<i64>),
+        plan: &Candidates,
     ) -> Result<Race<'_>> {
         let mut scan = Candidates::All.read(self, after, descending)?;
-        let mut range = Candidates::Created { from, until }.keys(self)?;
+        let mut range = plan.keys(self)?;
         let mut page = Vec::new();
         let mut gathered = Vec::new();
         loop {
@@ -459,7 +459,8 @@ impl Logs {
         // go (the label index's rows of labels changed since are left to `gc`).
         let mut indexed = Vec::new();
         if let Some(record) = self.inner.get::<SessionRecord>(&keys::session(sid))? {
-            indexed = index_keys(sid, &record);
+            // (The last-activity row of a later hour than the creation's is left to `gc`.)
+            indexed = index_keys(sid, &record, None);
             let start = keys::session_prefix(keys::T_LABEL, sid);
             for pair in self.inner.kv.scan(&start, &keys::prefix_end(&start)) {
                 if let Ok(label) = record::decode::<LabelRecord>(&pair?.1) {
@@ -524,20 +525,43 @@ impl Logs {
 }
 
 /// The catalogue index rows of session `sid`, written with its catalogue row: its working
-/// directory (`0x09`) and, when its header's timestamp parses, its creation time (`0x0A`).
-pub(crate) fn index_keys(sid: u64, record: &SessionRecord) -> Vec<Vec<u8>> {
+/// directory (`0x09`) and, when the timestamps parse, its creation time (`0x0A`) and the hour
+/// of its last activity (`0x0C`: `last`, its last record's timestamp, else its creation).
+pub(crate) fn index_keys(sid: u64, record: &SessionRecord, last: Option<&str>) -> Vec<Vec<u8>> {
     let mut out = vec![keys::by_cwd(&record.cwd, &record.id, sid)];
     if let Some(ms) = grove_codec::time::parse_ms(&record.created) {
         out.push(keys::by_created(ms, &record.id, sid));
     }
+    if let Some(hour) = activity_hour(last, &record.created) {
+        out.push(keys::by_updated(hour, &record.id, sid));
+    }
     out
 }
 
+/// The hour (since the epoch) of a session's last activity: its last record's timestamp
+/// `last`, else its creation `created`; `None` when it does not parse.
+pub(crate) fn activity_hour(last: Option<&str>, created: &str) -> Option<i64> {
+    grove_codec::time::parse_ms(last.unwrap_or(created)).map(|ms| ms.div_euclid(keys::HOUR_MS))
+}
+
+/// Whether two timestamps fall in the same hour, without parsing them when both are
+/// canonical UTC (`YYYY-MM-DDTHH…Z`, as pi and grove write them): the append path's test.
+pub(crate) fn same_hour(a: Option<&str>, b: Option<&str>, created: &str) -> bool {
+    let (a, b) = (a.unwrap_or(created), b.unwrap_or(created));
+    let canonical =
+        |t: &str| t.len() >= 20 && t.ends_with('Z') && t.as_bytes().get(10) == Some(&b'T');
+    if canonical(a) && canonical(b) {
+        return a.as_bytes()[..13] == b.as_bytes()[..13];
+    }
+    activity_hour(Some(a), created) == activity_hour(Some(b), created)
+}
+
 /// Writes the catalogue indexes of every listed session (a store of layout 14 or older,
-/// opened to write: [`crate::open`]): each session's cwd and creation rows, and a label
-/// row for each of its current labels. Idempotent, in bounded batches; the caller writes the
-/// new format marker after it.
-pub(crate) fn index_catalogue(inner: &Inner) -> Result<()> {
+/// opened to write: [`crate::open`]): each session's cwd, creation and last-activity rows,
+/// and a label row for each of its current labels. Idempotent, in bounded batches; the caller
+/// writes the new format marker after it.
+pub(crate) fn index_catalogue(logs: &Arc<Logs>) -> Result<()> {
+    let inner = &logs.inner;
     let start = vec![keys::T_SESSION_ID];
     let end = keys::prefix_end(&start);
     let mut batch = WriteBatch::new();
@@ -550,7 +574,10 @@ pub(crate) fn index_catalogue(inner: &Inner) -> Result<()> {
         let Some(record) = inner.get::<SessionRecord>(&keys::session(sid))? else {
             continue;
         };
-        for key in index_keys(sid, &record) {
+        let last = Handle::open(logs.clone(), sid, record.clone())?
+            .head()?
+            .last_timestamp;
+        for key in index_keys(sid, &record, last.as_deref()) {
             batch.put(key, Vec::new());
             staged += 1;
         }
@@ -577,8 +604,9 @@ pub(crate) fn index_catalogue(inner: &Inner) -> Result<()> {
 /// session), or the catalogue index of the filter's most selective indexed condition: the
 /// working directory (`0x09`), then a label (`0x0B`), both in id order from the cursor, so
 /// a page stops when it is full; or the creation range (`0x0A`), whose candidates are
-/// gathered and put in id order first (a page costs the sessions created in the range).
-/// The name and last-activity conditions are weighed on each candidate.
+/// gathered and put in id order first (a page costs the sessions created in the range); or
+/// the last-activity range (`0x0C`, by the hour), alike. The name is weighed on each
+/// candidate, and every condition is weighed exactly.
 enum Candidates {
     All,
     /// A prefix of keys `prefix ++ id ++ 00 ++ sid ++ tail` in id order, `tail` bytes long.
@@ -586,9 +614,10 @@ enum Candidates {
         prefix: Vec<u8>,
         tail: usize,
     },
-    Created {
-        from: Option<i64>,
-        until: Option<i64>,
+    /// The keys `start .. stop` of a time index (`0A`, `0C`: `tag ++ time ++ id ++ 00 ++ sid`).
+    Timed {
+        start: Vec<u8>,
+        stop: Vec<u8>,
     },
 }
 
@@ -613,9 +642,23 @@ impl Candidates {
             };
         }
         if filter.created_from.is_some() || filter.created_until.is_some() {
-            return Candidates::Created {
-                from: filter.created_from,
-                until: filter.created_until,
+            return Candidates::Timed {
+                start: keys::by_created_prefix(filter.created_from.unwrap_or(i64::MIN)),
+                stop: match filter.created_until {
+                    Some(until) => keys::by_created_prefix(until),
+                    None => keys::prefix_end(&[keys::T_BY_CREATED]),
+                },
+            };
+        }
+        if filter.updated_from.is_some() || filter.updated_until.is_some() {
+            let hour = |ms: i64| ms.div_euclid(keys::HOUR_MS);
+            return Candidates::Timed {
+                start: keys::by_updated_prefix(filter.updated_from.map_or(i64::MIN, hour)),
+                // The hour of the last millisecond before the end, included.
+                stop: match filter.updated_until {
+                    Some(until) => keys::by_updated_prefix(hour(until.saturating_sub(1)) + 1),
+                    None => keys::prefix_end(&[keys::T_BY_UPDATED]),
+                },
             };
         }
         Candidates::All
@@ -656,24 +699,19 @@ impl Candidates {
                     keys::catalogue_entry(&key, len, tail).ok_or_else(corrupt)
                 })))
             }
-            Candidates::Created { .. } => {
+            Candidates::Timed { .. } => {
                 let found = self.keys(logs)?.collect::<Result<Vec<_>>>()?;
                 Ok(in_id_order(found, after, descending))
             }
         }
     }
 
-    /// The creation range's index keys in time order (of [`Candidates::Created`]).
+    /// A time range's index keys in time order (of [`Candidates::Timed`]).
     fn keys<'a>(&self, logs: &'a Arc<Logs>) -> Result<CandidateIter<'a>> {
-        let Candidates::Created { from, until } = self else {
-            return Err(GroveError::Corrupt("not a creation range".to_owned()));
+        let Candidates::Timed { start, stop } = self else {
+            return Err(GroveError::Corrupt("not a time range".to_owned()));
         };
-        let start = keys::by_created_prefix(from.unwrap_or(i64::MIN));
-        let stop = match until {
-            Some(until) => keys::by_created_prefix(*until),
-            None => keys::prefix_end(&[keys::T_BY_CREATED]),
-        };
-        let scan = logs.inner.kv.scan(&start, &stop);
+        let scan = logs.inner.kv.scan(start, stop);
         Ok(Box::new(scan.map(|pair| {
             let (key, _) = pair?;
             keys::catalogue_entry(&key, 9, 0)
@@ -682,14 +720,14 @@ impl Candidates {
     }
 }
 
-/// Keys of a creation range that [`Logs::race_created`] gathered before the catalogue filled
+/// Keys of a time range that [`Logs::race_timed`] gathered before the catalogue filled
 /// its page, or the page it filled.
 enum Race<'a> {
     Scanned(Vec<SessionSummary>),
     Gathered(CandidateIter<'a>),
 }
 
-/// Index keys read per catalogue session weighed when a creation range races the catalogue: a
+/// Index keys read per catalogue session weighed when a time range races the catalogue: a
 /// key costs about a fifth of a weighed session (docs/benchmarks.md, "Listing").
 const RACE_KEYS: usize = 8;
 
@@ -706,7 +744,9 @@ fn in_id_order<'a>(
             true => id.as_str() < a,
         })
     });
+    // (A session's stale last-activity rows besides its current one: one candidate.)
     found.sort_unstable();
+    found.dedup();
     if descending {
         found.reverse();
     }

@@ -28,6 +28,7 @@ use crate::core::shared::{fenced_out, FENCE_TRIES};
 use crate::core::util;
 use crate::kv::Durability;
 use crate::kv::WriteBatch;
+use crate::log::catalogue;
 use crate::log::fold;
 use crate::log::handle::Handle;
 use crate::log::tip::{Tip, TIP_NODES};
@@ -742,6 +743,21 @@ fn index_record(
         written.kind,
         written.target_id,
     );
+    // The catalogue's last-activity row moves when the activity moves into another hour.
+    let created = &session.record.created;
+    if !catalogue::same_hour(
+        head.last_timestamp.as_deref(),
+        Some(written.timestamp),
+        created,
+    ) {
+        let (id, sid) = (session.id(), session.sid);
+        if let Some(hour) = catalogue::activity_hour(head.last_timestamp.as_deref(), created) {
+            batch.delete(keys::by_updated(hour, id, sid));
+        }
+        if let Some(hour) = catalogue::activity_hour(Some(written.timestamp), created) {
+            batch.put(keys::by_updated(hour, id, sid), Vec::new());
+        }
+    }
     advance_head(head, seq, node, Some(written.timestamp));
 }
 
@@ -820,6 +836,17 @@ pub(crate) fn advance_head(
 /// process first loads the session's state ([`crate::log::ids`]); whether it wrote anything.
 pub(crate) fn repair_last(session: &Handle, entries: &[crate::log::handle::Entry]) -> Result<bool> {
     let mut rows = WriteBatch::new();
+    // The catalogue's last-activity row of the last record (the row of the hour before may
+    // stay: a superset, which `gc` sweeps).
+    if let Some(last) = entries.last() {
+        let created = &session.record.created;
+        if let Some(hour) = catalogue::activity_hour(Some(&last.timestamp()), created) {
+            rows.put(
+                keys::by_updated(hour, session.id(), session.sid),
+                Vec::new(),
+            );
+        }
+    }
     for entry in entries {
         let env = entry.envelope()?;
         index_rows(

@@ -78,7 +78,7 @@ pub(crate) fn gc(logs: &Arc<Logs>, views: &Views) -> Result<GcReport> {
         let handle = Handle::open(logs.clone(), sid, record)?;
         applied += crate::ops::redact::finish(&handle, views)?;
     }
-    let catalogue_rows_removed = sweep_catalogue_indexes(inner)?;
+    let catalogue_rows_removed = sweep_catalogue_indexes(logs)?;
     let _gate = inner.payload_gate.write();
     let referenced = payload_references(inner)?;
     let (start, end) = payload_range();
@@ -131,23 +131,28 @@ fn compact_backend(inner: &Inner) -> Result<bool> {
     Ok(done?)
 }
 
-/// Removes the catalogue index rows (`0x09`–`0x0B`) whose session is no longer listed under
-/// its id with its number; how many. A row and its listing are written in one batch, and a
-/// deletion unlists the session before it removes the rows, so such a row is never
-/// a session's on its way in.
-fn sweep_catalogue_indexes(inner: &Inner) -> Result<u64> {
+/// Removes the catalogue index rows (`0x09`–`0x0C`) whose session is no longer listed under
+/// its id with its number, and the last-activity rows of an hour that is no longer the
+/// session's; how many. A row and its listing are written in one batch, and a deletion
+/// unlists the session before it removes the rows, so such a row is never a session's on its
+/// way in; a last-activity row is written by the append that makes it current.
+fn sweep_catalogue_indexes(logs: &Arc<Logs>) -> Result<u64> {
+    let inner = &*logs.inner;
     let mut removed = 0;
     let mut batch = WriteBatch::new();
     for (tag, prefix, tail) in [
         (keys::T_BY_CWD, 17, 0),
         (keys::T_BY_CREATED, 9, 0),
         (keys::T_BY_LABEL, 17, 8),
+        (keys::T_BY_UPDATED, 9, 0),
     ] {
         for pair in inner.kv.scan(&[tag], &[tag + 1]) {
             let (key, _) = pair?;
             let listed = match keys::catalogue_entry(&key, prefix, tail) {
-                Some((id, sid)) => inner.sid_of(&id)? == Some(sid),
-                None => false,
+                Some((id, sid)) if inner.sid_of(&id)? == Some(sid) => {
+                    tag != keys::T_BY_UPDATED || current_hour(logs, sid, &key)?
+                }
+                _ => false,
             };
             if !listed {
                 batch.delete(key);
@@ -162,6 +167,19 @@ fn sweep_catalogue_indexes(inner: &Inner) -> Result<u64> {
         inner.commit(batch, Durability::Sync)?;
     }
     Ok(removed)
+}
+
+/// Whether the last-activity row `key` of session `sid` is of its last activity's hour.
+fn current_hour(logs: &Arc<Logs>, sid: u64, key: &[u8]) -> Result<bool> {
+    let Some(record) = logs.inner.get::<SessionRecord>(&keys::session(sid))? else {
+        return Ok(false);
+    };
+    let created = record.created.clone();
+    let last = Handle::open(logs.clone(), sid, record)?
+        .head()?
+        .last_timestamp;
+    let hour = crate::log::catalogue::activity_hour(last.as_deref(), &created);
+    Ok(hour.is_some() && hour == keys::updated_hour(key))
 }
 
 /// Every payload a log row references: one scan of the log and log-pack tables.

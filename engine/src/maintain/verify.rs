@@ -659,7 +659,8 @@ fn verify_session(s: &Handle, listed_as: &str, report: &mut VerifyReport) -> Res
     // The catalogue indexes a filtered listing reads: the session's cwd and creation rows,
     // and a row for each current label.
     if s.inner.catalogue_indexed {
-        let mut wanted = crate::log::catalogue::index_keys(s.sid, rec);
+        let last = head.last_timestamp.as_deref();
+        let mut wanted = crate::log::catalogue::index_keys(s.sid, rec, last);
         for l in labels.values() {
             let text = crate::log::labels::label_text(&l.label);
             wanted.push(keys::by_label(&text, &rec.id, s.sid, l.set_by));
@@ -669,6 +670,7 @@ fn verify_session(s: &Handle, listed_as: &str, report: &mut VerifyReport) -> Res
                 let which = match key.first() {
                     Some(&keys::T_BY_CWD) => "working directory",
                     Some(&keys::T_BY_CREATED) => "creation time",
+                    Some(&keys::T_BY_UPDATED) => "last activity",
                     _ => "label",
                 };
                 c.fail(

@@ -86,6 +86,27 @@ fn filters() -> Vec<SessionFilter> {
         label: Some("keep".into()),
         ..SessionFilter::default()
     });
+    // Last activity: ranges over the imported days, and the last hour (what was written now).
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap();
+    let hour_ago = i64::try_from(now.as_millis()).unwrap() - 3_600_000;
+    for (from, until) in [
+        (Some(day(10)), Some(day(20))),
+        (None, Some(day(7))),
+        (Some(hour_ago), None),
+    ] {
+        out.push(SessionFilter {
+            updated_from: from,
+            updated_until: until,
+            ..SessionFilter::default()
+        });
+    }
+    out.push(SessionFilter {
+        updated_from: Some(hour_ago),
+        cwd: Some("/w/a".into()),
+        ..SessionFilter::default()
+    });
     out
 }
 
@@ -107,7 +128,20 @@ fn oracle(store: &Store, filter: &SessionFilter) -> Vec<String> {
                 .is_none_or(|f| created.is_some_and(|c| c >= f))
             && filter
                 .created_until
-                .is_none_or(|u| created.is_some_and(|c| c < u));
+                .is_none_or(|u| created.is_some_and(|c| c < u))
+            && {
+                let last = s.head().unwrap().last_timestamp;
+                let updated = last
+                    .as_deref()
+                    .and_then(grove::codec::time::parse_ms)
+                    .or(created);
+                filter
+                    .updated_from
+                    .is_none_or(|f| updated.is_some_and(|t| t >= f))
+                    && filter
+                        .updated_until
+                        .is_none_or(|u| updated.is_some_and(|t| t < u))
+            };
         if passes {
             out.push(summary.id);
         }
@@ -159,7 +193,7 @@ fn check_all(store: &Store, when: &str) {
 fn index_rows(store: &Store) -> usize {
     store
         .kv()
-        .scan(&[keys::T_BY_CWD], &[keys::T_BY_LABEL + 1])
+        .scan(&[keys::T_BY_CWD], &[keys::T_BY_UPDATED + 1])
         .count()
 }
 
@@ -297,7 +331,10 @@ fn the_indexes_are_built_when_an_older_store_opens_and_scanned_around_when_read_
         build(&store, 99);
         // As layout 14 left it: no catalogue index.
         let mut batch = grove::kv::WriteBatch::new();
-        for pair in store.kv().scan(&[keys::T_BY_CWD], &[keys::T_BY_LABEL + 1]) {
+        for pair in store
+            .kv()
+            .scan(&[keys::T_BY_CWD], &[keys::T_BY_UPDATED + 1])
+        {
             batch.delete(pair.unwrap().0);
         }
         batch.put(keys::meta(keys::META_FORMAT), b"grove\x00\x0e".to_vec());

@@ -29,6 +29,17 @@ fn key_layouts_match_docs_format_md() {
         [0x0A, 0x80, 0, 0x01, 0x94, 0x1F, 0x29, 0x7C, 0, b'a', b'b', 0, 0, 0, 0, 0, 0, 0, 0, 2]
     );
     assert!(keys::by_created(-1, "a", 1) < keys::by_created(0, "a", 1));
+    // The hour of 2025-01-01T00:00:00Z: 482136 = 0x75B58.
+    let by_updated = keys::by_updated(482_136, "ab", 2);
+    assert_eq!(
+        by_updated,
+        [0x0C, 0x80, 0, 0, 0, 0, 0x07, 0x5B, 0x58, b'a', b'b', 0, 0, 0, 0, 0, 0, 0, 0, 2]
+    );
+    assert_eq!(keys::updated_hour(&by_updated), Some(482_136));
+    assert_eq!(
+        keys::catalogue_entry(&by_updated, 9, 0),
+        Some(("ab".into(), 2))
+    );
     let by_label = [
         &[0x0B][..],
         &digest("keep"),

@@ -35,7 +35,8 @@ pub async fn rewrite(
     };
     // (Sharded stores exist only with the `postgres` feature.)
     #[allow(irrefutable_let_patterns)]
-    let Stores::One(store) = &old else {
+    let Stores::One(store) = &old
+    else {
         state.put_stores(old);
         return Err("sessions are sharded over several stores".to_owned());
     };
