@@ -114,8 +114,10 @@ fn unredacted(s: &Handle, v: &mut View) -> Result<bool> {
         return Ok(true);
     }
     let mark = s.state_mark();
-    if let (Some((generation, _)), Some(checked)) = (mark, v.checked.generation) {
+    if let (Some((generation, next)), Some(checked)) = (mark, v.checked.generation) {
         if generation == checked {
+            // The records since are this process's own (its redactions drop the views).
+            v.checked.from = v.checked.from.max(next);
             return Ok(true);
         }
     }

@@ -758,10 +758,21 @@ fn a_redaction_reaches_other_processes_and_gc_rewrites_the_table() {
     sb.export(Flavor::Harness, &mut export).unwrap();
     assert!(!holds(&export, &secret));
     // Its writes go on, and write no stale copy back.
+    let mut written = Vec::new();
     for i in 0..70 {
-        sb.append(super::user(&format!("b after {i}"))).unwrap();
+        written.push(sb.append(super::user(&format!("b after {i}"))).unwrap());
         assert!(!context_text(&sb).contains(&secret));
     }
+    // It persisted its view again (the redaction deleted the one stored), from the redacted
+    // line, and again as it went on writing (every 64 extensions).
+    let sid = super::sid_of(&b, sa.id());
+    let view = b.kv().get(&grove::keys::view(sid)).unwrap();
+    let view: grove::codec::record::ViewRecord =
+        grove::codec::record::decode(&view.expect("a persisted view")).unwrap();
+    assert!(
+        view.leaf >= sb.entry(&written[60]).unwrap().seq,
+        "the writer persists its view as it goes on"
+    );
     let fresh = table.open_sync();
     let sf = fresh.session(sa.id()).unwrap();
     assert!(!context_text(&sf).contains(&secret));
