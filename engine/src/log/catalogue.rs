@@ -375,10 +375,11 @@ impl Logs {
 
     /// A page of a filter whose indexed condition is a time range (creation or last
     /// activity): the catalogue weighed from the cursor, raced against reading the range's
-    /// index keys ([`RACE_KEYS`] keys per session weighed). When ids follow creation times (UUIDv7, or any id given in creation
-    /// order), a range near the cursor fills the page from the catalogue after a few sessions,
-    /// and a range far from it is gathered from the index before the catalogue gets there;
-    /// either way the page costs about twice the cheaper of the two.
+    /// index keys ([`RACE_KEYS`] keys per session weighed). When ids follow creation times
+    /// (UUIDv7, or any id given in creation order), a range near the cursor fills the page
+    /// from the catalogue after a few sessions, and a range far from it is gathered from the
+    /// index before the catalogue gets there; either way the page costs about twice the
+    /// cheaper of the two.
     fn race_timed(
         self: &Arc<Logs>,
         after: Option<&str>,
@@ -574,17 +575,21 @@ pub(crate) fn index_catalogue(logs: &Arc<Logs>) -> Result<()> {
         let Some(record) = inner.get::<SessionRecord>(&keys::session(sid))? else {
             continue;
         };
-        let last = Handle::open(logs.clone(), sid, record.clone())?
-            .head()?
-            .last_timestamp;
+        // A session whose head or labels do not read is indexed as far as they do (`verify`
+        // reports the rest): one damaged session does not keep the store from opening.
+        let last = Handle::open(logs.clone(), sid, record.clone())
+            .and_then(|h| h.head())
+            .ok()
+            .and_then(|h| h.last_timestamp);
         for key in index_keys(sid, &record, last.as_deref()) {
             batch.put(key, Vec::new());
             staged += 1;
         }
         let labels = keys::session_prefix(keys::T_LABEL, sid);
         for pair in inner.kv.scan(&labels, &keys::prefix_end(&labels)) {
-            let label: LabelRecord = record::decode(&pair?.1)
-                .map_err(|e| GroveError::Corrupt(format!("label of session {}: {e}", record.id)))?;
+            let Ok(label) = record::decode::<LabelRecord>(&pair?.1) else {
+                continue;
+            };
             let text = crate::log::labels::label_text(&label.label);
             batch.put(
                 keys::by_label(&text, &record.id, sid, label.set_by),

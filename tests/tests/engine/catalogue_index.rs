@@ -446,3 +446,67 @@ fn creation_ranges_near_and_far_from_the_cursor_list_what_an_oracle_lists() {
         );
     }
 }
+
+/// A session whose label rows do not decode does not keep an older store from opening: the
+/// upgrade indexes what reads, a listing that must weigh the damage says so, and `verify`
+/// reports it.
+#[test]
+fn a_damaged_session_does_not_keep_an_older_store_from_being_indexed() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = Store::open(dir.path()).unwrap();
+        for (id, cwd) in [("good", "/g"), ("bad", "/b")] {
+            let s = store
+                .create_session(CreateSession {
+                    id: Some(id.into()),
+                    cwd: cwd.into(),
+                    ..CreateSession::default()
+                })
+                .unwrap();
+            let e = s.append(super::user("hi")).unwrap();
+            s.set_label(&e, Some("keep")).unwrap();
+        }
+        let sid = super::sid_of(&store, "bad");
+        let mut batch = grove::kv::WriteBatch::new();
+        for pair in store
+            .kv()
+            .scan(&[keys::T_BY_CWD], &[keys::T_BY_UPDATED + 1])
+        {
+            batch.delete(pair.unwrap().0);
+        }
+        batch.put(keys::label(sid, "x"), b"not a label record".to_vec());
+        batch.put(keys::meta(keys::META_FORMAT), b"grove\x00\x0e".to_vec());
+        store.kv().apply(batch).unwrap();
+        store.flush().unwrap();
+    }
+    let store = Store::open(dir.path()).unwrap();
+    let by_label = SessionFilter {
+        label: Some("keep".into()),
+        ..SessionFilter::default()
+    };
+    // Weighing the damaged session's labels fails, and says so.
+    let err = store
+        .sessions_page_where(None, 10, false, &by_label)
+        .unwrap_err();
+    assert!(matches!(err, grove::GroveError::Corrupt(_)), "{err}");
+    let by_cwd = SessionFilter {
+        cwd: Some("/g".into()),
+        label: Some("keep".into()),
+        ..SessionFilter::default()
+    };
+    let page = store.sessions_page_where(None, 10, false, &by_cwd).unwrap();
+    assert_eq!(page.len(), 1);
+    let by_cwd = SessionFilter {
+        cwd: Some("/b".into()),
+        ..SessionFilter::default()
+    };
+    let page = store.sessions_page_where(None, 10, false, &by_cwd).unwrap();
+    assert_eq!(page.len(), 1);
+    let report = store.verify().unwrap();
+    assert!(!report.is_ok());
+    assert!(
+        report.problems.iter().all(|p| p.session == "bad"),
+        "{:?}",
+        report.problems
+    );
+}
