@@ -44,9 +44,10 @@ pub struct GcReport {
     /// Whether the backend rewrote its storage in place because a redaction asked for it
     /// (PostgreSQL: `VACUUM FULL` of the store's table), which leaves `rewrite_due` false.
     pub backend_compacted: bool,
-    /// Catalogue index rows removed: label rows of sessions deleted after their labels
-    /// changed (deletion removes the rows of current labels only), and any row whose session
-    /// is gone.
+    /// Catalogue index rows removed: rows of sessions no longer listed (a deletion removes
+    /// the rows its session's record and current labels name; the label rows of labels
+    /// changed since and the last-activity row of a later hour are left to this sweep), and
+    /// last-activity rows of an hour that is no longer their session's.
     pub catalogue_rows_removed: u64,
 }
 
