@@ -462,8 +462,11 @@ fn scan_segment(
     messages: &mut Vec<Message>,
     damaged: &mut Vec<Damaged>,
 ) {
+    // The file ends inside this segment (a cut, or a crash's torn tail): bytes left at its
+    // end that are no whole message are a message cut short, however few.
+    let short = (buf.len() as u64) < segment;
     let mut pos = SEGMENT_HEADER;
-    while pos + MIN_HEADER <= buf.len() {
+    while pos < buf.len() {
         if let Some((m, next)) = message_at(buf, pos, segment) {
             let cap = m.kind == CAP;
             messages.push(m);
@@ -481,7 +484,7 @@ fn scan_segment(
         let resume = (pos + 1..buf.len().saturating_sub(MIN_HEADER - 1))
             .find(|q| message_at(buf, *q, segment).is_some());
         let end = resume.unwrap_or(buf.len());
-        if resume.is_none() && buf[pos..].iter().filter(|b| **b != 0).count() <= 1 {
+        if resume.is_none() && !short && buf[pos..].iter().filter(|b| **b != 0).count() <= 1 {
             // A flipped bit in the unused rest of the segment: nothing was there.
             return;
         }
