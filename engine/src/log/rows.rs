@@ -216,12 +216,24 @@ impl<'a> LogRows<'a> {
                     // Descending from the pack holding `hi - 1`; stops once past `lo`.
                     self.scan = Some(kv.scan_rev(&self.pack_key(0), &self.pack_key(hi)));
                 } else {
-                    // From the pack holding `lo`.
-                    let mut start = self.pack_key(self.lo);
+                    // From the pack holding `lo`, read in place: only the rows in the range
+                    // are copied (a short run of a bushy session's branch needs a few rows
+                    // of a pack of up to 128 KiB); the packs after it, if the range goes on.
                     let (first, past) = (self.pack_key(0), self.pack_key(self.lo + 1));
-                    kv.read_last(&first, &past, &mut |key, _| {
-                        start = key.to_vec();
+                    let mut floor: Option<Result<u64>> = None;
+                    let (lo, hi_all, limit) = (self.lo, self.hi, packed);
+                    let buffered = &mut self.buffered;
+                    kv.read_last(&first, &past, &mut |key, value| {
+                        floor = Some(key_seq(key).and_then(|seq| {
+                            let pack = LogPack::parse(value).map_err(|e| corrupt_pack(seq, e))?;
+                            queue_rows(buffered, seq, &pack, (lo, hi_all, limit), false);
+                            Ok(seq)
+                        }));
                     })?;
+                    let start = match floor.transpose()? {
+                        Some(seq) => self.pack_key(seq + 1),
+                        None => self.pack_key(self.lo),
+                    };
                     self.scan = Some(kv.scan(&start, &self.pack_key(hi)));
                 }
             }
@@ -243,26 +255,12 @@ impl<'a> LogRows<'a> {
     /// Queues the rows of one pack or batch that fall in the range; `false` when it lies
     /// entirely below the range (a descending scan is then done with the part).
     fn unpack(&mut self, first: u64, pack: &LogPack<'_>) -> bool {
-        let end = first.saturating_add(pack.len() as u64);
-        if end <= self.lo {
-            return false;
-        }
         let limit = match self.part {
             Part::Packs => self.packed,
             _ => u64::MAX,
         };
-        let (from, to) = (first.max(self.lo), end.min(self.hi).min(limit));
-        let rows = (from..to).filter_map(|seq| {
-            let i = usize::try_from(seq - first).ok()?;
-            pack.row(i).map(|r| (seq, r.to_vec()))
-        });
-        if self.rev {
-            let rows: Vec<_> = rows.collect();
-            self.buffered.extend(rows.into_iter().rev());
-        } else {
-            self.buffered.extend(rows);
-        }
-        true
+        let range = (self.lo, self.hi, limit);
+        queue_rows(&mut self.buffered, first, pack, range, self.rev)
     }
 
     /// Whether `seq` is the next record; `false` when it is not and the scan was reopened at
@@ -384,6 +382,34 @@ impl<'a> LogRows<'a> {
             }
         }
     }
+}
+
+/// Queues onto `buffered` the rows of the pack or batch beginning at record `first` that
+/// fall in `lo .. hi` and below `limit` (`(lo, hi, limit)`), in the scan's direction;
+/// `false` when it lies entirely below `lo`.
+fn queue_rows(
+    buffered: &mut VecDeque<(u64, Vec<u8>)>,
+    first: u64,
+    pack: &LogPack<'_>,
+    (lo, hi, limit): (u64, u64, u64),
+    rev: bool,
+) -> bool {
+    let end = first.saturating_add(pack.len() as u64);
+    if end <= lo {
+        return false;
+    }
+    let (from, to) = (first.max(lo), end.min(hi).min(limit));
+    let rows = (from..to).filter_map(|seq| {
+        let i = usize::try_from(seq - first).ok()?;
+        pack.row(i).map(|r| (seq, r.to_vec()))
+    });
+    if rev {
+        let rows: Vec<_> = rows.collect();
+        buffered.extend(rows.into_iter().rev());
+    } else {
+        buffered.extend(rows);
+    }
+    true
 }
 
 impl Iterator for LogRows<'_> {
