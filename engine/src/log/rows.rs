@@ -231,7 +231,7 @@ impl<'a> LogRows<'a> {
                         }));
                     })?;
                     let start = match floor.transpose()? {
-                        Some(seq) => self.pack_key(seq + 1),
+                        Some(seq) => self.pack_key(seq.saturating_add(1)),
                         None => self.pack_key(self.lo),
                     };
                     self.scan = Some(kv.scan(&start, &self.pack_key(hi)));
