@@ -38,6 +38,7 @@ pub use crate::ops::summary;
 pub use crate::context::build::{
     Context, ContextOptions, NullContent, RetainedTail, SelectionPath, SettingsScope,
 };
+pub use crate::context::plan::Walk;
 pub use crate::core::commits::CommitListener;
 pub use crate::core::error::{GroveError, LostWrites, Result};
 pub use crate::core::payloads::{PayloadStats, DEFAULT_PAYLOAD_THRESHOLD};

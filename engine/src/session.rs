@@ -17,6 +17,7 @@ use grove_codec::record::{HeadRecord, SessionRecord};
 use grove_codec::writer::NewEntry;
 
 use crate::context::build::{Context, ContextOptions};
+use crate::context::plan::Walk;
 use crate::context::views::Views;
 use crate::core::error::Result;
 use crate::exchange::export::{ExportReport, Flavor};
@@ -311,6 +312,18 @@ impl Session {
         each: &mut dyn FnMut(Entry) -> Result<()>,
     ) -> Result<()> {
         crate::context::read::for_each_on_branch(&self.h, from, each)
+    }
+
+    /// [`Session::for_each_on_path`] in two steps: the walk up the tree now (its errors
+    /// too), the entries when the [`Walk`] is read, on this thread or another.
+    pub fn plan_path(&self, from: Option<&str>) -> Result<Walk> {
+        crate::context::read::plan_path(&self.h, from)
+    }
+
+    /// [`Session::for_each_on_branch`] in two steps: the walk up the tree now (its errors
+    /// too), the entries when the [`Walk`] is read, on this thread or another.
+    pub fn plan_branch(&self, from: Option<&str>) -> Result<Walk> {
+        crate::context::read::plan_branch(&self.h, from)
     }
 
     /// Writes the context at `leaf` (`None`: the active leaf) as [`Context::to_json`] does,

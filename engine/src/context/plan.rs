@@ -7,7 +7,9 @@
 //! themselves are read once, in order, by range scans.
 //!
 //! Owns the plans and the ranged reads that `crate::context::read`'s streaming entry points
-//! (`for_each_on_path`, `for_each_on_branch`, `write_context`, `for_each_message`) run.
+//! (`for_each_on_path`, `for_each_on_branch`, `write_context`, `for_each_message`) run, and
+//! [`Walk`], a path or branch planned and read later (`Session::plan_branch`), perhaps on
+//! another thread: its length is known before any entry is read.
 //! May call the session's node and log reads, the tree walks
 //! (`walk`), the compaction rule (`paths`) and the projection and settings of `context`.
 //! Trees with a parent cycle (possible only in imported files) are read by the materializing
@@ -46,20 +48,59 @@ pub(crate) struct ContextPlan {
     pub(crate) tails: Vec<u64>,
 }
 
-/// A walk from `from` read by its plan, or materialized by `fallback` where it has none.
+/// A walk from `from` planned by `plan` (its runs), or materialized by `fallback` where it
+/// has none (a parent cycle): the walk up the tree done, the entries not read yet.
 pub(crate) fn walk_planned(
     s: &Handle,
     from: Option<&str>,
-    each: &mut dyn FnMut(Entry) -> Result<()>,
     plan: impl Fn(&Handle, u64) -> Result<Option<Ranges>>,
     fallback: impl Fn(&Handle, u64) -> Result<Vec<Entry>>,
-) -> Result<()> {
-    let Some(start) = paths::start_seq(s, from)? else {
-        return Ok(());
+) -> Result<Walk> {
+    let rows = match paths::start_seq(s, from)? {
+        None => WalkRows::Read(Vec::new()),
+        Some(start) => match plan(s, start)? {
+            Some(ranges) => WalkRows::Ranges(ranges),
+            None => WalkRows::Read(fallback(s, start)?),
+        },
     };
-    match plan(s, start)? {
-        Some(ranges) => read_ranges(s, &ranges, each),
-        None => fallback(s, start)?.into_iter().try_for_each(each),
+    Ok(Walk { s: s.clone(), rows })
+}
+
+/// A walk (a branch or a path) planned but not read: which entries it holds, found by the
+/// walk up the tree, whose errors (an unknown start, a missing parent) it has raised already.
+/// It owns what it needs, so it may be read on another thread than the one that planned it.
+pub struct Walk {
+    s: Handle,
+    rows: WalkRows,
+}
+
+enum WalkRows {
+    /// Runs of records, read as they are wanted.
+    Ranges(Ranges),
+    /// Read already (a tree with a parent cycle, materialized).
+    Read(Vec<Entry>),
+}
+
+impl Walk {
+    /// How many entries the walk holds.
+    pub fn len(&self) -> u64 {
+        match &self.rows {
+            WalkRows::Ranges(ranges) => ranges.iter().map(|&(lo, hi)| hi + 1 - lo).sum(),
+            WalkRows::Read(entries) => entries.len() as u64,
+        }
+    }
+
+    /// Whether the walk holds no entry (from the root position).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Calls `each` with every entry of the walk, root first, reading one at a time.
+    pub fn for_each(self, each: &mut dyn FnMut(Entry) -> Result<()>) -> Result<()> {
+        match self.rows {
+            WalkRows::Ranges(ranges) => read_ranges(&self.s, &ranges, each),
+            WalkRows::Read(entries) => entries.into_iter().try_for_each(each),
+        }
     }
 }
 

@@ -74,8 +74,13 @@ pub(crate) fn for_each_on_path(
     from: Option<&str>,
     each: &mut dyn FnMut(Entry) -> Result<()>,
 ) -> Result<()> {
+    plan_path(s, from)?.for_each(each)
+}
+
+/// The walk of `path_to_root(from)`, planned: its errors raised, its entries not read.
+pub(crate) fn plan_path(s: &Handle, from: Option<&str>) -> Result<plan::Walk> {
     let plan = |s: &Handle, start| Ok(plan::runs(s, start, None)?.map(|(runs, _)| runs));
-    plan::walk_planned(s, from, each, plan, paths::path_to_root_seq)
+    plan::walk_planned(s, from, plan, paths::path_to_root_seq)
 }
 
 /// Calls `each` with every entry of `branch(from)` (pi harness `getBranch`), root first,
@@ -85,8 +90,13 @@ pub(crate) fn for_each_on_branch(
     from: Option<&str>,
     each: &mut dyn FnMut(Entry) -> Result<()>,
 ) -> Result<()> {
+    plan_branch(s, from)?.for_each(each)
+}
+
+/// The walk of `branch(from)`, planned: its errors raised, its entries not read.
+pub(crate) fn plan_branch(s: &Handle, from: Option<&str>) -> Result<plan::Walk> {
     let plan = |s: &Handle, start| Ok(plan::branch_runs(s, start)?.map(|(runs, _)| runs));
-    plan::walk_planned(s, from, each, plan, paths::branch_seq)
+    plan::walk_planned(s, from, plan, paths::branch_seq)
 }
 
 /// Writes the context at `leaf` (`None`: the active leaf) as [`Context::to_json`] does,

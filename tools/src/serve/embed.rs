@@ -29,8 +29,9 @@ use tower::ServiceExt;
 use super::guard;
 use super::limits::{self, Limits};
 use super::routes;
-use super::state::{State, INLINE, PIECEWISE};
+use super::state::{State, INLINE, OVERLAPPED, PIECEWISE};
 use super::stores::Stores;
+use super::stream::OffThread;
 pub use super::stream::Pieces;
 
 /// How an embedded store is opened: the options of `grove serve` that make sense in one
@@ -134,6 +135,70 @@ impl Drop for Registered {
 /// The directories of the stores this process has open ([`Embedded::open`]).
 static OPEN: parking_lot::Mutex<std::collections::BTreeSet<PathBuf>> =
     parking_lot::Mutex::new(std::collections::BTreeSet::new());
+
+/// How [`Embedded::answer_direct`] gathers an answer.
+#[derive(Clone, Copy)]
+enum Mode {
+    /// In one buffer.
+    Joined,
+    /// In pieces (`state::PIECEWISE`).
+    Pieces,
+    /// In pieces, or chunk by chunk when large, each chunk made into what the function
+    /// makes of it (`state::OVERLAPPED`).
+    Overlapped(fn(Vec<u8>) -> Vec<u8>),
+}
+
+/// An answer of [`Embedded::request_overlapped`].
+pub enum Answer {
+    /// Gathered whole.
+    Whole(Pieces),
+    /// Produced off the caller's thread, read chunk by chunk; each chunk is whole JSON lines,
+    /// made into what the request's `shape` makes of them.
+    Chunks(Chunks),
+}
+
+impl Answer {
+    /// The whole answer's pieces; a chunked answer (which no route gives outside
+    /// [`Mode::Overlapped`]) is read to its end first.
+    fn pieces(self) -> Result<Pieces, EmbedError> {
+        match self {
+            Answer::Whole(pieces) => Ok(pieces),
+            Answer::Chunks(mut chunks) => {
+                let mut whole = Vec::new();
+                while let Some(chunk) = chunks.next_chunk()? {
+                    whole.extend_from_slice(&chunk);
+                }
+                Ok(Pieces::one(whole))
+            }
+        }
+    }
+}
+
+/// The chunks of a large answer, produced on the store's pool while the caller takes them.
+/// Dropped before its end, it stops the producer (its channel closes).
+pub struct Chunks {
+    body: axum::body::BodyDataStream,
+    runtime: tokio::runtime::Handle,
+}
+
+impl Chunks {
+    /// The next chunk, waited for on this thread, which must be no runtime's worker (node's
+    /// main thread); `None` at the end. A producer that failed after its first chunk, or was
+    /// stopped (the store closed meanwhile), is an error here, never a short answer.
+    pub fn next_chunk(&mut self) -> Result<Option<Vec<u8>>, EmbedError> {
+        let body = &mut self.body;
+        self.runtime.block_on(async {
+            loop {
+                match body.next().await {
+                    None => return Ok(None),
+                    Some(Err(e)) => return Err(EmbedError::Body(e.to_string())),
+                    Some(Ok(data)) if data.is_empty() => continue,
+                    Some(Ok(data)) => return Ok(Some(Vec::from(data))),
+                }
+            }
+        })
+    }
+}
 
 /// An answer whose head is known; its body is read by [`Reply::chunk`].
 pub struct Reply {
@@ -352,8 +417,9 @@ impl Embedded {
         body: Vec<u8>,
     ) -> Result<(u16, Vec<u8>), EmbedError> {
         let body = axum::body::Bytes::from(body);
-        if let Some(answered) = self.answer_direct(method, target, headers, &body, false) {
-            return answered.map(|(status, pieces)| (status, pieces.joined()));
+        if let Some(answered) = self.answer_direct(method, target, headers, &body, Mode::Joined) {
+            let (status, answer) = answered?;
+            return Ok((status, answer.pieces()?.joined()));
         }
         self.request_routed(method, target, headers, Vec::from(body))
     }
@@ -369,41 +435,77 @@ impl Embedded {
         body: Vec<u8>,
     ) -> Result<(u16, Pieces), EmbedError> {
         let body = axum::body::Bytes::from(body);
-        if let Some(answered) = self.answer_direct(method, target, headers, &body, true) {
-            return answered;
+        if let Some(answered) = self.answer_direct(method, target, headers, &body, Mode::Pieces) {
+            let (status, answer) = answered?;
+            return Ok((status, answer.pieces()?));
         }
         let (status, whole) = self.request_routed(method, target, headers, Vec::from(body))?;
         Ok((status, Pieces::one(whole)))
     }
 
+    /// [`Embedded::request_pieces`] for a caller that takes a large answer chunk by chunk
+    /// (node's addon, reading a branch): an answer its route knows to be large (a long walk,
+    /// `stream::ndjson_sized`) is produced on the store's pool as the server's is, and comes
+    /// as [`Answer::Chunks`], each chunk whole JSON lines made into what `shape` makes of them
+    /// there (node's addon: one JSON array of ASCII text), which the caller may turn into
+    /// values while the next is read. Any other answer comes whole, as `request_pieces` gives
+    /// it.
+    pub fn request_overlapped(
+        &self,
+        method: &str,
+        target: &str,
+        headers: &[(String, String)],
+        body: Vec<u8>,
+        shape: fn(Vec<u8>) -> Vec<u8>,
+    ) -> Result<(u16, Answer), EmbedError> {
+        let body = axum::body::Bytes::from(body);
+        let mode = Mode::Overlapped(shape);
+        if let Some(answered) = self.answer_direct(method, target, headers, &body, mode) {
+            return answered;
+        }
+        let (status, whole) = self.request_routed(method, target, headers, Vec::from(body))?;
+        Ok((status, Answer::Whole(Pieces::one(whole))))
+    }
+
     /// A small call answered on this thread by its route's handler (`routes::direct`); `None`
-    /// when it is not one, or the handler leaves it to the router. With `pieces`
-    /// (`state::PIECEWISE`), a context's long messages come as pieces of their own.
+    /// when it is not one, or the handler leaves it to the router. In [`Mode::Pieces`]
+    /// (`state::PIECEWISE`), a context's long messages come as pieces of their own; in
+    /// [`Mode::Overlapped`] (`state::OVERLAPPED`) too, and a large streamed answer comes as
+    /// its chunks.
     fn answer_direct(
         &self,
         method: &str,
         target: &str,
         headers: &[(String, String)],
         body: &axum::body::Bytes,
-        pieces: bool,
-    ) -> Option<Result<(u16, Pieces), EmbedError>> {
+        mode: Mode,
+    ) -> Option<Result<(u16, Answer), EmbedError>> {
         let (method, client) = direct(method, headers)?;
         let answer = async {
             let mut response =
                 routes::direct::answer(&self.state, &method, target, &client, body).await?;
             let status = response.status().as_u16();
             if let Some(pieces) = response.extensions_mut().remove::<Pieces>() {
-                return Some(Ok((status, pieces)));
+                return Some(Ok((status, Answer::Whole(pieces))));
+            }
+            if response.extensions().get::<OffThread>().is_some() {
+                let chunks = Chunks {
+                    body: response.into_body().into_data_stream(),
+                    runtime: self.runtime.handle().clone(),
+                };
+                return Some(Ok((status, Answer::Chunks(chunks))));
             }
             let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await;
             Some(match bytes {
-                Ok(bytes) => Ok((status, Pieces::one(Vec::from(bytes)))),
+                Ok(bytes) => Ok((status, Answer::Whole(Pieces::one(Vec::from(bytes))))),
                 Err(e) => Err(EmbedError::Body(e.to_string())),
             })
         };
-        match pieces {
-            true => self.run_here(INLINE.scope((), PIECEWISE.scope((), answer))),
-            false => self.run_here(INLINE.scope((), answer)),
+        match mode {
+            Mode::Joined => self.run_here(INLINE.scope((), answer)),
+            Mode::Pieces => self.run_here(INLINE.scope((), PIECEWISE.scope((), answer))),
+            Mode::Overlapped(shape) => self
+                .run_here(INLINE.scope((), PIECEWISE.scope((), OVERLAPPED.scope(shape, answer)))),
         }
     }
 
@@ -705,11 +807,7 @@ mod tests {
     #[test]
     fn closing_ends_a_stream_left_unread_which_then_breaks_off() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let mut options = Options::new(dir.path().join("store"));
-        options
-            .set_durability("none")
-            .unwrap_or_else(|e| panic!("{e}"));
-        let store = Embedded::open(&options).unwrap_or_else(|e| panic!("{e}"));
+        let store = open_without_sync(dir.path());
         let (_, created) = call(&store, "POST", "/v1/sessions", "{}");
         let sid = json(&created)["id"]
             .as_str()
@@ -746,6 +844,144 @@ mod tests {
         assert!(
             matches!(&broken, Err(EmbedError::Body(why)) if why.contains("broke off")),
             "{broken:?}"
+        );
+    }
+
+    /// A store in `dir` at durability none.
+    fn open_without_sync(dir: &std::path::Path) -> Embedded {
+        let mut options = Options::new(dir.join("store"));
+        options
+            .set_durability("none")
+            .unwrap_or_else(|e| panic!("{e}"));
+        Embedded::open(&options).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// A session of `n` user messages of about `bytes` bytes each; its id.
+    fn session_of(store: &Embedded, n: usize, bytes: usize) -> String {
+        let (_, created) = call(store, "POST", "/v1/sessions", "{}");
+        let sid = json(&created)["id"].as_str().map(str::to_owned);
+        let sid = sid.unwrap_or_else(|| panic!("no id in {created}"));
+        let text = "y".repeat(bytes);
+        let entries: Vec<String> = (0..n)
+            .map(|i| format!(r#"{{"role":"user","content":"{i} {text} é"}}"#))
+            .collect();
+        let batch = format!(r#"{{"entries":[{}]}}"#, entries.join(","));
+        let target = format!("/v1/sessions/{sid}/entries/many");
+        let (status, appended) = call(store, "POST", &target, &batch);
+        assert_eq!(status, 201, "{appended}");
+        sid
+    }
+
+    /// Chunks handed over as they were produced.
+    fn as_is(chunk: Vec<u8>) -> Vec<u8> {
+        chunk
+    }
+
+    /// Every chunk of `answer`, joined; how many there were (0: it came whole).
+    fn read_out(answer: Answer) -> (Vec<u8>, usize) {
+        match answer {
+            Answer::Whole(pieces) => (pieces.joined(), 0),
+            Answer::Chunks(mut chunks) => {
+                let (mut whole, mut count) = (Vec::new(), 0);
+                while let Some(chunk) = chunks.next_chunk().unwrap_or_else(|e| panic!("{e}")) {
+                    assert!(chunk.ends_with(b"\n"), "a chunk of whole lines");
+                    whole.extend_from_slice(&chunk);
+                    count += 1;
+                }
+                (whole, count)
+            }
+        }
+    }
+
+    #[test]
+    fn a_large_walk_comes_chunk_by_chunk_as_the_same_lines() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let store = open_without_sync(dir.path());
+        let large = session_of(&store, 1500, 200);
+        let small = session_of(&store, 20, 200);
+        // Far more than the chunks in flight (8 of 64 KiB): its reader waits on a full channel.
+        let larger = session_of(&store, 1500, 2000);
+        for (sid, chunked) in [(&large, true), (&small, false)] {
+            for target in [
+                format!("/v1/sessions/{sid}/branch"),
+                format!("/v1/sessions/{sid}/path"),
+                // As the session stood at an operation: gathered, as every walk in time.
+                format!("/v1/sessions/{sid}/branch?atOp=1"),
+                // Not a walk.
+                format!("/v1/sessions/{sid}/entries"),
+            ] {
+                let gathered = store
+                    .request_inline("GET", &target, &[], Vec::new())
+                    .unwrap_or_else(|e| panic!("{target}: {e}"));
+                let (status, answer) = store
+                    .request_overlapped("GET", &target, &[], Vec::new(), as_is)
+                    .unwrap_or_else(|e| panic!("{target}: {e}"));
+                let (body, chunks) = read_out(answer);
+                assert_eq!((status, &body), (gathered.0, &gathered.1), "{target}");
+                let walk = !target.contains('?') && !target.ends_with("/entries");
+                // 1,500 lines of about 250 bytes: several chunks of 64 KiB.
+                assert_eq!(chunks > 1, chunked && walk, "{target}: {chunks} chunks");
+            }
+        }
+        // Each chunk made on the producer's thread into what the caller asks: here node's
+        // JSON arrays of ASCII text, whose values are the lines'.
+        let target = format!("/v1/sessions/{large}/branch");
+        let ascii = |chunk| crate::serve::js_text::ascii_json(chunk, true);
+        let (_, answer) = store
+            .request_overlapped("GET", &target, &[], Vec::new(), ascii)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let Answer::Chunks(mut chunks) = answer else {
+            panic!("the branch of a large session came whole")
+        };
+        let mut values = Vec::new();
+        while let Some(chunk) = chunks.next_chunk().unwrap_or_else(|e| panic!("{e}")) {
+            assert!(chunk.is_ascii());
+            let array: Vec<serde_json::Value> =
+                serde_json::from_slice(&chunk).unwrap_or_else(|e| panic!("{e}"));
+            values.extend(array);
+        }
+        let (_, lines) = store
+            .request_inline("GET", &target, &[], Vec::new())
+            .unwrap_or_else(|e| panic!("{e}"));
+        let lines: Vec<serde_json::Value> =
+            String::from_utf8_lossy(&lines).lines().map(json).collect();
+        assert_eq!((values.len(), values == lines), (1500, true));
+        // An error before the first line is an answer as before, not chunks.
+        for target in [
+            "/v1/sessions/nope/branch".to_owned(),
+            format!("/v1/sessions/{large}/branch?from=nope"),
+        ] {
+            let (status, answer) = store
+                .request_overlapped("GET", &target, &[], Vec::new(), as_is)
+                .unwrap_or_else(|e| panic!("{target}: {e}"));
+            let gathered = store
+                .request_inline("GET", &target, &[], Vec::new())
+                .unwrap_or_else(|e| panic!("{target}: {e}"));
+            let (body, chunks) = read_out(answer);
+            assert_eq!((status, chunks), (404, 0), "{target}");
+            assert_eq!(body, gathered.1, "{target}");
+        }
+        // Chunks left unread when the store closes: what was handed over reads, then the
+        // answer breaks off, never ends short as whole.
+        let target = format!("/v1/sessions/{larger}/path");
+        let (_, answer) = store
+            .request_overlapped("GET", &target, &[], Vec::new(), as_is)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let Answer::Chunks(mut chunks) = answer else {
+            panic!("the path of a large session came whole")
+        };
+        let first = chunks.next_chunk().unwrap_or_else(|e| panic!("{e}"));
+        assert!(first.is_some_and(|chunk| !chunk.is_empty()));
+        store.close().unwrap_or_else(|e| panic!("{e}"));
+        let rest = loop {
+            match chunks.next_chunk() {
+                Ok(Some(_)) => continue,
+                end => break end,
+            }
+        };
+        assert!(
+            matches!(&rest, Err(EmbedError::Body(why)) if why.contains("broke off")),
+            "{rest:?}"
         );
     }
 

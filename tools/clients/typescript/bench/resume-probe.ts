@@ -13,8 +13,8 @@ import { openStore } from "../src/native.js";
 import { GroveSessionRepo } from "../src/pi.js";
 import { headerOf } from "./util.js";
 
-const [store, id, file] = process.argv.slice(2).filter((a) => !a.startsWith("--"));
 const runsAt = process.argv.indexOf("--runs");
+const [store, id, file] = process.argv.slice(2).filter((a, i) => !a.startsWith("--") && i + 2 !== runsAt + 1);
 const runs = runsAt > 0 ? Number(process.argv[runsAt + 1]) : 50;
 if (!store || !id) throw new Error("usage: resume-probe STORE SESSION_ID [JSONL_FILE] [--runs N]");
 

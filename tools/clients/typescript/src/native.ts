@@ -73,14 +73,25 @@ interface NativeUpload {
 	finish(): Promise<NativeReply>;
 }
 
+/**
+ * A large JSON-lines answer of `requestSync`, read on the store's threads while this one takes
+ * it: `next` is the next chunk's lines as one JSON array, in text (as `requestSync`'s) or made
+ * by the addon (a chunk of long strings), `null` at the end; it throws where the reading
+ * failed or broke off.
+ */
+interface NativeChunks {
+	next(): string | unknown[] | null;
+}
+
 interface NativeStore {
 	/**
 	 * The whole body (JSON; with `lines`, a JSON-lines body made one array) as text of ASCII
 	 * only (characters past it escaped); an error status throws `answer STATUS: BODY` (see
 	 * `answerError`). A large answer made mostly of long strings comes as its value (an array
-	 * or an object), made by the addon, instead of text.
+	 * or an object), made by the addon, instead of text. With `lines`, an answer the route
+	 * knows to be large (the branch or path of a session of many entries) comes as its chunks.
 	 */
-	requestSync(method: string, target: string, headers: string[], body?: string | null, lines?: boolean): string | object;
+	requestSync(method: string, target: string, headers: string[], body?: string | null, lines?: boolean): string | object | NativeChunks;
 	/** `requestSync` run on a thread of node's pool. */
 	requestWhole(method: string, target: string, headers: string[], body?: string | null, lines?: boolean): Promise<string | object>;
 	request(method: string, target: string, headers: string[], body?: Buffer | null): Promise<NativeReply>;
@@ -90,7 +101,9 @@ interface NativeStore {
 
 interface NativeModule {
 	NativeStore: { open(path: string, options?: Omit<OpenStoreOptions, "name" | "fallback" | "inlineReads">): NativeStore };
+	NativeChunks: abstract new () => NativeChunks;
 	answersMadeHere(): [number, number];
+	answersTakenInChunks(): number;
 }
 
 let loaded: NativeModule | undefined;
@@ -125,6 +138,14 @@ export function answersMadeByTheAddon(): { whole: number; piecewise: number } {
 	return { whole, piecewise };
 }
 
+/**
+ * How many JSON-lines answers this process took chunk by chunk (the walks of a session of
+ * many entries, parsed while the addon read on): a diagnostic, for the tests.
+ */
+export function answersTakenInChunks(): number {
+	return addon().answersTakenInChunks();
+}
+
 /** A `GroveError` from the addon's `code: message` errors. */
 function nativeError(error: unknown, where: string): GroveError {
 	const message = error instanceof Error ? error.message : String(error);
@@ -138,7 +159,7 @@ function nativeError(error: unknown, where: string): GroveError {
  * and the request it answers (`METHOD target at where`).
  */
 interface Whole {
-	text: string | object;
+	text: string | object | NativeChunks;
 	what: string;
 }
 
@@ -167,8 +188,37 @@ function answerError(error: unknown, method: string, target: string, what: strin
 	return nativeError(error, what);
 }
 
+/**
+ * The values of a large JSON-lines answer taken chunk by chunk: each chunk is parsed here
+ * while the addon reads the next one on another thread, so the answer costs about its parsing
+ * rather than its reading and then its parsing.
+ */
+function parseChunks(chunks: NativeChunks, what: string): unknown[] {
+	const values: unknown[] = [];
+	for (;;) {
+		let text: string | unknown[] | null;
+		try {
+			text = chunks.next();
+		} catch (error) {
+			throw nativeError(error, what);
+		}
+		if (text === null) return values;
+		let part: unknown = text;
+		try {
+			if (typeof text === "string") part = JSON.parse(text);
+		} catch (error) {
+			throw new GroveError("invalid_response", 200, `${what}: the answer is not JSON lines: ${String(text).slice(0, 200)}`, {
+				cause: error,
+			});
+		}
+		if (!Array.isArray(part)) throw new GroveError("invalid_response", 200, `${what}: the answer is not JSON lines`);
+		for (const value of part) values.push(value);
+	}
+}
+
 /** The JSON value of a whole answer (`undefined` for an empty body). */
 function parseWhole({ text, what }: Whole): unknown {
+	if (text instanceof addon().NativeChunks) return parseChunks(text, what);
 	if (typeof text !== "string") return text;
 	if (text === "") return undefined;
 	try {

@@ -9,8 +9,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
-import { GroveError, openStore, type WireEntry } from "../src/index.js";
-import { answersMadeByTheAddon } from "../src/native.js";
+import { GroveClient, GroveError, openStore, type WireEntry } from "../src/index.js";
+import { answersMadeByTheAddon, answersTakenInChunks } from "../src/native.js";
 import { Rand } from "./random.js";
 import { startServer } from "./server.js";
 
@@ -155,6 +155,56 @@ describe("openStore", () => {
 			expect((await client.context(small)).messages).toStrictEqual(shorts);
 			expect(answersMadeByTheAddon()).toEqual({ whole: made.whole + 3, piecewise: made.piecewise + 1 });
 			client.close();
+		}
+	});
+
+	it("takes the branch and path of a session of many entries chunk by chunk, as the same values", async () => {
+		// 1,024 entries or more: a walk is read on the store's threads while node parses the
+		// chunks already read. Lines ASCII or not, short, long, and one of over a megabyte of
+		// long strings (a chunk the addon makes values of itself); a branch point, so the
+		// branch of the old leaf is not the session's log.
+		const text = (i: number) => `${i} ${"x".repeat(i % 300)} ${i % 7 === 0 ? "é😀中\n\"q\"" : ""}`;
+		const messages = Array.from({ length: 1600 }, (_, i) => ({
+			role: i % 2 === 0 ? "user" : "assistant",
+			content:
+				i === 700
+					? [{ type: "text", text: "lorem ipsum ".repeat(100_000) }, { type: "text", text: "é".repeat(3000) }]
+					: [{ type: "text", text: text(i) }],
+			n: i,
+		}));
+		const server = await startServer();
+		try {
+			const remote = new GroveClient({ url: server.urls[0] as string });
+			for (const inlineReads of [true, false]) {
+				const client = openStore(tempStore(), { durability: "none", inlineReads });
+				const { id: sid } = await client.createSession();
+				const ids = await client.appendMany(sid, messages);
+				const { id: twin } = await remote.createSession();
+				await remote.appendMany(twin, messages);
+				const chunked = answersTakenInChunks();
+				const made = answersMadeByTheAddon();
+				const of = (entries: WireEntry[]) => entries.map((e) => e["message"]);
+				expect(of(await client.branch(sid))).toStrictEqual(messages);
+				expect(of(await client.path(sid))).toStrictEqual(messages);
+				// Off node's thread (inlineReads false) a walk is gathered whole, as before.
+				expect(answersTakenInChunks()).toBe(chunked + (inlineReads ? 2 : 0));
+				// The chunk holding the long line was made values by the addon, in each walk;
+				// a whole answer of so many small values is left to JSON.parse.
+				expect(answersMadeByTheAddon()).toEqual({ whole: made.whole + (inlineReads ? 2 : 0), piecewise: made.piecewise });
+				// A sibling of entry 999: the branch of the old leaf and of the new one.
+				const branchPoint = ids[999] as string;
+				await client.setLeaf(sid, branchPoint);
+				const [sibling] = await client.appendMany(sid, [{ role: "user", content: "again" }]);
+				expect(of(await client.branch(sid))).toStrictEqual([...messages.slice(0, 1000), { role: "user", content: "again" }]);
+				expect(of(await client.branch(sid, ids.at(-1)))).toStrictEqual(messages);
+				expect((await client.branch(sid, sibling)).at(-2)?.["id"]).toBe(branchPoint);
+				// Entry for entry what the server answers of the same appends, ids aside.
+				const strip = (entries: WireEntry[]) => entries.map(({ id: _i, parentId: _p, timestamp: _t, ...rest }) => rest);
+				expect(strip(await client.branch(sid, ids.at(-1)))).toStrictEqual(strip(await remote.branch(twin)));
+				client.close();
+			}
+		} finally {
+			await server.stop();
 		}
 	});
 

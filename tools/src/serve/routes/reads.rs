@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 use super::at::At;
 use crate::serve::api::{choice, ApiResult, Body, Path, Query};
 use crate::serve::state::{blocking, json_answer, on_session, raw_json, State};
-use crate::serve::stream::{json_stream, ndjson, Sink, SinkWriter};
+use crate::serve::stream::{self, json_stream, ndjson, ndjson_sized, Sink, SinkWriter};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -233,10 +233,29 @@ pub(super) async fn path(
     walk(state, sid, q, Walk::Path).await
 }
 
+/// The entries of a walk from which it is a large answer ([`stream::ndjson_sized`]): a
+/// shorter one is a chunk or two of lines, gathered sooner than handed over.
+const LARGE_WALK_ENTRIES: u64 = 512;
+
 /// Streams the entries of `walk` from `q.from` (or the leaf), now or at `q`'s point in time.
 async fn walk(state: State, sid: String, mut q: FromQuery, walk: Walk) -> ApiResult<Response> {
     let at = q.at()?;
     let store = state.store()?;
+    if at.is_none() && stream::overlapping().is_some() {
+        // Run on the caller's thread for a caller that takes a large answer chunk by chunk:
+        // the walk up the tree here, its entries read where its length says.
+        let session = store.session(&sid)?;
+        let from = q.from.as_deref();
+        let planned = match walk {
+            Walk::Branch => session.plan_branch(from)?,
+            Walk::Path => session.plan_path(from)?,
+        };
+        let large = planned.len() >= LARGE_WALK_ENTRIES;
+        return ndjson_sized(&state, large, move |sink| {
+            planned.for_each(&mut |e: Entry| send_one(sink, &e))
+        })
+        .await;
+    }
     ndjson(&state, move |sink| {
         let session = store.session(&sid)?;
         let from = q.from.as_deref();

@@ -24,7 +24,9 @@ use super::limits::{self, Limits};
 use super::stores::Stores;
 pub use disk::FullDisk;
 pub(in crate::serve) use extract::{checked, parsed};
-pub use run::{blocking, json_answer, on_session, raw_json, writing, INLINE, PIECEWISE};
+pub use run::{
+    blocking, json_answer, on_session, raw_json, writing, INLINE, OVERLAPPED, PIECEWISE,
+};
 pub use writes::Writes;
 
 /// What every handler shares, as one request sees it: a handler takes `State` itself (not

@@ -14,8 +14,10 @@
 
 use std::sync::Arc;
 
-use grove_tools::embed::{BodySender, EmbedError, Embedded, Options, Pieces, Reply};
-use napi::bindgen_prelude::{AsyncTask, Buffer, ToNapiValue, Unknown};
+use grove_tools::embed::{
+    Answer, BodySender, Chunks, EmbedError, Embedded, Options, Pieces, Reply,
+};
+use napi::bindgen_prelude::{AsyncTask, Buffer, JavaScriptClassExt, Null, ToNapiValue, Unknown};
 use napi::{Env, ScopedTask};
 use napi_derive::napi;
 
@@ -120,6 +122,52 @@ impl<'task> ScopedTask<'task> for WholeRequest {
     }
 }
 
+/// A chunk of JSON lines made one JSON array of ASCII text ([`answer_text`]'s form), on the
+/// store's pool where [`NativeChunks`] are read.
+fn js_array(chunk: Vec<u8>) -> Vec<u8> {
+    grove_tools::js_text::ascii_json(chunk, true)
+}
+
+/// A large JSON-lines answer of `requestSync` (a long branch or path), read on the store's
+/// pool while node takes it: each `next` is the next chunk's lines as one JSON array, in text
+/// ([`answer_text`]'s form, made on the pool) for one `JSON.parse` while the chunk after it is
+/// read, or, a chunk of a megabyte or more of long strings (a line of an image), its values
+/// made here ([`tree`]); `null` at the end. Let go before its end, it stops the reading.
+#[napi]
+pub struct NativeChunks {
+    chunks: Option<Chunks>,
+}
+
+#[napi]
+impl NativeChunks {
+    /// The next chunk's lines as a JSON array (in text, or made here), waited for on this
+    /// thread; `null` at the end. A reading that failed or broke off (the store closed)
+    /// throws, never ends short.
+    #[napi(ts_return_type = "string | unknown[] | null")]
+    pub fn next<'e>(&mut self, env: &'e Env) -> napi::Result<Unknown<'e>> {
+        let Some(chunks) = self.chunks.as_mut() else {
+            return Null.into_unknown(env);
+        };
+        match chunks.next_chunk() {
+            Ok(Some(array)) if array.len() < tree::LEAST_BYTES => {
+                env.create_string_latin1(&array)?.into_unknown(env)
+            }
+            Ok(Some(array)) => match tree::Tree::parse(Pieces::one(array), false) {
+                Ok(tree) => tree.into_js(env),
+                Err(array) => env.create_string_latin1(&array)?.into_unknown(env),
+            },
+            Ok(None) => {
+                self.chunks = None;
+                Null.into_unknown(env)
+            }
+            Err(e) => {
+                self.chunks = None;
+                Err(embed_error(e))
+            }
+        }
+    }
+}
+
 /// A store open in this process.
 #[napi]
 pub struct NativeStore {
@@ -156,6 +204,16 @@ pub struct NativeUpload {
 pub fn answers_made_here() -> Vec<f64> {
     tree::made().map(|n| n as f64).to_vec()
 }
+
+/// How many answers `requestSync` handed over as [`NativeChunks`]: for the tests, which check
+/// that the walk of a session of many entries takes that way.
+#[napi]
+pub fn answers_taken_in_chunks() -> f64 {
+    CHUNKED.load(std::sync::atomic::Ordering::Relaxed) as f64
+}
+
+/// How many answers `requestSync` handed over as [`NativeChunks`].
+static CHUNKED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 fn error(code: &str, message: impl std::fmt::Display) -> napi::Error {
     napi::Error::from_reason(format!("{code}: {message}"))
@@ -250,7 +308,7 @@ impl NativeStore {
     /// of long strings, its value made here ([`tree`]): never a string then, as the answer is
     /// an array or an object. For reads that take microseconds, where going to another thread
     /// and back would cost more than the read; never for a followed replay.
-    #[napi(ts_return_type = "string | object")]
+    #[napi(ts_return_type = "string | object | NativeChunks")]
     pub fn request_sync<'e>(
         &self,
         env: &'e Env,
@@ -263,11 +321,27 @@ impl NativeStore {
         let store = self.store()?;
         let pairs = pairs(headers)?;
         let body = body.map(String::into_bytes).unwrap_or_default();
-        let (status, answer) = store
-            .request_pieces(&method, &target, &pairs, body)
-            .map_err(embed_error)?;
         let lines = lines.unwrap_or(false);
-        Whole::of(status, answer, lines).into_js(env, lines)
+        if !lines {
+            let (status, answer) = store
+                .request_pieces(&method, &target, &pairs, body)
+                .map_err(embed_error)?;
+            return Whole::of(status, answer, lines).into_js(env, lines);
+        }
+        match store
+            .request_overlapped(&method, &target, &pairs, body, js_array)
+            .map_err(embed_error)?
+        {
+            (status, Answer::Whole(answer)) => Whole::of(status, answer, lines).into_js(env, lines),
+            (_, Answer::Chunks(chunks)) => {
+                CHUNKED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                NativeChunks {
+                    chunks: Some(chunks),
+                }
+                .into_instance(env)?
+                .into_unknown(env)
+            }
+        }
     }
 
     /// One request whose whole answer is wanted (not a stream), run to its end on a thread of
