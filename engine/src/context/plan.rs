@@ -63,7 +63,11 @@ pub(crate) fn walk_planned(
             None => WalkRows::Read(fallback(s, start)?),
         },
     };
-    Ok(Walk { s: s.clone(), rows })
+    Ok(Walk {
+        s: s.clone(),
+        rows,
+        continued: false,
+    })
 }
 
 /// A walk (a branch or a path) planned but not read: which entries it holds, found by the
@@ -72,6 +76,9 @@ pub(crate) fn walk_planned(
 pub struct Walk {
     s: Handle,
     rows: WalkRows,
+    /// Whether the walk's first run continues one a walk before it holds ([`Walk::split_at`]
+    /// cut a run in two).
+    continued: bool,
 }
 
 enum WalkRows {
@@ -95,10 +102,54 @@ impl Walk {
         self.len() == 0
     }
 
+    /// The walk cut in two: its first `n` entries (all of them when it holds fewer), and the
+    /// rest. Reading the two one after the other reads the walk.
+    pub fn split_at(self, n: u64) -> (Walk, Walk) {
+        let s = self.s;
+        let mut cut_in_run = false;
+        let (head, tail) = match self.rows {
+            WalkRows::Ranges(ranges) => {
+                let (mut head, mut tail) = (Vec::new(), Vec::new());
+                let mut left = n;
+                for (lo, hi) in ranges {
+                    let len = hi + 1 - lo;
+                    if left >= len {
+                        head.push((lo, hi));
+                        left -= len;
+                    } else if left > 0 {
+                        head.push((lo, lo + left - 1));
+                        tail.push((lo + left, hi));
+                        cut_in_run = true;
+                        left = 0;
+                    } else {
+                        tail.push((lo, hi));
+                    }
+                }
+                (WalkRows::Ranges(head), WalkRows::Ranges(tail))
+            }
+            WalkRows::Read(mut entries) => {
+                let cut = usize::try_from(n).unwrap_or(usize::MAX).min(entries.len());
+                let tail = entries.split_off(cut);
+                (WalkRows::Read(entries), WalkRows::Read(tail))
+            }
+        };
+        let head = Walk {
+            s: s.clone(),
+            rows: head,
+            continued: self.continued,
+        };
+        let tail = Walk {
+            s,
+            rows: tail,
+            continued: cut_in_run,
+        };
+        (head, tail)
+    }
+
     /// Calls `each` with every entry of the walk, root first, reading one at a time.
     pub fn for_each(self, each: &mut dyn FnMut(Entry) -> Result<()>) -> Result<()> {
         match self.rows {
-            WalkRows::Ranges(ranges) => read_ranges(&self.s, &ranges, each),
+            WalkRows::Ranges(ranges) => read_ranges_after(&self.s, &ranges, self.continued, each),
             WalkRows::Read(entries) => entries.into_iter().try_for_each(each),
         }
     }
@@ -322,12 +373,28 @@ pub(crate) fn read_ranges(
     ranges: &Ranges,
     each: &mut dyn FnMut(Entry) -> Result<()>,
 ) -> Result<()> {
-    for &(lo, hi) in ranges {
+    read_ranges_after(s, ranges, false, each)
+}
+
+/// [`read_ranges`], where with `continued` the first range continues a chain read before
+/// (a walk cut inside a run, [`Walk::split_at`]): its first entry is checked to be the child
+/// of the record before it too.
+fn read_ranges_after(
+    s: &Handle,
+    ranges: &Ranges,
+    continued: bool,
+    each: &mut dyn FnMut(Entry) -> Result<()>,
+) -> Result<()> {
+    for (i, &(lo, hi)) in ranges.iter().enumerate() {
         let mut expected = lo;
+        let chained_from = match continued && i == 0 {
+            true => lo.saturating_sub(1),
+            false => lo,
+        };
         for entry in s.log_range(lo, hi + 1).entries(s.id()) {
             let entry = entry?;
             if entry.seq != expected
-                || (entry.seq > lo && entry.node.parent != Parent::Seq(entry.seq - 1))
+                || (entry.seq > chained_from && entry.node.parent != Parent::Seq(entry.seq - 1))
             {
                 return Err(GroveError::Corrupt(format!(
                     "session {}: run broken at record {}",

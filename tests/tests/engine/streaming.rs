@@ -149,11 +149,57 @@ proptest! {
             if n + 1 == steps.len() {
                 for id in &ids {
                     found.extend(differences(&session, Some(id), &every));
+                    found.extend(split_differences(&session, id));
                 }
             }
             prop_assert!(found.is_empty(), "step {}: {}", n, found.join("\n"));
         }
     }
+}
+
+/// Where a walk (branch and path) from `id` planned and cut in two at any point
+/// (`Walk::split_at`) reads otherwise than the walk read whole: other entries, or a head of
+/// another length.
+fn split_differences(session: &grove::Session, id: &str) -> Vec<String> {
+    let ids = |walk: grove::Walk| {
+        let mut out = Vec::new();
+        walk.for_each(&mut |e| {
+            out.push(e.id().to_owned());
+            Ok(())
+        })
+        .map(|()| out)
+    };
+    let mut found = Vec::new();
+    for path in [false, true] {
+        let plan = || match path {
+            true => session.plan_path(Some(id)),
+            false => session.plan_branch(Some(id)),
+        };
+        let (Ok(whole_plan), Ok(whole)) = (plan(), plan().and_then(ids)) else {
+            continue; // an error of the walk, raised alike by the reads compared above
+        };
+        let len = whole_plan.len();
+        if len != whole.len() as u64 {
+            found.push(format!(
+                "{id} (path {path}): len {len} of {} entries",
+                whole.len()
+            ));
+        }
+        for k in 0..=len + 1 {
+            let Ok(planned) = plan() else { continue };
+            let (head, tail) = planned.split_at(k);
+            let head_len = head.len();
+            let read = ids(head).and_then(|mut h| {
+                h.extend(ids(tail)?);
+                Ok(h)
+            });
+            match read {
+                Ok(read) if read == whole && head_len == k.min(len) => {}
+                other => found.push(format!("{id} (path {path}) cut at {k}: {other:?}")),
+            }
+        }
+    }
+    found
 }
 
 /// A compaction that keeps from an older compaction: the branch stops at the older one (it

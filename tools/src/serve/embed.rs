@@ -445,11 +445,11 @@ impl Embedded {
 
     /// [`Embedded::request_pieces`] for a caller that takes a large answer chunk by chunk
     /// (node's addon, reading a branch): an answer its route knows to be large (a long walk,
-    /// `stream::ndjson_sized`) is produced on the store's pool as the server's is, and comes
-    /// as [`Answer::Chunks`], each chunk whole JSON lines made into what `shape` makes of them
-    /// there (node's addon: one JSON array of ASCII text), which the caller may turn into
-    /// values while the next is read. Any other answer comes whole, as `request_pieces` gives
-    /// it.
+    /// `stream::ndjson_overlapped`) is produced on the store's pool as the server's is, but
+    /// for its first chunk, read on this thread meanwhile, and comes as [`Answer::Chunks`],
+    /// each chunk whole JSON lines made into what `shape` makes of them (node's addon: one JSON
+    /// array of ASCII text), which the caller may turn into values while the next is read. Any
+    /// other answer comes whole, as `request_pieces` gives it.
     pub fn request_overlapped(
         &self,
         method: &str,

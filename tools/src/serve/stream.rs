@@ -31,10 +31,9 @@ use super::state::{State, INLINE, OVERLAPPED, PIECEWISE};
 
 /// Bytes gathered before a chunk is handed over.
 const CHUNK: usize = 64 << 10;
-/// Bytes gathered before the first chunk of an answer [`ndjson_sized`] hands over: fewer
-/// than [`CHUNK`], so that its caller starts making values sooner. (Measured on a bushy
-/// branch: 8 KiB then chunks doubling up to 128 KiB, or 256 KiB after the first, left node
-/// waiting longer for the later chunks, whose reading its parse outran.)
+/// Bytes gathered before the first chunk of a stream whose chunks are shaped for a caller
+/// that makes values of one while the next is read ([`ndjson_overlapped`]): fewer, so that
+/// the caller, done with the chunk before, waits less for it.
 const FIRST_CHUNK: usize = 16 << 10;
 /// Chunks in flight between the reader and the connection.
 const DEPTH: usize = 8;
@@ -92,15 +91,30 @@ pub struct Sink {
     stores: Option<watch::Receiver<Option<super::stores::Stores>>>,
     /// For a request run piecewise (`state::PIECEWISE`): the pieces before `buf`.
     pieces: Option<Pieces>,
-    /// What each chunk is made into before it is handed over ([`ndjson_sized`]).
+    /// What each chunk is made into before it is handed over ([`ndjson_overlapped`]).
     shape: Option<fn(Vec<u8>) -> Vec<u8>>,
-    /// The bytes gathered before the next chunk is handed over: [`CHUNK`], but
-    /// [`FIRST_CHUNK`] for the first chunk of an answer taken by a caller who makes values
-    /// of it while the rest is read ([`ndjson_sized`]), so that it starts sooner.
+    /// The bytes gathered before the next chunk is handed over: [`CHUNK`], or
+    /// [`FIRST_CHUNK`] before the first of a shaped stream.
     chunk: usize,
 }
 
 impl Sink {
+    /// A sink that gathers its lines in one buffer on the producer's thread (a request run
+    /// inline), with `pieces` for a request run piecewise.
+    fn gathering(pieces: Option<Pieces>) -> Sink {
+        Sink {
+            start: None,
+            tx: None,
+            buf: Vec::new(),
+            gone: false,
+            started: false,
+            stores: None,
+            pieces,
+            shape: None,
+            chunk: CHUNK,
+        }
+    }
+
     /// The request is valid: the response starts (200, JSON lines).
     pub fn ready(&mut self) {
         self.started = true;
@@ -232,26 +246,34 @@ where
     streamed(state, "application/json", produce).await
 }
 
-/// [`ndjson`] for a route that knows, before it reads, whether its answer will be large
-/// (`large`; the branch of a session of many entries, say). Run inline for a caller that
-/// takes an answer chunk by chunk ([`overlapping`]), a large answer is produced on the
-/// blocking pool as the server's is, its chunks handed over as they come (the response
-/// carries [`OffThread`]), so the caller makes values of one chunk while the next is read;
-/// a small one is gathered on the caller's thread as every inline answer is, which the hand
-/// over and back would cost more than it spares. Anywhere else it is [`ndjson`].
-pub async fn ndjson_sized<F>(state: &State, large: bool, produce: F) -> ApiResult<Response>
+/// A large JSON-lines answer for a caller that takes it chunk by chunk ([`overlapping`]; a
+/// route calls it only then): `tail` is read on the blocking pool as the server's streams are,
+/// while `head` is read on this thread, which would only wait otherwise; the head is the
+/// first chunk, the tail's chunks follow as they come (the response carries [`OffThread`]),
+/// so the caller makes values of one chunk while the next is read. An error of the head is
+/// the answer (the tail's reading then stops); one of the tail breaks the body off. With no
+/// place left for a stream, the whole answer is gathered here, as any other inline answer.
+pub async fn ndjson_overlapped<H, F>(state: &State, head: H, tail: F) -> ApiResult<Response>
 where
+    H: FnOnce(&mut Sink) -> grove::Result<()>,
     F: FnOnce(&mut Sink) -> grove::Result<()> + Send + 'static,
 {
-    let shape = match (large, overlapping()) {
-        (true, Some(shape)) => shape,
-        _ => return ndjson(state, produce).await,
+    let (Some(shape), Ok(permit)) = (overlapping(), state.limits().stream()) else {
+        return Ok(gathered("application/x-ndjson", |sink: &mut Sink| {
+            head(sink)?;
+            tail(sink)
+        }));
     };
-    // With no place left for a stream, the answer is gathered here, as it would be otherwise.
-    let Ok(permit) = state.limits().stream() else {
-        return Ok(gathered("application/x-ndjson", produce));
-    };
-    let mut response = spawned(state, "application/x-ndjson", permit, Some(shape), produce).await?;
+    // The pool reads the tail from now on, while this thread reads the head.
+    let rest = produced(state, permit, Some(shape), None, tail);
+    let mut sink = Sink::gathering(None);
+    head(&mut sink).map_err(ApiError::from)?;
+    let first = tokio_stream::once(Ok(Bytes::from(shape(std::mem::take(&mut sink.buf)))));
+    let mut response = (
+        [(header::CONTENT_TYPE, "application/x-ndjson")],
+        Body::from_stream(first.chain(rest)),
+    )
+        .into_response();
     response.extensions_mut().insert(OffThread);
     Ok(response)
 }
@@ -263,7 +285,7 @@ pub fn overlapping() -> Option<fn(Vec<u8>) -> Vec<u8>> {
     OVERLAPPED.try_with(|shape| *shape).ok()
 }
 
-/// Marks a response of [`ndjson_sized`] whose body is produced off the caller's thread: the
+/// Marks a response of [`ndjson_overlapped`] whose body is produced off the caller's thread: the
 /// caller reads it chunk by chunk, each chunk whole JSON lines made what the caller asked
 /// (`state::OVERLAPPED`).
 #[derive(Clone, Copy, Debug)]
@@ -277,22 +299,54 @@ where
         return Ok(gathered(content_type, produce));
     }
     let permit = state.limits().stream()?;
-    spawned(state, content_type, permit, None, produce).await
+    spawned(state, content_type, permit, produce).await
 }
 
-/// `produce` run on the blocking pool, holding `permit`, its chunks (made into `shape`'s, when
-/// given) streamed as the body.
+/// `produce` run on the blocking pool, holding `permit`, its chunks streamed as the body once
+/// it has written its first line (an error before that is the answer).
 async fn spawned<F>(
     state: &State,
     content_type: &'static str,
     permit: tokio::sync::OwnedSemaphorePermit,
-    shape: Option<fn(Vec<u8>) -> Vec<u8>>,
     produce: F,
 ) -> ApiResult<Response>
 where
     F: FnOnce(&mut Sink) -> grove::Result<()> + Send + 'static,
 {
     let (start_tx, start_rx) = oneshot::channel();
+    let chunks = produced(state, permit, None, Some(start_tx), produce);
+    match start_rx.await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => return Err(e),
+        Err(_) => {
+            return Err(ApiError::new(
+                axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+                "storage",
+                "the reader ended without an answer",
+            ))
+        }
+    }
+    Ok((
+        [(header::CONTENT_TYPE, content_type)],
+        Body::from_stream(chunks),
+    )
+        .into_response())
+}
+
+/// The chunks of `produce` run on the blocking pool from now on, holding `permit`, each made
+/// into `shape`'s when given. With `start`, an error before the first line is sent there;
+/// without, every error is the stream's. If the producer does not run to its end, the stream
+/// breaks off with an error after the chunks it handed over.
+fn produced<F>(
+    state: &State,
+    permit: tokio::sync::OwnedSemaphorePermit,
+    shape: Option<fn(Vec<u8>) -> Vec<u8>>,
+    start: Option<oneshot::Sender<ApiResult<()>>>,
+    produce: F,
+) -> impl tokio_stream::Stream<Item = std::io::Result<Bytes>> + Send + 'static
+where
+    F: FnOnce(&mut Sink) -> grove::Result<()> + Send + 'static,
+{
     let (tx, rx) = mpsc::channel(DEPTH);
     let stores = state.store_changes();
     // Set when the producer ran to its end (its last chunk, or its error, handed over).
@@ -302,7 +356,7 @@ where
         // The place is given back when the reader is done, not when the response is.
         let _permit = permit;
         let mut sink = Sink {
-            start: Some(start_tx),
+            start,
             tx: Some(tx),
             buf: Vec::with_capacity(CHUNK + 4096),
             gone: false,
@@ -336,19 +390,6 @@ where
             ran.store(true, Ordering::Release);
         }
     });
-    match start_rx.await {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => return Err(e),
-        Err(_) => {
-            return Err(ApiError::new(
-                axum::http::StatusCode::INTERNAL_SERVER_ERROR,
-                "storage",
-                "the reader ended without an answer",
-            ))
-        }
-    }
-    // The channel closes when the producer ends; if it did not run to its end, the body
-    // breaks off with an error after the chunks it handed over.
     let mut unfinished = Some(finished);
     let tail = tokio_stream::iter(std::iter::from_fn(move || {
         let finished = unfinished.take()?;
@@ -358,12 +399,7 @@ where
             ))
         })
     }));
-    let chunks = tokio_stream::wrappers::ReceiverStream::new(rx).chain(tail);
-    Ok((
-        [(header::CONTENT_TYPE, content_type)],
-        Body::from_stream(chunks),
-    )
-        .into_response())
+    tokio_stream::wrappers::ReceiverStream::new(rx).chain(tail)
 }
 
 /// `produce` run on this thread for a request run inline (`state::INLINE`), its whole body
@@ -375,17 +411,7 @@ fn gathered<F>(content_type: &'static str, produce: F) -> Response
 where
     F: FnOnce(&mut Sink) -> grove::Result<()>,
 {
-    let mut sink = Sink {
-        start: None,
-        tx: None,
-        buf: Vec::new(),
-        gone: false,
-        started: false,
-        stores: None,
-        pieces: PIECEWISE.try_with(|()| Pieces::default()).ok(),
-        shape: None,
-        chunk: CHUNK,
-    };
+    let mut sink = Sink::gathering(PIECEWISE.try_with(|()| Pieces::default()).ok());
     let produced = produce(&mut sink);
     let mut buf = std::mem::take(&mut sink.buf);
     let mut pieces = sink.pieces.take();

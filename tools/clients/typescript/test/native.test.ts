@@ -159,16 +159,17 @@ describe("openStore", () => {
 	});
 
 	it("takes the branch and path of a session of many entries chunk by chunk, as the same values", async () => {
-		// 1,024 entries or more: a walk is read on the store's threads while node parses the
-		// chunks already read. Lines ASCII or not, short, long, and one of over a megabyte of
-		// long strings (a chunk the addon makes values of itself); a branch point, so the
-		// branch of the old leaf is not the session's log.
+		// 512 entries or more: a walk is read on the store's threads while node parses the
+		// chunks already read. Lines ASCII or not, short, long, and one of 3 MB of long
+		// strings (its chunk, whatever else it holds, the addon makes values of itself: more
+		// than a megabyte, more than 512 bytes a value); a branch point, so the branch of the
+		// old leaf is not the session's log.
 		const text = (i: number) => `${i} ${"x".repeat(i % 300)} ${i % 7 === 0 ? "é😀中\n\"q\"" : ""}`;
 		const messages = Array.from({ length: 1600 }, (_, i) => ({
 			role: i % 2 === 0 ? "user" : "assistant",
 			content:
 				i === 700
-					? [{ type: "text", text: "lorem ipsum ".repeat(100_000) }, { type: "text", text: "é".repeat(3000) }]
+					? [{ type: "text", text: "lorem ipsum ".repeat(250_000) }, { type: "text", text: "é".repeat(3000) }]
 					: [{ type: "text", text: text(i) }],
 			n: i,
 		}));

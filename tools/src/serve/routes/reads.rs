@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 use super::at::At;
 use crate::serve::api::{choice, ApiResult, Body, Path, Query};
 use crate::serve::state::{blocking, json_answer, on_session, raw_json, State};
-use crate::serve::stream::{self, json_stream, ndjson, ndjson_sized, Sink, SinkWriter};
+use crate::serve::stream::{self, json_stream, ndjson, ndjson_overlapped, Sink, SinkWriter};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -233,9 +233,14 @@ pub(super) async fn path(
     walk(state, sid, q, Walk::Path).await
 }
 
-/// The entries of a walk from which it is a large answer ([`stream::ndjson_sized`]): a
+/// The entries of a walk from which it is a large answer ([`stream::ndjson_overlapped`]): a
 /// shorter one is a chunk or two of lines, gathered sooner than handed over.
 const LARGE_WALK_ENTRIES: u64 = 512;
+
+/// The entries of a large walk read on the caller's thread, as its first chunk, while the
+/// pool reads the rest: about what the caller makes values of while the pool's first chunk
+/// is on its way (64 or 128 had node wait longer for the first chunk, on a bushy branch).
+const HEAD_ENTRIES: u64 = 32;
 
 /// Streams the entries of `walk` from `q.from` (or the leaf), now or at `q`'s point in time.
 async fn walk(state: State, sid: String, mut q: FromQuery, walk: Walk) -> ApiResult<Response> {
@@ -250,8 +255,13 @@ async fn walk(state: State, sid: String, mut q: FromQuery, walk: Walk) -> ApiRes
             Walk::Branch => session.plan_branch(from)?,
             Walk::Path => session.plan_path(from)?,
         };
-        let large = planned.len() >= LARGE_WALK_ENTRIES;
-        return ndjson_sized(&state, large, move |sink| {
+        if planned.len() >= LARGE_WALK_ENTRIES {
+            let (head, tail) = planned.split_at(HEAD_ENTRIES);
+            let head = |sink: &mut Sink| head.for_each(&mut |e: Entry| send_one(sink, &e));
+            let tail = |sink: &mut Sink| tail.for_each(&mut |e: Entry| send_one(sink, &e));
+            return ndjson_overlapped(&state, head, tail).await;
+        }
+        return ndjson(&state, move |sink| {
             planned.for_each(&mut |e: Entry| send_one(sink, &e))
         })
         .await;

@@ -23,7 +23,7 @@ tokio::task_local! {
     /// in pieces of their own rather than in one buffer.
     pub static PIECEWISE: ();
     /// Set, with [`INLINE`], while a request is run for `Embedded::request_overlapped`: a
-    /// streamed answer its route knows to be large ([`crate::serve::stream::ndjson_sized`]) is
+    /// streamed answer its route knows to be large ([`crate::serve::stream::ndjson_overlapped`]) is
     /// produced on the pool and handed over chunk by chunk, so the caller makes values of one
     /// chunk while the next is read. Its value is what each chunk is made into on the pool
     /// before it is handed over (node's addon: one JSON array of ASCII text).
