@@ -307,7 +307,10 @@ impl NativeStore {
     /// ([`answer_text`]; a JSON-lines answer as one array when `lines`), or, for a large answer
     /// of long strings, its value made here ([`tree`]): never a string then, as the answer is
     /// an array or an object. For reads that take microseconds, where going to another thread
-    /// and back would cost more than the read; never for a followed replay.
+    /// and back would cost more than the read; never for a followed replay. A JSON-lines
+    /// answer its route knows to be long (a walk of 512 entries or more) comes as
+    /// [`NativeChunks`] instead: its first entries read here, the rest on the store's pool
+    /// while node parses them.
     #[napi(ts_return_type = "string | object | NativeChunks")]
     pub fn request_sync<'e>(
         &self,
