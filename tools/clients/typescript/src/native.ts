@@ -89,7 +89,7 @@ interface NativeStore {
 	 * only (characters past it escaped); an error status throws `answer STATUS: BODY` (see
 	 * `answerError`). A large answer made mostly of long strings comes as its value (an array
 	 * or an object), made by the addon, instead of text. With `lines`, an answer the route
-	 * knows to be large (the branch or path of a session of many entries) comes as its chunks.
+	 * knows to be large (a branch or path of 512 entries or more) comes as its chunks.
 	 */
 	requestSync(method: string, target: string, headers: string[], body?: string | null, lines?: boolean): string | object | NativeChunks;
 	/** `requestSync` run on a thread of node's pool. */
@@ -139,8 +139,8 @@ export function answersMadeByTheAddon(): { whole: number; piecewise: number } {
 }
 
 /**
- * How many JSON-lines answers this process took chunk by chunk (the walks of a session of
- * many entries, parsed while the addon read on): a diagnostic, for the tests.
+ * How many JSON-lines answers this process took chunk by chunk (walks of 512 entries or more,
+ * parsed while the addon read on): a diagnostic, for the tests.
  */
 export function answersTakenInChunks(): number {
 	return addon().answersTakenInChunks();

@@ -206,7 +206,7 @@ pub fn answers_made_here() -> Vec<f64> {
 }
 
 /// How many answers `requestSync` handed over as [`NativeChunks`]: for the tests, which check
-/// that the walk of a session of many entries takes that way.
+/// that a walk of 512 entries or more takes that way.
 #[napi]
 pub fn answers_taken_in_chunks() -> f64 {
     CHUNKED.load(std::sync::atomic::Ordering::Relaxed) as f64
